@@ -1,0 +1,115 @@
+"""The one agent protocol: open a session for a case instance, send user turns, close.
+
+Every kind of agent (functions, OpenAI-compatible endpoints, HTTP services, demo agents,
+user simulators, judges) is adapted to `Agent`; the engine knows nothing else.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from convlab.registry import Registry
+
+if TYPE_CHECKING:
+    from convlab.model.conversation import Message, Observation
+    from convlab.model.suite import Case, TurnInput
+
+__all__ = ["AGENT_SPECS", "Agent", "AgentContext", "AgentSession", "agent_spec", "as_agent"]
+
+
+@dataclass
+class AgentContext:
+    """What an agent may know about the case instance it is answering (`ctx`)."""
+
+    case: Case | None = None
+    world: dict[str, Any] = field(default_factory=dict)
+    """The instance's own mutable world state; as the agent leaves it = `effects`."""
+    turn: int = 0
+    """0-based user-turn index."""
+    instructions: str | None = None
+    instance: str = ""
+    """The instance key as text, unique within a run (a thread/chat id)."""
+    input: TurnInput | None = None
+    """The scripted input of this turn (selection, files), when there is one."""
+    max_agent_passes: int | None = None
+    persona: str | None = None
+    """Simulators only: who the simulated user is."""
+    goal: str | None = None
+    """Simulators only: what the simulated user wants."""
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+class AgentSession(ABC):
+    """One conversation with an agent; `send` is called once per user turn."""
+
+    @abstractmethod
+    async def send(self, messages: list[Message], ctx: AgentContext) -> Observation:
+        """Answer the conversation so far (it ends with the new user message)."""
+
+    async def close(self) -> None:  # noqa: B027 - optional hook
+        """Release what the session holds."""
+
+
+class Agent(ABC):
+    """Something that answers conversations."""
+
+    name: str = "agent"
+
+    @abstractmethod
+    async def open(self, ctx: AgentContext) -> AgentSession:
+        """Start a conversation for one case instance."""
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook
+        """Release shared resources (connection pools) at the end of a run."""
+
+    def describe(self) -> str:
+        """A short description for results; never contains secrets."""
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.describe()}>"
+
+
+AGENT_SPECS: Registry[Callable[[str], Agent]] = Registry("agent spec scheme")
+"""Spec-string schemes (`demo`, `openai`, `http`, ...) -> factory(rest of the string)."""
+
+
+def agent_spec(
+    scheme: str, *aliases: str
+) -> Callable[[Callable[[str], Agent]], Callable[[str], Agent]]:
+    """Register a factory for spec strings `scheme:REST`."""
+    return AGENT_SPECS.register(scheme, *aliases)
+
+
+def as_agent(obj: Any) -> Agent:
+    """Turn an agent, a spec string or a plain function into an Agent.
+
+    Spec strings: `demo:NAME`, `openai:MODEL`, `http:URL` (or `http://...`), `module:function`.
+    """
+    if isinstance(obj, Agent):
+        return obj
+    if isinstance(obj, str):
+        return _from_spec(obj)
+    if callable(obj):
+        from convlab.agents.function import FunctionAgent
+
+        return FunctionAgent(obj)
+    raise TypeError(f"not an agent: {obj!r} (give a function, an Agent or a spec string)")
+
+
+def _from_spec(spec: str) -> Agent:
+    import convlab.agents  # noqa: F401 - registers the built-in schemes
+
+    if spec.startswith(("http://", "https://")):
+        return AGENT_SPECS.get("http")(spec)
+    scheme, sep, rest = spec.partition(":")
+    if sep and scheme in AGENT_SPECS:
+        return AGENT_SPECS.get(scheme)(rest)
+    if sep and rest:
+        from convlab.agents.function import FunctionAgent, import_callable
+
+        return FunctionAgent(import_callable(spec))
+    raise AGENT_SPECS.unknown(scheme)

@@ -1,0 +1,120 @@
+"""The check registry, the evaluation context and the uniform wrapper around every kind."""
+
+from __future__ import annotations
+
+import inspect
+import time
+import traceback
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from convlab.model.conversation import Message, Observation
+from convlab.model.results import AssertionResult
+from convlab.registry import Registry
+
+if TYPE_CHECKING:
+    from convlab.agents.protocol import Agent
+    from convlab.model.assertions import Assertion
+    from convlab.model.results import TurnResult
+    from convlab.model.suite import Case, TurnInput
+
+__all__ = ["EVALUATORS", "KINDS", "CheckContext", "evaluate", "evaluator", "kind", "result"]
+
+CheckFn = Callable[["Any", "CheckContext"], AssertionResult | Awaitable[AssertionResult]]
+
+
+@dataclass
+class CheckContext:
+    """What an assertion may look at."""
+
+    observation: Observation = field(default_factory=Observation)
+    """This turn's observation (the last one for case/final scope)."""
+    messages: list[Message] = field(default_factory=list)
+    """The whole conversation so far, including this turn's reply."""
+    history: list[TurnResult] = field(default_factory=list)
+    """Prior recorded turns (final scope: every turn)."""
+    case: Case | None = None
+    input: TurnInput | None = None
+    """The scripted input of this turn, when there is one."""
+    turn_index: int = 0
+    world: dict[str, Any] | None = None
+    judge: Agent | None = None
+    scope: str = "turn"
+    """turn | final | checkpoint | suite | case."""
+    multi_turn: bool = False
+    """HoloDeck rule: metrics needing ground truth are skipped on turns without it."""
+    summary: dict[str, Any] | None = None
+    """Suite scope: the run summary."""
+    cases: list[Any] = field(default_factory=list)
+    """Suite scope: every case result."""
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Mode-specific values (e.g. the Python test's `x` context, combined dynamic output)."""
+
+
+KINDS: Registry[CheckFn] = Registry("assertion kind")
+"""Assertion kind -> evaluation function."""
+
+EVALUATORS: Registry[Callable[..., Any]] = Registry("evaluator")
+"""User evaluators (`custom` kind, JSONL types not built in): name -> fn(ctx, parameters)."""
+
+
+def kind(name: str) -> Callable[[CheckFn], CheckFn]:
+    """Register the evaluation function of a built-in assertion kind."""
+    return KINDS.register(name)
+
+
+def evaluator(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register a user evaluator, usable as `{"kind": "custom", "evaluator": name}`.
+
+    The function receives `(ctx, parameters)` and returns a bool, a dict with `passed`
+    (and optionally `message`, `evidence`), or an AssertionResult.
+    """
+    return EVALUATORS.register(name)
+
+
+def result(spec: Any, passed: bool, message: str = "", **kw: Any) -> AssertionResult:
+    """Build a pass/fail result for `spec`."""
+    return AssertionResult(
+        kind=spec.kind,
+        id=spec.id,
+        label=spec.label,
+        status="passed" if passed else "failed",
+        message=message,
+        **kw,
+    )
+
+
+def _error(spec: Any, message: str) -> AssertionResult:
+    return AssertionResult(
+        kind=spec.kind, id=spec.id, label=spec.label, status="error", message=message, error=message
+    )
+
+
+async def evaluate(spec: Assertion, ctx: CheckContext) -> AssertionResult:
+    """Evaluate one assertion; never raises for a failing or crashing evaluator."""
+    start = time.perf_counter()
+    try:
+        fn = KINDS.get(spec.kind)
+        out = fn(spec, ctx)
+        res = await out if inspect.isawaitable(out) else out
+    except Exception as exc:
+        tb = traceback.format_exc(limit=5)
+        res = _error(spec, f"{type(exc).__name__}: {exc}")
+        res.details["traceback"] = tb
+    res = _apply_common(spec, res)
+    res.duration_ms = (time.perf_counter() - start) * 1000
+    return res
+
+
+def _apply_common(spec: Any, res: AssertionResult) -> AssertionResult:
+    """Apply `negate` and the custom failure `message` (errors and skips stay as they are)."""
+    if res.status in ("error", "skipped"):
+        return res
+    if spec.negate:
+        passed = res.status != "passed"
+        msg = f"negated: {res.message}" if passed else "negated assertion passed"
+        res = res.model_copy(update={"status": "passed" if passed else "failed", "message": msg})
+    if res.status == "failed" and spec.message:
+        res = res.model_copy(update={"message": spec.message})
+    return res

@@ -1,0 +1,110 @@
+"""Errors convlab raises, with the location a person needs to fix the cause.
+
+```
+ConvlabError                     base of every error convlab raises
+├── SuiteError                   bad suite input; .problems lists EVERY problem (file, line, path)
+├── UnknownNameError (KeyError)  registry miss: kind, name, did-you-mean, available names
+├── AgentError                   an agent could not answer (recorded on the case during a run)
+│   ├── AgentHTTPError           status, url, first 200 characters of the body; .retryable
+│   ├── AgentTimeoutError        (also a TimeoutError) the agent did not answer in time
+│   └── AgentResponseError       the reply could not be read (malformed JSON, missing path)
+└── MissingDependencyError       (also an ImportError) an optional extra is not installed
+```
+Errors before a run are raised; errors during a run are data on the case's result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+__all__ = [
+    "AgentError",
+    "AgentHTTPError",
+    "AgentResponseError",
+    "AgentTimeoutError",
+    "ConvlabError",
+    "MissingDependencyError",
+    "Problem",
+    "SuiteError",
+    "UnknownNameError",
+]
+
+
+class ConvlabError(Exception):
+    """Base of every error convlab raises."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a suite file, and where it is."""
+
+    file: str
+    line: int | None
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        where = self.file if self.line is None else f"{self.file}:{self.line}"
+        return f"{where}: {self.path}: {self.message}" if self.path else f"{where}: {self.message}"
+
+
+class SuiteError(ConvlabError):
+    """A suite could not be loaded; `.problems` lists every problem found, not only the first."""
+
+    def __init__(self, problems: Iterable[Problem]) -> None:
+        self.problems: list[Problem] = list(problems)
+        super().__init__("\n".join(str(p) for p in self.problems) or "invalid suite")
+
+    @classmethod
+    def one(cls, file: str, line: int | None, path: str, message: str) -> SuiteError:
+        """Build an error holding a single problem."""
+        return cls([Problem(file, line, path, message)])
+
+
+class UnknownNameError(ConvlabError, KeyError):
+    """A name is not in a registry; the message suggests the closest names."""
+
+    def __init__(self, kind: str, name: str, suggestions: list[str], available: list[str]) -> None:
+        self.kind, self.name = kind, name
+        self.suggestions, self.available = suggestions, available
+        hint = f" Did you mean {' or '.join(repr(s) for s in suggestions)}?" if suggestions else ""
+        names = ", ".join(available[:30]) + (", ..." if len(available) > 30 else "")
+        super().__init__(f"unknown {kind} {name!r}.{hint} Registered: {names}")
+
+    def __str__(self) -> str:  # KeyError would print the repr of the message
+        return str(self.args[0])
+
+
+class AgentError(ConvlabError):
+    """The agent could not produce a reply."""
+
+    retryable: bool = False
+
+
+class AgentHTTPError(AgentError):
+    """An HTTP agent got an error status; 429 and 5xx are retryable."""
+
+    def __init__(
+        self, status: int, url: str, body: str = "", retry_after: float | None = None
+    ) -> None:
+        self.status, self.url, self.body, self.retry_after = status, url, body[:200], retry_after
+        self.retryable = status == 429 or status >= 500
+        super().__init__(f"HTTP {status} from {url}" + (f": {self.body}" if self.body else ""))
+
+
+class AgentTimeoutError(AgentError, TimeoutError):
+    """The agent did not answer within its timeout."""
+
+    retryable = True
+
+
+class AgentResponseError(AgentError):
+    """The agent answered, but the answer could not be read."""
+
+
+class MissingDependencyError(ConvlabError, ImportError):
+    """An optional dependency is missing; the message gives the pip command."""
+
+    def __init__(self, feature: str, extra: str) -> None:
+        super().__init__(f"{feature} needs an optional extra: pip install 'convlab[{extra}]'")

@@ -1,0 +1,133 @@
+"""Reading suites: `load(path)` picks the format per file and returns one Suite.
+
+Each format is one module that registers a loader with `register_format`; importing this
+package imports them all, so the registry is complete.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from convlab.errors import Problem, SuiteError
+from convlab.formats._base import FORMATS, Format, register_format
+from convlab.model.suite import Source, Suite
+
+__all__ = ["FORMATS", "Format", "detect", "load", "register_format"]
+
+_BUILTINS = ("native", "jsonl", "suite_json", "yaml_cases", "python_tests")
+
+
+def _import_builtins() -> None:
+    import importlib
+
+    for name in _BUILTINS:
+        try:
+            importlib.import_module(f"convlab.formats.{name}")
+        except ModuleNotFoundError as exc:  # a format not written yet
+            if exc.name != f"convlab.formats.{name}":
+                raise
+
+
+_import_builtins()
+
+
+def detect(path: Path, text: str) -> Format | None:
+    """The format that claims this file (by suffix, then content), or None."""
+    suffix = path.suffix.lower()
+    for name in FORMATS:
+        fmt = FORMATS.get(name)
+        if suffix in fmt.suffixes and fmt.sniff(path, text):
+            return fmt
+    return None
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise SuiteError.one(str(path), None, "", f"not UTF-8 text: {exc.reason}") from None
+    except OSError as exc:
+        raise SuiteError.one(str(path), None, "", f"cannot read: {exc.strerror}") from None
+
+
+def _load_file(path: Path, format: str | None, strict: bool) -> Suite | None:
+    text = _read(path)
+    fmt = FORMATS.get(format) if format else detect(path, text)
+    if fmt is None:
+        if not strict:
+            return None
+        known = ", ".join(sorted({s for n in FORMATS for s in FORMATS.get(n).suffixes}))
+        raise SuiteError.one(
+            str(path), None, "", f"not a recognised suite file (supported suffixes: {known})"
+        )
+    return fmt.load(path, text)
+
+
+def load(path: str | Path, format: str | None = None) -> Suite:
+    """Load a suite from a file or a folder (every supported file below it, sorted).
+
+    Args:
+        path: A suite file, or a folder searched recursively.
+        format: Force a format by name (`jsonl`, `suite_json`, `yaml_cases`,
+            `python_tests`, `native`) instead of detecting it.
+
+    Raises:
+        SuiteError: With every problem found in every file, each with file, line and path.
+    """
+    root = Path(path)
+    if not root.exists():
+        raise SuiteError.one(str(root), None, "", "no such file or folder")
+    if root.is_file():
+        suite = _load_file(root, format, strict=True)
+        assert suite is not None
+        return suite
+    suites, problems = [], []
+    for file in sorted(p for p in root.rglob("*") if p.is_file() and not _hidden(p, root)):
+        try:
+            loaded = _load_file(file, format, strict=False)
+        except SuiteError as err:
+            problems.extend(err.problems)
+            continue
+        if loaded is not None:
+            suites.append(loaded)
+    if problems:
+        raise SuiteError(problems)
+    if not suites:
+        raise SuiteError.one(str(root), None, "", "no suite files found in this folder")
+    return merge(suites, name=root.name)
+
+
+def _hidden(path: Path, root: Path) -> bool:
+    return any(part.startswith((".", "__")) for part in path.relative_to(root).parts)
+
+
+def merge(suites: list[Suite], name: str) -> Suite:
+    """Join suites from several files; a case id used twice is reported with both files."""
+    if len(suites) == 1:
+        return suites[0]
+    seen: dict[str, Source | None] = {}
+    problems: list[Problem] = []
+    for suite in suites:
+        for case in suite.cases:
+            if case.id in seen:
+                first, again = seen[case.id], case.source
+                problems.append(
+                    Problem(
+                        again.file if again else suite.id,
+                        again.line if again else None,
+                        f"cases[{case.id!r}]",
+                        f"duplicate case id {case.id!r}, also in {first}",
+                    )
+                )
+            else:
+                seen[case.id] = case.source
+    if problems:
+        raise SuiteError(problems)
+    return Suite(
+        id=name,
+        name=name,
+        metadata={"suites": {s.id: s.metadata for s in suites if s.metadata}},
+        cases=[c for s in suites for c in s.cases],
+        assertions=[a for s in suites for a in s.assertions],
+        sources=[src for s in suites for src in s.sources],
+    )

@@ -1,0 +1,47 @@
+"""The model: suites and cases, conversations, assertion specs and result records."""
+
+from convlab.model.assertions import Assertion, parse_assertion
+from convlab.model.conversation import Message, Observation, Reply, ToolCall, Usage
+from convlab.model.results import AssertionResult, CaseResult, CheckpointResult, TurnResult
+from convlab.model.suite import (
+    Case,
+    Checkpoint,
+    Defaults,
+    FileRef,
+    Hooks,
+    Limits,
+    Selection,
+    SimulatorSpec,
+    Source,
+    Suite,
+    Turn,
+    TurnInput,
+    Variant,
+)
+
+__all__ = [
+    "Assertion",
+    "AssertionResult",
+    "Case",
+    "CaseResult",
+    "Checkpoint",
+    "CheckpointResult",
+    "Defaults",
+    "FileRef",
+    "Hooks",
+    "Limits",
+    "Message",
+    "Observation",
+    "Reply",
+    "Selection",
+    "SimulatorSpec",
+    "Source",
+    "Suite",
+    "ToolCall",
+    "Turn",
+    "TurnInput",
+    "TurnResult",
+    "Usage",
+    "Variant",
+    "parse_assertion",
+]

@@ -1,0 +1,113 @@
+"""What goes to an agent and what comes back: messages, tool calls, replies, observations."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["Message", "Observation", "Reply", "ToolCall", "Usage"]
+
+
+class Message(BaseModel):
+    """One OpenAI-style chat message; unknown keys (e.g. `refusal`) are kept as they are."""
+
+    model_config = ConfigDict(extra="allow")
+
+    role: str = "user"
+    content: str | list[dict[str, Any]] | None = None
+    name: str | None = None
+    tool_call_id: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+
+    def text(self) -> str:
+        """The message's text: a string content, or the `text` of its text parts joined."""
+        if isinstance(self.content, str):
+            return self.content
+        if not self.content:
+            return ""
+        return "\n".join(str(p.get("text", "")) for p in self.content if p.get("type") == "text")
+
+
+class ToolCall(BaseModel):
+    """A tool the agent called: `ToolCall("lookup", {"q": 1})` or `ToolCall(name=..., ...)`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    arguments: Any = Field(default_factory=dict)
+    """Arguments as the agent gave them: usually a dict, sometimes a JSON string."""
+    result: Any = None
+    error: str | None = None
+    id: str | None = None
+
+    def __init__(
+        self, name: str | None = None, arguments: Any = None, result: Any = None, **kw: Any
+    ) -> None:
+        if name is not None:
+            kw["name"] = name
+        if arguments is not None:
+            kw["arguments"] = arguments
+        if result is not None:
+            kw["result"] = result
+        super().__init__(**kw)
+
+
+class Usage(BaseModel):
+    """Token counts reported by a model."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+
+class Reply(BaseModel):
+    """What an agent function may return instead of a plain string."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str | None = None
+    data: Any = None
+    """Structured output (a returned dict becomes `data`)."""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    interaction: dict[str, Any] | None = None
+    """An open interaction such as `{"kind": "choice", "options": [...]}`."""
+    facts: list[dict[str, Any]] = Field(default_factory=list)
+    status: str = "completed"
+    usage: Usage | None = None
+
+
+class Observation(BaseModel):
+    """Everything one agent turn produced; checks read it."""
+
+    text: str | None = None
+    data: Any = None
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    messages: list[Message] = Field(default_factory=list)
+    """Messages the turn added to the conversation (assistant and tool messages)."""
+    status: str = "completed"
+    interaction: dict[str, Any] | None = None
+    facts: list[dict[str, Any]] = Field(default_factory=list)
+    effects: dict[str, Any] | None = None
+    """The world state as the agent left it."""
+    usage: Usage | None = None
+    latency_ms: float | None = None
+    error: str | None = None
+    outcome: Literal["ok", "error", "timeout"] = "ok"
+
+    def view(self) -> dict[str, Any]:
+        """The dict that path-based checks read; a key whose value is None is absent."""
+        response = {
+            "text": self.text,
+            "data": self.data,
+            "status": self.status,
+            "interaction": self.interaction,
+            "tool_calls": [c.model_dump(exclude_none=True) for c in self.tool_calls] or None,
+        }
+        checkpoint = {"facts": self.facts, "interaction": self.interaction}
+        out = {
+            "response": {k: v for k, v in response.items() if v is not None},
+            "checkpoint": {k: v for k, v in checkpoint.items() if v is not None},
+            "effects": self.effects,
+        }
+        return {k: v for k, v in out.items() if v is not None}

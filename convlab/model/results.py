@@ -1,0 +1,132 @@
+"""Result records: what one assertion, turn, checkpoint and case instance produced.
+
+Frames and statistics are derived views over these records (convlab.results, convlab.stats).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from convlab.model.conversation import Message, Observation, Usage
+from convlab.model.suite import TurnInput
+
+__all__ = [
+    "AssertionResult",
+    "CaseResult",
+    "CheckpointResult",
+    "Status",
+    "TurnResult",
+]
+
+Status = Literal["passed", "failed", "error", "skipped", "timeout", "cancelled", "blocked"]
+AssertionStatus = Literal["passed", "failed", "error", "skipped"]
+
+
+class AssertionResult(BaseModel):
+    """The outcome of one assertion: pass/fail, what was expected, what was found, and where."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: str
+    id: str | None = None
+    label: str | None = None
+    status: AssertionStatus = "passed"
+    message: str = ""
+    expected: Any = None
+    actual: Any = None
+    error: str | None = None
+    """Why the evaluator could not decide (crash, bad config, no judge); never a pass."""
+    score: float | None = None
+    duration_ms: float = 0.0
+    children: list[AssertionResult] = Field(default_factory=list)
+    details: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        """True only for a pass (errors and skips are not passes)."""
+        return self.status == "passed"
+
+    def __repr__(self) -> str:
+        head = {"passed": "PASS", "failed": "FAIL", "error": "ERROR", "skipped": "SKIP"}[
+            self.status
+        ]
+        name = self.label or self.id or self.kind
+        lines = [f"{head} {name}" + (f": {self.message}" if self.message else "")]
+        if self.status != "passed":
+            lines += [f"  expected: {self.expected!r}", f"  actual:   {self.actual!r}"]
+        if self.error:
+            lines.append(f"  error: {self.error}")
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        import html
+
+        return f"<pre>{html.escape(repr(self))}</pre>"
+
+
+class TurnResult(BaseModel):
+    """One user turn: what was sent, what the agent did, what the checks said."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    index: int
+    step_id: str | None = None
+    variant: str | None = None
+    input: TurnInput | None = None
+    messages: list[Message] = Field(default_factory=list)
+    """The user messages sent in this turn (simulated users included)."""
+    observation: Observation | None = None
+    assertions: list[AssertionResult] = Field(default_factory=list)
+    status: AssertionStatus = "passed"
+    duration_ms: float = 0.0
+    error: str | None = None
+
+
+class CheckpointResult(BaseModel):
+    """Whether a dynamic case reached a checkpoint, and when."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    reached: bool = False
+    reached_at_turn: int | None = None
+    required: bool = True
+    passed: bool = False
+    message: str | None = None
+
+
+class CaseResult(BaseModel):
+    """One executed case instance, keyed by (case id, variant ids, repetition, run index)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    case_id: str
+    variant: dict[str, str] = Field(default_factory=dict)
+    """Chosen variant id per step id."""
+    repetition: int = 0
+    run: int = 0
+    status: Status
+    reward: float = 0.0
+    turns: list[TurnResult] = Field(default_factory=list)
+    assertions: list[AssertionResult] = Field(default_factory=list)
+    """Case-scope assertions (standard checks, final checks, the Python test)."""
+    checkpoints: list[CheckpointResult] = Field(default_factory=list)
+    error: str | None = None
+    duration_ms: float = 0.0
+    attempts: int = 1
+    usage: Usage | None = None
+    started_at: str | None = None
+    finish_reason: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple[str, str, int, int]:
+        """The instance key: (case id, variant ids joined, repetition, run index)."""
+        return (self.case_id, variant_label(self.variant), self.repetition, self.run)
+
+
+def variant_label(variant: dict[str, str]) -> str:
+    """Variant ids joined as `step=variant,...` (empty when none)."""
+    return ",".join(f"{k}={v}" for k, v in variant.items())
