@@ -2,7 +2,7 @@
 
 from convlab.model.assertions import Assertion, parse_assertion
 from convlab.model.conversation import Message, Observation, Reply, ToolCall, Usage
-from convlab.model.results import AssertionResult, CaseResult, CheckpointResult, TurnResult
+from convlab.model.results import AssertionResult, CaseResult, CheckpointResult, Run, TurnResult
 from convlab.model.suite import (
     Case,
     Checkpoint,
@@ -33,6 +33,7 @@ __all__ = [
     "Message",
     "Observation",
     "Reply",
+    "Run",
     "Selection",
     "SimulatorSpec",
     "Source",

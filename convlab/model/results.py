@@ -10,12 +10,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from convlab.model.conversation import Message, Observation, Usage
-from convlab.model.suite import TurnInput
+from convlab.model.suite import Suite, TurnInput
 
 __all__ = [
     "AssertionResult",
     "CaseResult",
     "CheckpointResult",
+    "Run",
     "Status",
     "TurnResult",
 ]
@@ -130,3 +131,28 @@ class CaseResult(BaseModel):
 def variant_label(variant: dict[str, str]) -> str:
     """Variant ids joined as `step=variant,...` (empty when none)."""
     return ",".join(f"{k}={v}" for k, v in variant.items())
+
+
+class Run(BaseModel):
+    """A whole run: the suite, the agent, the settings and every case instance's result.
+
+    Frames (`df`, `turns_df`, ...), statistics (`stability()`, `summary`) and `save()` are
+    derived views, added by convlab.results and convlab.stats.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    format_version: int = 1
+    id: str = ""
+    suite: Suite | None = None
+    agent: str = ""
+    """The agent's description (never a secret)."""
+    settings: dict[str, Any] = Field(default_factory=dict)
+    """runs, parallel, timeout_s, ... as given to run()."""
+    results: list[CaseResult] = Field(default_factory=list)
+    suite_assertions: list[AssertionResult] = Field(default_factory=list)
+    started_at: str | None = None
+    finished_at: str | None = None
+    status: Literal["running", "completed", "cancelled", "failed"] = "completed"
+    fingerprint: str = ""
+    """Hash of the suite definition; a resumed store must match it."""
