@@ -1,5 +1,14 @@
-"""convlab: evaluate conversational agents from a notebook, a script or CI."""
+"""convlab: evaluate conversational agents from a notebook, a script or CI.
 
+Example:
+    >>> import convlab as cl
+    >>> suite = cl.load("examples/expense/")            # doctest: +SKIP
+    >>> run = cl.run(suite, cl.agents.demo("expense"))  # doctest: +SKIP
+"""
+
+from typing import TYPE_CHECKING, Any
+
+from convlab import agents
 from convlab.errors import (
     AgentError,
     AgentHTTPError,
@@ -18,12 +27,39 @@ from convlab.model import (
     Message,
     Observation,
     Reply,
+    Run,
     Suite,
     ToolCall,
     Turn,
 )
 
 __version__ = "0.1.0"
+
+# Public names defined in modules that load heavier code: imported on first use.
+_LAZY = {
+    "arun": "convlab.engine.api",
+    "ask": "convlab.engine.api",
+    "check": "convlab.checks.api",
+    "compare": "convlab.stats",
+    "evaluator": "convlab.checks._core",
+    "load_run": "convlab.results",
+    "run": "convlab.engine.api",
+    "start": "convlab.engine.api",
+}
+
+if TYPE_CHECKING:
+    from convlab.checks._core import evaluator
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'convlab' has no attribute {name!r}")
+
 
 __all__ = [
     "AgentError",
@@ -38,11 +74,21 @@ __all__ = [
     "Observation",
     "Problem",
     "Reply",
+    "Run",
     "Suite",
     "SuiteError",
     "ToolCall",
     "Turn",
     "UnknownNameError",
     "__version__",
+    "agents",
+    "arun",
+    "ask",
+    "check",
+    "compare",
+    "evaluator",
     "load",
+    "load_run",
+    "run",
+    "start",
 ]
