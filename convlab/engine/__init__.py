@@ -1,0 +1,1 @@
+"""The engine: plan -> conversation modes -> checks -> results, with events and a store."""

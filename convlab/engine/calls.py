@@ -1,0 +1,68 @@
+"""Calling the agent: retries of transient failures with backoff, jitter and Retry-After."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from dataclasses import dataclass
+
+from convlab.agents.protocol import AgentContext, AgentSession
+from convlab.errors import AgentError
+from convlab.model.conversation import Message, Observation
+
+__all__ = ["Attempts", "RetryPolicy", "call_agent", "is_retryable"]
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How transient agent failures are retried."""
+
+    retries: int = 3
+    base_s: float = 0.5
+    max_s: float = 30.0
+
+    def delay(self, attempt: int, retry_after: float | None) -> float:
+        """Seconds to wait before retry number `attempt` (1-based)."""
+        if retry_after is not None:
+            return float(min(max(retry_after, 0.0), self.max_s))
+        backoff: float = self.base_s * 2.0 ** (attempt - 1)
+        return min(backoff * (0.5 + random.random()), self.max_s)
+
+
+@dataclass
+class Attempts:
+    """Counts agent calls of one instance, retries included."""
+
+    calls: int = 0
+    retries: int = 0
+
+
+def is_retryable(exc: BaseException) -> bool:
+    """Transient failures: HTTP 429/5xx, connect/read errors, agent timeouts."""
+    return isinstance(exc, AgentError) and bool(getattr(exc, "retryable", False))
+
+
+async def call_agent(
+    session: AgentSession,
+    messages: list[Message],
+    ctx: AgentContext,
+    policy: RetryPolicy,
+    attempts: Attempts,
+) -> Observation:
+    """Send one user turn; retry transient failures; other exceptions propagate."""
+    for attempt in range(policy.retries + 1):
+        attempts.calls += 1
+        start = time.perf_counter()
+        try:
+            obs = await session.send(messages, ctx)
+        except Exception as exc:
+            if attempt >= policy.retries or not is_retryable(exc):
+                raise
+            attempts.retries += 1
+            await asyncio.sleep(policy.delay(attempt + 1, getattr(exc, "retry_after", None)))
+            continue
+        if obs.latency_ms is None:
+            obs.latency_ms = (time.perf_counter() - start) * 1000
+        return obs
+    raise AssertionError("unreachable")

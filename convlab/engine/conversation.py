@@ -1,0 +1,164 @@
+"""One instance's conversation: the agent session, the message history, the recorded turns.
+
+The conversation modes (engine/modes.py) drive it; it sends user turns through the retry
+policy, evaluates checks and emits turn events.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from convlab.agents.protocol import Agent, AgentContext, AgentSession
+from convlab.checks import CheckContext, evaluate
+from convlab.engine.calls import Attempts, RetryPolicy, call_agent
+from convlab.engine.events import Event, TurnCompleted
+from convlab.model.conversation import Message, Observation, Usage
+from convlab.model.results import AssertionResult, TurnResult
+
+if TYPE_CHECKING:
+    from convlab.model.assertions import Assertion
+    from convlab.model.suite import Suite, TurnInput
+    from convlab.plan import Instance
+
+__all__ = ["Conversation", "Env", "status_of"]
+
+
+@dataclass
+class Env:
+    """What every instance of a run shares."""
+
+    agent: Agent
+    suite: Suite
+    policy: RetryPolicy = field(default_factory=RetryPolicy)
+    simulator: Any = None
+    """An object with `async simulate(messages, ctx)`; None means none configured."""
+    judge: Agent | None = None
+    emit: Callable[[Event], None] = lambda event: None
+    timeout_s: float = 120.0
+
+
+def status_of(results: Sequence[AssertionResult]) -> str:
+    """error if any check errored, failed if any failed, else passed (skips ignored)."""
+    statuses = {r.status for r in results}
+    if "error" in statuses:
+        return "error"
+    return "failed" if "failed" in statuses else "passed"
+
+
+class Conversation:
+    """The running state of one case instance."""
+
+    def __init__(self, inst: Instance, env: Env) -> None:
+        self.inst, self.env, self.case = inst, env, inst.case
+        self.ctx = AgentContext(
+            case=inst.case,
+            world=copy.deepcopy(inst.case.world),
+            instructions=inst.case.instructions,
+            instance=inst.label,
+            max_agent_passes=inst.case.limits.max_agent_passes,
+        )
+        self.messages: list[Message] = []
+        self.turns: list[TurnResult] = []
+        self.attempts = Attempts()
+        self.usage: Usage | None = None
+        self.session: AgentSession | None = None
+
+    async def open(self) -> None:
+        """Open the agent session for this instance."""
+        self.session = await self.env.agent.open(self.ctx)
+
+    async def close(self) -> None:
+        """Close the session (always called)."""
+        if self.session is not None:
+            await self.session.close()
+
+    async def send(
+        self,
+        user: list[Message],
+        *,
+        step_id: str | None = None,
+        inp: TurnInput | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> TurnResult:
+        """Send one user turn; record it (with the error, if the agent failed)."""
+        assert self.session is not None
+        index = len(self.turns)
+        self.ctx.turn, self.ctx.input = index, inp
+        self.ctx.metadata = dict(meta or {})
+        self.messages.extend(user)
+        turn = TurnResult(index=index, step_id=step_id, input=inp, messages=list(user))
+        self.turns.append(turn)
+        start = time.perf_counter()
+        try:
+            obs = await call_agent(
+                self.session, self.messages, self.ctx, self.env.policy, self.attempts
+            )
+        except Exception as exc:
+            turn.status, turn.error = "error", _agent_error(exc, index)
+            turn.duration_ms = (time.perf_counter() - start) * 1000
+            raise TurnFailed(turn.error) from exc
+        obs.effects = copy.deepcopy(self.ctx.world)
+        self.messages.extend(obs.messages)
+        self._add_usage(obs)
+        turn.observation = obs
+        turn.duration_ms = (time.perf_counter() - start) * 1000
+        return turn
+
+    def _add_usage(self, obs: Observation) -> None:
+        if obs.usage is None:
+            return
+        u = self.usage or Usage()
+        self.usage = Usage(
+            prompt_tokens=u.prompt_tokens + obs.usage.prompt_tokens,
+            completion_tokens=u.completion_tokens + obs.usage.completion_tokens,
+            total_tokens=u.total_tokens + obs.usage.total_tokens,
+        )
+
+    def context(self, turn: TurnResult | None, scope: str, **extra: Any) -> CheckContext:
+        """The check context for a turn (or the last turn, for final scope)."""
+        last = turn or (self.turns[-1] if self.turns else None)
+        history = (
+            self.turns if scope in ("final", "case") else self.turns[: last.index if last else 0]
+        )
+        return CheckContext(
+            observation=(last.observation if last and last.observation else Observation()),
+            messages=list(self.messages),
+            history=list(history),
+            case=self.case,
+            input=last.input if last else None,
+            turn_index=last.index if last else 0,
+            world=self.ctx.world,
+            judge=self.env.judge,
+            scope=scope,
+            multi_turn=self.case.mode == "turns",
+            extra=extra,
+        )
+
+    async def check(
+        self, specs: Sequence[Assertion], turn: TurnResult | None, scope: str, **extra: Any
+    ) -> list[AssertionResult]:
+        """Evaluate specs in order (all of them: no short-circuit)."""
+        if not specs:
+            return []
+        ctx = self.context(turn, scope, **extra)
+        return [await evaluate(spec, ctx) for spec in specs]
+
+    def finish_turn(self, turn: TurnResult, results: list[AssertionResult]) -> None:
+        """Record a turn's checks and tell the listeners."""
+        turn.assertions = results
+        if turn.status != "error":
+            turn.status = status_of(results)  # type: ignore[assignment]
+        self.env.emit(TurnCompleted(self.inst.key, turn))
+
+
+class TurnFailed(Exception):
+    """The agent could not answer a turn; the conversation stops there."""
+
+
+def _agent_error(exc: BaseException, index: int) -> str:
+    text = str(exc) or type(exc).__name__
+    return f"agent error at turn {index + 1}: {type(exc).__name__}: {text}"

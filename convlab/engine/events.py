@@ -1,0 +1,80 @@
+"""The engine's event stream. Consumers (widgets, console, store) subscribe; the engine
+knows none of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from convlab.model.results import CaseResult, Run, TurnResult
+
+__all__ = [
+    "CaseFinished",
+    "CaseStarted",
+    "CheckpointReached",
+    "Event",
+    "Listener",
+    "RunFinished",
+    "RunStarted",
+    "TurnCompleted",
+]
+
+
+@dataclass(frozen=True)
+class RunStarted:
+    """A run began; `total` instances are planned (`skipped` of them already stored)."""
+
+    run_id: str
+    total: int
+    agent: str
+    settings: dict[str, Any] = field(default_factory=dict)
+    resumed: int = 0
+
+
+@dataclass(frozen=True)
+class CaseStarted:
+    """An instance began talking to the agent."""
+
+    key: tuple[str, str, int, int]
+    label: str
+    mode: str
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class TurnCompleted:
+    """One user turn of an instance finished (observation and its checks)."""
+
+    key: tuple[str, str, int, int]
+    turn: TurnResult
+
+
+@dataclass(frozen=True)
+class CheckpointReached:
+    """A dynamic case reached a checkpoint."""
+
+    key: tuple[str, str, int, int]
+    checkpoint: str
+    turn: int
+
+
+@dataclass(frozen=True)
+class CaseFinished:
+    """An instance finished with its final result (any status)."""
+
+    result: CaseResult
+    label: str = ""
+
+
+@dataclass(frozen=True)
+class RunFinished:
+    """The run ended (completed or cancelled)."""
+
+    run: Run
+
+
+Event = RunStarted | CaseStarted | TurnCompleted | CheckpointReached | CaseFinished | RunFinished
+Listener = Callable[[Event], None]

@@ -1,0 +1,267 @@
+"""The runner: `parallel` instances at once, per-instance timeouts, hooks, fail-fast,
+the results store and the event stream. It imports no UI.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from convlab.engine.conversation import Conversation, Env
+from convlab.engine.events import (
+    CaseFinished,
+    CaseStarted,
+    Event,
+    Listener,
+    RunFinished,
+    RunStarted,
+)
+from convlab.engine.hooks import call_hook, resolve_hook
+from convlab.engine.modes import MODES, Outcome
+from convlab.engine.store import ResultStore
+from convlab.model.results import CaseResult, Run
+from convlab.plan import Instance, count, expand, fingerprint
+
+__all__ = ["Runner", "Settings"]
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+@dataclass
+class Settings:
+    """How a run executes (everything run() takes besides the suite and the agent)."""
+
+    runs: int = 1
+    parallel: int = 4
+    timeout_s: float = 120.0
+    fail_fast: bool = False
+    allow_external_writes: bool = False
+    store: str | None = None
+    resume: bool = False
+    before: Any = None
+    after: Any = None
+
+    def public(self) -> dict[str, Any]:
+        """Settings as recorded in the Run (no callables)."""
+        return {
+            "runs": self.runs,
+            "parallel": self.parallel,
+            "timeout_s": self.timeout_s,
+            "fail_fast": self.fail_fast,
+            "allow_external_writes": self.allow_external_writes,
+            "store": self.store,
+        }
+
+
+@dataclass
+class Runner:
+    """Executes a suite against an agent; `execute()` returns the Run (partial if cancelled)."""
+
+    env: Env
+    settings: Settings
+    listeners: list[Listener] = field(default_factory=list)
+    results: dict[tuple[str, str, int, int], CaseResult] = field(default_factory=dict)
+    run: Run = field(default_factory=Run)
+    _stop_picking: bool = False
+
+    def emit(self, event: Event) -> None:
+        """Tell every listener; a broken listener never breaks the run."""
+        for listener in self.listeners:
+            with contextlib.suppress(Exception):  # consumers must not affect results
+                listener(event)
+
+    async def execute(self) -> Run:
+        """Run every planned instance; Ctrl-C / stop() keeps finished results."""
+        self.env.emit = self.emit
+        suite, s = self.env.suite, self.settings
+        self.run = Run(
+            id=uuid.uuid4().hex[:12],
+            suite=suite,
+            agent=self.env.agent.describe(),
+            settings=s.public(),
+            started_at=_now(),
+            status="running",
+            fingerprint=fingerprint(suite),
+        )
+        store = ResultStore(s.store, self.run, s.resume) if s.store else None
+        if store is not None:
+            self.results.update(store.done)
+        total = count(suite, s.runs)
+        self.emit(RunStarted(self.run.id, total, self.run.agent, s.public(), len(self.results)))
+        cancelled = False
+        try:
+            before_data = await call_hook(resolve_hook(s.before), suite)
+            todo = (
+                i
+                for i in expand(suite, s.runs, s.allow_external_writes)
+                if i.key not in self.results
+            )
+            await asyncio.gather(*(self._worker(todo, store) for _ in range(max(1, s.parallel))))
+        except asyncio.CancelledError:
+            cancelled = True
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+        finally:
+            if store is not None:
+                store.close()
+        return await self._finish(cancelled, before_data if not cancelled else None)
+
+    async def _finish(self, cancelled: bool, before_data: Any) -> Run:
+        suite, s = self.env.suite, self.settings
+        for inst in expand(suite, s.runs, s.allow_external_writes):
+            if inst.key not in self.results:
+                self.results[inst.key] = _closed(inst, "cancelled", "run stopped before it ran")
+        order = {inst.key: n for n, inst in enumerate(expand(suite, s.runs))}
+        self.run.results = sorted(self.results.values(), key=lambda r: order.get(r.key, 1 << 60))
+        self.run.status = "cancelled" if cancelled else "completed"
+        if suite.assertions and not cancelled:
+            self.run.suite_assertions = await _suite_checks(self.run)
+        self.run.finished_at = _now()
+        await call_hook(resolve_hook(s.after), self.run, before_data)
+        await self.env.agent.aclose()
+        self.emit(RunFinished(self.run))
+        return self.run
+
+    async def _worker(self, todo: Iterator[Instance], store: ResultStore | None) -> None:
+        for inst in todo:
+            if self._stop_picking:
+                return
+            try:
+                result = await self.run_instance(inst)
+            except asyncio.CancelledError:
+                self.results[inst.key] = _closed(inst, "cancelled", "run stopped while it ran")
+                raise
+            self.results[inst.key] = result
+            if store is not None:
+                store.append(result)
+            self.emit(CaseFinished(result, inst.label))
+            if self.settings.fail_fast and result.status in ("failed", "error", "timeout"):
+                self._stop_picking = True
+
+    async def run_instance(self, inst: Instance) -> CaseResult:
+        """Run one instance to a CaseResult; never raises (but for cancellation)."""
+        case = inst.case
+        if case.skip:
+            return _closed(inst, "skipped", case.skip)
+        if inst.blocked:
+            return _closed(inst, "blocked", inst.blocked)
+        started, t0 = _now(), time.perf_counter()
+        self.emit(CaseStarted(inst.key, inst.label, case.mode, case.name))
+        conv = Conversation(inst, self.env)
+        timeout = case.limits.timeout_s or self.env.timeout_s
+        outcome = await self._converse(conv, timeout)
+        return CaseResult(
+            case_id=case.id,
+            variant=inst.variant,
+            repetition=inst.repetition,
+            run=inst.run,
+            status=outcome.status,  # type: ignore[arg-type]
+            reward=_reward(outcome),
+            turns=conv.turns,
+            assertions=outcome.assertions,
+            checkpoints=outcome.checkpoints,
+            error=outcome.error,
+            duration_ms=(time.perf_counter() - t0) * 1000,
+            attempts=conv.attempts.calls or 1,
+            usage=conv.usage,
+            started_at=started,
+            finish_reason=outcome.finish_reason,
+        )
+
+    async def _converse(self, conv: Conversation, timeout: float) -> Outcome:
+        case = conv.case
+        near = case.source.file if case.source else None
+        outcome = Outcome("error", "not run")
+        data = None
+        try:
+            data = await call_hook(resolve_hook(case.hooks.before, near), case)
+            async with asyncio.timeout(timeout):
+                await conv.open()
+                try:
+                    outcome = await MODES[case.mode](conv)
+                finally:
+                    await conv.close()
+        except TimeoutError:
+            outcome = _timeout(conv, timeout)
+        except Exception as exc:
+            outcome = Outcome("error", f"{type(exc).__name__}: {exc}")
+        try:
+            await call_hook(resolve_hook(case.hooks.after, near), case, outcome, data)
+        except Exception as exc:
+            if outcome.status == "passed":
+                outcome = Outcome(
+                    "error",
+                    f"after hook failed: {type(exc).__name__}: {exc}",
+                    outcome.assertions,
+                    outcome.checkpoints,
+                )
+        return outcome
+
+
+async def _suite_checks(run: Run) -> list[Any]:
+    """Suite-scope assertions see `{summary, status}` and every case result."""
+    from convlab.checks import CheckContext, evaluate
+
+    counts: dict[str, int] = {}
+    for r in run.results:
+        counts[r.status] = counts.get(r.status, 0) + 1
+    summary = {
+        "total": len(run.results),
+        "pending": 0,
+        "running": 0,
+        **counts,
+        "error": counts.get("error", 0),
+    }
+    status = "passed" if all(r.status in ("passed", "skipped") for r in run.results) else "failed"
+    ctx = CheckContext(
+        scope="suite", summary=summary, cases=list(run.results), extra={"status": status}
+    )
+    assert run.suite is not None
+    return [await evaluate(spec, ctx) for spec in run.suite.assertions]
+
+
+def _timeout(conv: Conversation, timeout: float) -> Outcome:
+    from convlab.engine.modes import Outcome as _O
+
+    if conv.turns and conv.turns[-1].observation is None and conv.turns[-1].status != "error":
+        conv.turns[-1].status, conv.turns[-1].error = "error", "timeout"
+    return _O("timeout", f"timeout after {_fmt_duration(timeout)}")
+
+
+def _fmt_duration(seconds: float) -> str:
+    if seconds >= 60:
+        m, s = divmod(seconds, 60)
+        return f"{int(m)}m{s:g}s" if s else f"{int(m)}m"
+    return f"{seconds:g}s"
+
+
+def _reward(outcome: Outcome) -> float:
+    if outcome.status != "passed":
+        return 0.0
+    scores = [
+        a.score for a in outcome.assertions if a.kind == "python_test" and a.score is not None
+    ]
+    return float(scores[0]) if scores else 1.0
+
+
+def _closed(inst: Instance, status: str, why: str) -> CaseResult:
+    return CaseResult(
+        case_id=inst.case.id,
+        variant=inst.variant,
+        repetition=inst.repetition,
+        run=inst.run,
+        status=status,
+        error=why,
+    )  # type: ignore[arg-type]
+
+
+Callback = Callable[[Event], None]

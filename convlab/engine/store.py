@@ -1,0 +1,105 @@
+"""The JSONL results store: every finished instance is appended and flushed at once.
+
+Line 1 is a header `{"type": "header", "run": {...}}` (the Run without results, with the
+suite's fingerprint); every other line is `{"type": "result", ...CaseResult}`. A crash can
+only lose the line being written: readers skip a torn last line. `resume=True` skips the
+instances already stored (cancelled ones run again).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import IO, Any
+
+from convlab.errors import ConvlabError
+from convlab.model.results import CaseResult, Run
+
+__all__ = ["ResultStore", "StoreError", "read_store"]
+
+
+class StoreError(ConvlabError):
+    """The results store cannot be used (another suite's store, unreadable file)."""
+
+
+def read_store(path: str | Path) -> tuple[dict[str, Any] | None, list[CaseResult]]:
+    """The header's run dict and every complete result line (torn lines are skipped)."""
+    header: dict[str, Any] | None = None
+    results: list[CaseResult] = []
+    with open(path, encoding="utf-8") as fh:
+        for raw in fh:
+            if not raw.endswith("\n"):
+                break  # a torn last line from a crash
+            try:
+                rec = json.loads(raw)
+            except json.JSONDecodeError:
+                continue
+            kind = rec.pop("type", None)
+            if kind == "header":
+                header = rec.get("run")
+            elif kind == "result":
+                results.append(CaseResult.model_validate(rec))
+    return header, results
+
+
+class ResultStore:
+    """Appends results to a JSONL file, one flushed line per finished instance."""
+
+    def __init__(self, path: str | Path, run: Run, resume: bool) -> None:
+        self.path = Path(path)
+        self.done: dict[tuple[str, str, int, int], CaseResult] = {}
+        self._fh: IO[str] | None = None
+        if resume and self.path.exists() and self.path.stat().st_size:
+            self._load_existing(run)
+            self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - kept open
+            self._repair_tail()
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fh = open(self.path, "w", encoding="utf-8")  # noqa: SIM115 - kept open
+            header = run.model_dump(mode="json", exclude={"results"})
+            self._write({"type": "header", "run": header})
+
+    def _load_existing(self, run: Run) -> None:
+        header, results = read_store(self.path)
+        stored = (header or {}).get("fingerprint")
+        if stored and stored != run.fingerprint:
+            raise StoreError(
+                f"{self.path} holds results of a different suite (fingerprint {stored}, "
+                f"this suite {run.fingerprint}); use another store path or resume=False"
+            )
+        for res in results:
+            if res.status != "cancelled":
+                self.done[res.key] = res
+
+    def _repair_tail(self) -> None:
+        """End a torn last line so the next record starts on its own line."""
+        with open(self.path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            if fh.tell() == 0:
+                return
+            fh.seek(-1, os.SEEK_END)
+            last = fh.read(1)
+        if last != b"\n":
+            self._write_raw("\n")
+
+    def _write_raw(self, text: str) -> None:
+        assert self._fh is not None
+        self._fh.write(text)
+        self._fh.flush()
+
+    def _write(self, record: dict[str, Any]) -> None:
+        self._write_raw(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
+
+    def append(self, result: CaseResult) -> None:
+        """Write one finished instance and flush it to the OS."""
+        line = result.model_dump_json()
+        self._write_raw('{"type":"result",' + line[1:] + "\n")
+
+    def close(self) -> None:
+        """Flush to disk and close."""
+        if self._fh is not None:
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+            self._fh.close()
+            self._fh = None

@@ -1,0 +1,130 @@
+"""Plan: Suite x variants (Cartesian product) x repetitions x runs -> keyed case instances.
+
+Each instance is keyed by (case id, variant ids, repetition, run index); the key is how
+the results store recognises work already done when a run resumes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from convlab.model.results import variant_label
+from convlab.model.suite import Case, Suite, Turn
+
+__all__ = ["Instance", "SelectionError", "expand", "fingerprint", "resolve_selection"]
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One concrete conversation to run."""
+
+    case: Case
+    variant: dict[str, str] = field(default_factory=dict)
+    repetition: int = 0
+    run: int = 0
+    turns: tuple[Turn, ...] = ()
+    """The case's turns with each variant's input applied (a variant replaces the input)."""
+    blocked: str | None = None
+    """Why the instance may not start (e.g. external writes not allowed)."""
+
+    @property
+    def key(self) -> tuple[str, str, int, int]:
+        """(case id, `step=variant,...`, repetition, run index)."""
+        return (self.case.id, variant_label(self.variant), self.repetition, self.run)
+
+    @property
+    def label(self) -> str:
+        """A readable, unique name for the instance (also used as its thread id)."""
+        case_id, variant, rep, run = self.key
+        parts = [case_id] + ([variant] if variant else [])
+        parts += [f"rep={rep}"] if self.case.repetitions > 1 else []
+        return " ".join(parts) + (f" #{run}" if run else "")
+
+
+def _combinations(case: Case) -> Iterator[tuple[dict[str, str], tuple[Turn, ...]]]:
+    """Every variant combination of a case (step order), with the inputs replaced."""
+    slots = [
+        [(t.id or str(i), v) for v in t.variants] if t.variants else [None]
+        for i, t in enumerate(case.turns)
+    ]
+    for combo in itertools.product(*slots):
+        chosen: dict[str, str] = {}
+        turns = []
+        for turn, pick in zip(case.turns, combo, strict=True):
+            if pick is None:
+                turns.append(turn)
+            else:
+                chosen[pick[0]] = pick[1].id
+                turns.append(turn.model_copy(update={"input": pick[1].input, "variants": []}))
+        yield chosen, tuple(turns)
+
+
+def expand(suite: Suite, runs: int = 1, allow_external_writes: bool = False) -> Iterator[Instance]:
+    """Yield every instance, run by run (so run 0 of every case comes first)."""
+    for run in range(runs):
+        for case in suite.cases:
+            blocked = None
+            if case.write_policy == "external" and not allow_external_writes:
+                blocked = (
+                    "EXTERNAL_WRITES_NOT_AUTHORIZED: this case may change external records; "
+                    "pass allow_external_writes=True to run it"
+                )
+            for variant, turns in _combinations(case):
+                for rep in range(case.repetitions):
+                    yield Instance(case, variant, rep, run, turns, blocked)
+
+
+def count(suite: Suite, runs: int = 1) -> int:
+    """How many instances `expand` yields, without building them."""
+    total = 0
+    for case in suite.cases:
+        combos = 1
+        for t in case.turns:
+            combos *= max(1, len(t.variants))
+        total += combos * case.repetitions
+    return total * runs
+
+
+def fingerprint(suite: Suite) -> str:
+    """A hash of the suite's definition (cases and assertions, not where it was read from)."""
+    body = suite.model_dump_json(exclude={"sources"})
+    return hashlib.sha256(body.encode()).hexdigest()[:16]
+
+
+class SelectionError(Exception):
+    """A structured selection could not be resolved against the open interaction."""
+
+
+def resolve_selection(selection: Any, interaction: dict[str, Any] | None) -> dict[str, Any]:
+    """The option a selection picks from the previous turn's interaction (seed 001 rules)."""
+    options = (interaction or {}).get("options") if isinstance(interaction, dict) else None
+    if not isinstance(options, list) or not options:
+        raise SelectionError(
+            "EVALUATION_SELECTION_UNAVAILABLE: no open interaction with options to select from"
+        )
+    if selection.option_index is not None:
+        if selection.option_index >= len(options):
+            raise SelectionError(
+                f"EVALUATION_SELECTION_UNAVAILABLE: optionIndex {selection.option_index} is out of "
+                f"range ({len(options)} option(s))"
+            )
+        return dict(options[selection.option_index])
+    field_name, wanted = (
+        ("label", selection.option_label)
+        if selection.option_label is not None
+        else ("id", selection.option_id)
+    )
+    hits = [o for o in options if isinstance(o, dict) and o.get(field_name) == wanted]
+    if not hits:
+        raise SelectionError(
+            f"EVALUATION_SELECTION_UNAVAILABLE: no option with {field_name} {wanted!r}"
+        )
+    if len(hits) > 1:
+        raise SelectionError(
+            f"EVALUATION_SELECTION_AMBIGUOUS: {len(hits)} options have {field_name} {wanted!r}"
+        )
+    return dict(hits[0])

@@ -1,0 +1,1 @@
+"""Reports: console progress and summaries, and saved reports (json, jsonl, md, html, ...)."""
