@@ -193,6 +193,8 @@ class Script(_Spec):
     kind: Literal["script"] = "script"
     script: str
     value: Any = None
+    options: dict[str, Any] = Field(default_factory=dict)
+    """Settings written with the assertion (Yao `options`, e.g. `metadata` limits), kept as is."""
 
 
 class AgentValidator(_Spec):
