@@ -5,12 +5,19 @@ Frames and statistics are derived views over these records (convlab.results, con
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from convlab.model.conversation import Message, Observation, Usage
 from convlab.model.suite import Suite, TurnInput
+
+if TYPE_CHECKING:
+    import os
+    from collections.abc import Iterable
+    from pathlib import Path
+
+    import pandas as pd
 
 __all__ = [
     "AssertionResult",
@@ -156,3 +163,82 @@ class Run(BaseModel):
     status: Literal["running", "completed", "cancelled", "failed"] = "completed"
     fingerprint: str = ""
     """Hash of the suite definition; a resumed store must match it."""
+
+    # Derived views, computed from `results` on every call (convlab.results, convlab.stats).
+
+    @property
+    def df(self) -> pd.DataFrame:
+        """One row per case instance: case_id, variant, repetition, run, status, error, ..."""
+        from convlab.results import instances_frame
+
+        return instances_frame(self)
+
+    @property
+    def turns_df(self) -> pd.DataFrame:
+        """One row per user turn: input, response, status, tool calls, assertion counts."""
+        from convlab.results import turns_frame
+
+        return turns_frame(self)
+
+    @property
+    def assertions_df(self) -> pd.DataFrame:
+        """One row per assertion result (turn, case and suite scope)."""
+        from convlab.results import assertions_frame
+
+        return assertions_frame(self)
+
+    @property
+    def checkpoints_df(self) -> pd.DataFrame:
+        """One row per checkpoint of every dynamic instance."""
+        from convlab.results import checkpoints_frame
+
+        return checkpoints_frame(self)
+
+    @property
+    def tool_calls_df(self) -> pd.DataFrame:
+        """One row per tool call the agent made."""
+        from convlab.results import tool_calls_frame
+
+        return tool_calls_frame(self)
+
+    def stability(
+        self, k: int | None = None, count_errors_as: str = "failed", by_variant: bool = False
+    ) -> pd.DataFrame:
+        """Per-case pass rate, class, pass^k, Wilson interval, durations (convlab.stats)."""
+        from convlab.results import run_stability
+
+        return run_stability(self, k, count_errors_as, by_variant)
+
+    def pass_k_table(
+        self, ks: Iterable[int] | None = None, count_errors_as: str = "failed"
+    ) -> pd.DataFrame:
+        """pass^k and pass@k per case for each k in `ks` (default 1..runs)."""
+        from convlab.results import run_pass_k_table
+
+        return run_pass_k_table(self, ks, count_errors_as)
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        """Totals by status, overall pass rate (mean of case rates), stable/unstable counts."""
+        from convlab.results import run_summary
+
+        return run_summary(self)
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the run; the suffix picks the format (`.json`, `.jsonl`, ...)."""
+        from convlab.results import save
+
+        return save(self, path)
+
+    def __repr__(self) -> str:
+        from convlab._run_display import run_text
+
+        return run_text(self)
+
+    def __str__(self) -> str:
+        return self.__repr__()
+
+    def _repr_html_(self) -> str:
+        from convlab._run_display import run_html
+
+        return run_html(self)

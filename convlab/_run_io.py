@@ -1,0 +1,260 @@
+"""Saving a Run and reading it back, losslessly: `.json` (the model) and `.jsonl` (JSON Lines).
+
+The `.jsonl` layout keeps seed 004's line types (CONFORMANCE.md §1.9), so `jq 'select(.type ==
+"summary")'` works, and adds what a lossless reload needs:
+
+    {"type": "start", "timestamp", "agent_id", "total_cases", "run": {the Run without results}}
+    {"type": "result", "id": <case id>, ...every CaseResult field..., "output": <last reply>}
+    {"type": "stability", "id", "runs", "passed", "failed", "pass_rate", "stable", ...} per case
+    {"type": "summary", "total", "passed", "failed", "skipped", "errors", "timeouts", ...}
+
+`load_run` reads that, a `.json` Run, and an engine results store (convlab.engine.store: a
+`{"type": "header", "run": {...}}` line, then one `result` line per finished instance; a record
+torn by a crash is skipped, as the store's own reader does; when a resumed store holds an
+instance twice, the frames use the latest). `stability` and `summary` lines are
+derived, so they are skipped and recomputed. Seed-style `result` lines without a `case_id` (as
+Yao writes them) are read too: `id` becomes the case id, `output`/`trace` go to `metadata`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from convlab.errors import SuiteError
+from convlab.formats._base import Problems
+from convlab.model.results import CaseResult, Run
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["SAVERS", "load_run", "register_saver", "save"]
+
+Saver = Callable[[Run, Path], None]
+SAVERS: dict[str, Saver] = {}
+"""Writers by file suffix; report modules register more (`.md`, `.html`, `.ipynb`)."""
+_LATER = {".md": "Markdown", ".markdown": "Markdown", ".html": "HTML", ".htm": "HTML"}
+_LATER[".ipynb"] = "notebook"
+_DERIVED = ("stability", "summary")
+_TORN = '{"type":"result",'
+"""How a store's result line starts; one that is not valid JSON was cut short by a crash."""
+_YAO_EXTRAS = ("output", "trace", "input", "expected", "options", "metadata")
+
+
+def register_saver(*suffixes: str) -> Callable[[Saver], Saver]:
+    """Register a function `(run, path) -> None` that writes files with these suffixes."""
+
+    def deco(fn: Saver) -> Saver:
+        for s in suffixes:
+            SAVERS[s.lower()] = fn
+        return fn
+
+    return deco
+
+
+def save(run: Run, path: str | os.PathLike[str]) -> Path:
+    """Write `run` to `path`; the suffix picks the format. Returns the path written."""
+    target = Path(path)
+    suffix = target.suffix.lower()
+    saver = SAVERS.get(suffix)
+    if saver is None:
+        supported = ", ".join(sorted(SAVERS))
+        what = f"{_LATER[suffix]} reports are not available yet" if suffix in _LATER else ""
+        reason = what or f"unknown suffix {suffix or '(none)'!r}"
+        raise ValueError(f"cannot save {str(target)!r}: {reason}; supported suffixes: {supported}")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    saver(run, target)
+    return target
+
+
+def _write(path: Path, text: str) -> None:
+    """Write through a temporary file, so a crash never leaves half a results file."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+@register_saver(".json")
+def _save_json(run: Run, path: Path) -> None:
+    _write(path, run.model_dump_json(indent=2) + "\n")
+
+
+def _plain(value: Any) -> Any:
+    """NaN becomes None (JSON has no NaN)."""
+    return None if isinstance(value, float) and math.isnan(value) else value
+
+
+def _output(r: CaseResult) -> Any:
+    """The last reply of an instance, as seed 004's `output` (text, else data)."""
+    for t in reversed(r.turns):
+        if t.observation is not None:
+            return t.observation.text if t.observation.text is not None else t.observation.data
+    return None
+
+
+def _stability_record(row: dict[Any, Any]) -> dict[str, Any]:
+    seed = {
+        "type": "stability",
+        "id": row["case_id"],
+        "runs": row["runs"],
+        "passed": row["passed"],
+        "failed": row["runs"] - row["passed"],  # seed 004: every counted run that did not pass
+        "pass_rate": row["pass_rate"],
+        "stable": row["classification"] == "stable",
+        "stability_class": row["classification"],
+        "avg_duration_ms": row["duration_mean_ms"],
+    }
+    extra = {k: v for k, v in row.items() if k not in ("case_id", "passed", "runs", "pass_rate")}
+    return {k: _plain(v) for k, v in {**seed, **extra, "failed_status": row["failed"]}.items()}
+
+
+def _wall_ms(run: Run, df: pd.DataFrame) -> float:
+    """Wall time of the run from its timestamps, else the sum of instance durations."""
+    try:
+        start = datetime.fromisoformat(run.started_at or "")
+        end = datetime.fromisoformat(run.finished_at or "")
+        return (end - start).total_seconds() * 1000
+    except (TypeError, ValueError):
+        return float(df["duration_ms"].sum()) if len(df) else 0.0
+
+
+def _summary_record(run: Run, df: pd.DataFrame, summ: dict[str, Any]) -> dict[str, Any]:
+    per_case = df.groupby("case_id").size() if len(df) else None
+    extra = {
+        "duration_ms": _wall_ms(run, df),
+        "overall_pass_rate": summ["pass_rate"],
+        "runs_per_case": int(per_case.max()) if per_case is not None else 0,
+        "total_runs": len(df),
+    }
+    return {"type": "summary", **summ, **extra}
+
+
+def jsonl_records(run: Run) -> list[dict[str, Any]]:
+    """The `.jsonl` records of a run, in file order."""
+    from convlab.results import run_stability, run_summary
+
+    df = run.df
+    header = run.model_dump(mode="json", exclude={"results"})
+    start = {"type": "start", "timestamp": run.started_at, "agent_id": run.agent}
+    records = [{**start, "total_cases": int(df["case_id"].nunique()), "run": header}]
+    for r in run.results:
+        out = _output(r)
+        body = r.model_dump(mode="json")
+        records.append({"type": "result", "id": r.case_id, **body, "output": out})
+    records += [_stability_record(row) for row in run_stability(run).to_dict("records")]
+    records.append(_summary_record(run, df, run_summary(run)))
+    return records
+
+
+@register_saver(".jsonl")
+def _save_jsonl(run: Run, path: Path) -> None:
+    lines = (json.dumps(rec, ensure_ascii=False, default=str) for rec in jsonl_records(run))
+    _write(path, "".join(line + "\n" for line in lines))
+
+
+def _read(path: Path) -> str:
+    if not path.is_file():
+        raise SuiteError.one(str(path), None, "", "no such results file")
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise SuiteError.one(str(path), None, "", f"not UTF-8 text: {exc.reason}") from None
+    except OSError as exc:
+        raise SuiteError.one(str(path), None, "", f"cannot read: {exc.strerror}") from None
+
+
+def load_run(path: str | os.PathLike[str]) -> Run:
+    """Read a run saved by `Run.save` (`.json` or `.jsonl`) or an engine results store.
+
+    Raises:
+        SuiteError: With every problem found (file, line, field path, message).
+    """
+    p = Path(path)
+    text = _read(p)
+    if p.suffix.lower() == ".json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            if exc.msg != "Extra data":  # several JSON values: JSON Lines under a .json name
+                raise SuiteError.one(str(p), exc.lineno, "", f"not JSON: {exc.msg}") from None
+        else:
+            return _from_json(p, data)
+    return _from_lines(p, text)
+
+
+def _from_json(path: Path, data: Any) -> Run:
+    problems = Problems(str(path))
+    if not isinstance(data, dict):
+        problems.add(1, "", "a saved run is a JSON object (the Run model)")
+        problems.raise_if_any()
+    try:
+        return Run.model_validate(data)
+    except ValidationError as exc:
+        problems.add_validation(exc, None)
+        raise SuiteError(problems.items) from None
+
+
+def _header(rec: dict[str, Any], line: int, problems: Problems) -> Run | None:
+    """The Run a `start`/`header` record describes (without results)."""
+    body = rec.get("run")
+    if body is None:  # a seed-style start line: only the agent and the time
+        return Run(agent=str(rec.get("agent_id") or ""), started_at=rec.get("timestamp"))
+    if not isinstance(body, dict):
+        problems.add(line, "run", "must be an object (the Run without results)")
+        return None
+    try:
+        return Run.model_validate({**body, "results": []})
+    except ValidationError as exc:
+        problems.add_validation(exc, line, "run")
+        return None
+
+
+def _result(rec: dict[str, Any], line: int, problems: Problems) -> CaseResult | None:
+    if "case_id" in rec:
+        body = {k: v for k, v in rec.items() if k in CaseResult.model_fields}
+    else:  # seed 004's own result line
+        meta = {k: rec[k] for k in _YAO_EXTRAS if k in rec}
+        body = {"case_id": rec.get("id"), "status": rec.get("status"), "metadata": meta}
+        body |= {k: rec[k] for k in ("duration_ms", "error") if k in rec}
+    try:
+        return CaseResult.model_validate(body)
+    except ValidationError as exc:
+        problems.add_validation(exc, line)
+        return None
+
+
+def _from_lines(path: Path, text: str) -> Run:
+    problems = Problems(str(path))
+    header: Run | None = None
+    results: list[CaseResult] = []
+    lines = text.splitlines()
+    for n, raw in enumerate(lines, 1):
+        if not raw.strip():
+            continue
+        try:
+            rec = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            torn = raw.startswith(_TORN) or (n == len(lines) and not text.endswith("\n"))
+            if not torn:  # a torn store record is a crash mid-write (the engine skips it too)
+                problems.add(n, "", f"not JSON: {exc.msg} (column {exc.colno})")
+            continue
+        kind = rec.get("type") if isinstance(rec, dict) else None
+        if kind in ("start", "header"):
+            header = header or _header(rec, n, problems)
+        elif kind == "result":
+            result = _result(rec, n, problems)
+            results += [result] if result else []
+        elif kind not in _DERIVED:
+            want = "start, header, result, stability or summary"
+            problems.add(n, "type", f"unknown record type {kind!r}; expected {want}")
+    problems.raise_if_any()
+    run = header or Run()
+    run.results = results
+    return run

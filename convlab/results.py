@@ -1,0 +1,364 @@
+"""DataFrames over a Run's records: instances, turns, assertions, checkpoints, tool calls.
+
+Each frame is derived from the records by one function, every time it is asked for, so it can
+never drift from them. When a run holds more than one record for an instance key (a store that
+was resumed), the latest record wins, in every frame and statistic alike. Rows come in suite
+order, then variant (as first seen), repetition and run index.
+
+Saving and loading runs (`save`, `load_run`) live in `convlab._run_io` and are re-exported here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from convlab._run_io import SAVERS, load_run, register_saver, save
+from convlab.model.results import AssertionResult, CaseResult, Run, TurnResult
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = [
+    "ASSERTION_COLUMNS",
+    "CHECKPOINT_COLUMNS",
+    "INSTANCE_COLUMNS",
+    "SAVERS",
+    "TOOL_CALL_COLUMNS",
+    "TURN_COLUMNS",
+    "assertions_frame",
+    "checkpoints_frame",
+    "instances",
+    "instances_frame",
+    "load_run",
+    "register_saver",
+    "run_pass_k_table",
+    "run_stability",
+    "run_summary",
+    "save",
+    "suite_order",
+    "tool_calls_frame",
+    "turns_frame",
+    "why_not_passed",
+]
+
+KEY_COLUMNS = ("case_id", "variant", "repetition", "run")
+INSTANCE_COLUMNS = (
+    *KEY_COLUMNS,
+    "status",
+    "reward",
+    "duration_ms",
+    "turns",
+    "error",
+    "assertions",
+    "assertions_failed",
+    "checkpoints",
+    "checkpoints_reached",
+    "tool_calls",
+    "attempts",
+    "prompt_tokens",
+    "completion_tokens",
+    "total_tokens",
+    "started_at",
+    "finish_reason",
+)
+TURN_COLUMNS = (
+    *KEY_COLUMNS,
+    "turn",
+    "step_id",
+    "turn_variant",
+    "input",
+    "response",
+    "status",
+    "duration_ms",
+    "latency_ms",
+    "tool_calls",
+    "tools",
+    "assertions",
+    "assertions_failed",
+    "error",
+    "total_tokens",
+)
+ASSERTION_COLUMNS = (
+    *KEY_COLUMNS,
+    "scope",
+    "turn",
+    "kind",
+    "id",
+    "label",
+    "status",
+    "passed",
+    "message",
+    "expected",
+    "actual",
+    "error",
+    "score",
+    "duration_ms",
+    "children",
+)
+CHECKPOINT_COLUMNS = (
+    *KEY_COLUMNS,
+    "checkpoint",
+    "required",
+    "reached",
+    "reached_at_turn",
+    "passed",
+    "message",
+)
+TOOL_CALL_COLUMNS = (
+    *KEY_COLUMNS,
+    "turn",
+    "index",
+    "name",
+    "arguments",
+    "result",
+    "error",
+    "call_id",
+)
+
+
+def instances(run: Run) -> list[CaseResult]:
+    """The latest record per instance key, in suite order, then variant, repetition, run."""
+    latest: dict[tuple[str, str, int, int], CaseResult] = {}
+    for r in run.results:
+        latest[r.key] = r
+    rank = {c.id: i for i, c in enumerate(run.suite.cases)} if run.suite else {}
+    first_case: dict[str, int] = {}
+    first_variant: dict[str, int] = {}
+    for cid, var, _, _ in latest:
+        first_case.setdefault(cid, len(first_case))
+        first_variant.setdefault(var, len(first_variant))
+
+    def order(key: tuple[str, str, int, int]) -> tuple[int, int, int, int, int]:
+        cid, var, rep, idx = key
+        return (rank.get(cid, len(rank)), first_case[cid], first_variant[var], rep, idx)
+
+    return [latest[k] for k in sorted(latest, key=order)]
+
+
+def _all_assertions(r: CaseResult) -> Iterator[AssertionResult]:
+    """Top-level assertion results of an instance: each turn's, then the case's."""
+    for t in r.turns:
+        yield from t.assertions
+    yield from r.assertions
+
+
+def _assertion_reason(a: AssertionResult) -> str:
+    """Why one assertion did not pass, in one line."""
+    if a.error:
+        return a.error
+    if a.message:
+        return a.message
+    for child in a.children:
+        if not child.passed and child.status != "skipped":
+            return _assertion_reason(child)
+    name = a.label or a.id or a.kind
+    return f"{name} failed: expected {a.expected!r}, got {a.actual!r}"
+
+
+def why_not_passed(r: CaseResult) -> str:
+    """The error, or the first failed assertion's message (then checkpoint, turn); '' if passed."""
+    if r.status == "passed":
+        return ""
+    if r.error:
+        return r.error
+    for a in _all_assertions(r):
+        if a.status in ("failed", "error"):
+            return _assertion_reason(a)
+    for cp in r.checkpoints:
+        if cp.required and not cp.passed:
+            return cp.message or f"checkpoint {cp.id} not reached"
+    for t in r.turns:
+        if t.error:
+            return t.error
+    return r.finish_reason or r.status
+
+
+def _failed(assertions: list[AssertionResult]) -> int:
+    return sum(a.status in ("failed", "error") for a in assertions)
+
+
+def _tokens(r: CaseResult) -> tuple[int, int, int]:
+    """Token usage of an instance: its own record, else the sum over its turns."""
+    if r.usage is not None:
+        return (r.usage.prompt_tokens, r.usage.completion_tokens, r.usage.total_tokens)
+    used = [t.observation.usage for t in r.turns if t.observation and t.observation.usage]
+    return (
+        sum(u.prompt_tokens for u in used),
+        sum(u.completion_tokens for u in used),
+        sum(u.total_tokens for u in used),
+    )
+
+
+def _n_calls(t: TurnResult) -> int:
+    return len(t.observation.tool_calls) if t.observation else 0
+
+
+def _frame(rows: list[tuple[Any, ...]], columns: tuple[str, ...]) -> pd.DataFrame:
+    import pandas as pd
+
+    return pd.DataFrame.from_records(rows, columns=list(columns))
+
+
+def instances_frame(run: Run) -> pd.DataFrame:
+    """`Run.df`: one row per executed case instance (DESIGN.md contract columns first)."""
+    rows = []
+    for r in instances(run):
+        every = list(_all_assertions(r))
+        rows.append(
+            (
+                *r.key,
+                r.status,
+                r.reward,
+                r.duration_ms,
+                len(r.turns),
+                why_not_passed(r),
+                len(every),
+                _failed(every),
+                len(r.checkpoints),
+                sum(cp.reached for cp in r.checkpoints),
+                sum(_n_calls(t) for t in r.turns),
+                r.attempts,
+                *_tokens(r),
+                r.started_at,
+                r.finish_reason,
+            )
+        )
+    return _frame(rows, INSTANCE_COLUMNS)
+
+
+def _input_text(t: TurnResult) -> str:
+    if t.input is not None and t.input.text:
+        return t.input.text
+    return "\n".join(m.text() for m in t.messages)
+
+
+def _response_text(t: TurnResult) -> str:
+    obs = t.observation
+    if obs is None:
+        return ""
+    if obs.text is not None:
+        return obs.text
+    return "" if obs.data is None else json.dumps(obs.data, ensure_ascii=False, default=str)
+
+
+def turns_frame(run: Run) -> pd.DataFrame:
+    """One row per user turn of every instance: input, response, status, tools, checks."""
+    rows = []
+    for r in instances(run):
+        for t in r.turns:
+            obs = t.observation
+            rows.append(
+                (
+                    *r.key,
+                    t.index,
+                    t.step_id,
+                    t.variant,
+                    _input_text(t),
+                    _response_text(t),
+                    t.status,
+                    t.duration_ms,
+                    obs.latency_ms if obs else None,
+                    _n_calls(t),
+                    ", ".join(c.name for c in obs.tool_calls) if obs else "",
+                    len(t.assertions),
+                    _failed(t.assertions),
+                    t.error or (obs.error if obs else None) or "",
+                    obs.usage.total_tokens if obs and obs.usage else 0,
+                )
+            )
+    return _frame(rows, TURN_COLUMNS)
+
+
+def _assertion_row(
+    r: CaseResult, scope: str, turn: int | None, a: AssertionResult
+) -> tuple[Any, ...]:
+    key = r.key if scope != "suite" else ("", "", None, None)
+    return (
+        *key,
+        scope,
+        turn,
+        a.kind,
+        a.id,
+        a.label,
+        a.status,
+        a.passed,
+        a.message,
+        a.expected,
+        a.actual,
+        a.error,
+        a.score,
+        a.duration_ms,
+        len(a.children),
+    )
+
+
+def assertions_frame(run: Run) -> pd.DataFrame:
+    """One row per top-level assertion result: turn scope, case scope, then suite scope.
+
+    Children of composite assertions (all/any/not) stay inside their parent (`children` counts
+    them); suite-scope rows have an empty case id and no instance key.
+    """
+    rows = []
+    for r in instances(run):
+        for t in r.turns:
+            rows += [_assertion_row(r, "turn", t.index, a) for a in t.assertions]
+        rows += [_assertion_row(r, "case", None, a) for a in r.assertions]
+    placeholder = CaseResult(case_id="", status="passed")
+    rows += [_assertion_row(placeholder, "suite", None, a) for a in run.suite_assertions]
+    df = _frame(rows, ASSERTION_COLUMNS)
+    return df.astype({"repetition": "Int64", "run": "Int64", "turn": "Int64"})
+
+
+def checkpoints_frame(run: Run) -> pd.DataFrame:
+    """One row per checkpoint of every dynamic instance: reached, when, passed."""
+    rows = [
+        (*r.key, cp.id, cp.required, cp.reached, cp.reached_at_turn, cp.passed, cp.message or "")
+        for r in instances(run)
+        for cp in r.checkpoints
+    ]
+    return _frame(rows, CHECKPOINT_COLUMNS).astype({"reached_at_turn": "Int64"})
+
+
+def tool_calls_frame(run: Run) -> pd.DataFrame:
+    """One row per tool call the agent made, with its turn, arguments and result."""
+    rows = [
+        (*r.key, t.index, i, c.name, c.arguments, c.result, c.error, c.id)
+        for r in instances(run)
+        for t in r.turns
+        if t.observation
+        for i, c in enumerate(t.observation.tool_calls)
+    ]
+    return _frame(rows, TOOL_CALL_COLUMNS)
+
+
+def suite_order(run: Run) -> list[str]:
+    """Case ids in the order the suite lists them (empty when the run has no suite)."""
+    return [c.id for c in run.suite.cases] if run.suite is not None else []
+
+
+def run_stability(
+    run: Run, k: int | None = None, count_errors_as: str = "failed", by_variant: bool = False
+) -> pd.DataFrame:
+    """`Run.stability()`: convlab.stats.stability over `Run.df`, rows in suite order."""
+    from convlab.stats import stability
+
+    return stability(run.df, k, count_errors_as, suite_order(run), by_variant)
+
+
+def run_pass_k_table(
+    run: Run, ks: Iterable[int] | None = None, count_errors_as: str = "failed"
+) -> pd.DataFrame:
+    """`Run.pass_k_table()`: pass^k and pass@k per case for several k."""
+    from convlab.stats import pass_k_table
+
+    return pass_k_table(run.df, ks, count_errors_as, suite_order(run))
+
+
+def run_summary(run: Run, count_errors_as: str = "failed") -> dict[str, Any]:
+    """`Run.summary`: totals by status (latest record per instance) and the stability roll-up."""
+    from convlab.stats import stability, summary
+
+    df = instances_frame(run)
+    return summary(df, stability(df, None, count_errors_as, suite_order(run)))

@@ -1,0 +1,357 @@
+"""Statistics over run frames: stability, pass^k / pass@k, Wilson intervals, summaries.
+
+Pure functions over DataFrames shaped like `Run.df` (one row per case instance with
+`case_id`, `variant`, `status`, `duration_ms`). How a status counts, in every function here:
+
+- `passed` is a pass; `failed` and `timeout` are runs that did not pass;
+- `error` is a run that did not pass (`count_errors_as="failed"`, the default) or is left out
+  (`count_errors_as="excluded"`); it is never a pass, and the choice is written in the output;
+- `skipped`, `blocked` and `cancelled` never ran to a verdict: they are never counted as runs.
+
+Run-to-run comparison lives in `convlab._compare` and is re-exported here as `compare`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = [
+    "CLASSES",
+    "STABILITY_COLUMNS",
+    "CountErrorsAs",
+    "Tally",
+    "classify",
+    "compare",
+    "counting_mode",
+    "fisher_exact",
+    "pass_at_k",
+    "pass_hat_k",
+    "pass_k_table",
+    "stability",
+    "summary",
+    "tally",
+    "wilson",
+]
+
+CountErrorsAs = Literal["failed", "excluded"]
+CLASSES = ("stable", "mostly_stable", "unstable", "highly_unstable")
+"""Seed 004's stability classes, best first."""
+EXCLUDED_STATUSES = frozenset({"skipped", "blocked", "cancelled"})
+Z95 = 1.959963984540054
+"""The standard normal quantile for a two-sided 95% interval."""
+
+STABILITY_COLUMNS = (
+    "case_id",
+    "runs",
+    "passed",
+    "failed",
+    "errors",
+    "timeouts",
+    "skipped",
+    "cancelled",
+    "pass_rate",
+    "classification",
+    "flaky",
+    "k",
+    "pass_hat_k",
+    "pass_at_k",
+    "ci_low",
+    "ci_high",
+    "duration_mean_ms",
+    "duration_min_ms",
+    "duration_max_ms",
+    "duration_std_ms",
+    "errors_counted_as",
+)
+
+
+def classify(pass_rate: float) -> str | None:
+    """Seed 004's class for a pass rate in percent (boundaries inclusive); None when NaN."""
+    if math.isnan(pass_rate):
+        return None
+    if pass_rate >= 100:
+        return "stable"
+    if pass_rate >= 80:
+        return "mostly_stable"
+    if pass_rate >= 50:
+        return "unstable"
+    return "highly_unstable"
+
+
+def _check_k(n: int, c: int, k: int) -> None:
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    if not 0 <= c <= n:
+        raise ValueError(f"passes must be between 0 and runs ({n}), got {c}")
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float:
+    """Chance that k fresh trials ALL pass, unbiased from c passes in n runs: C(c,k)/C(n,k).
+
+    NaN when k > n (n runs cannot estimate it).
+    """
+    _check_k(n, c, k)
+    return math.nan if k > n else math.comb(c, k) / math.comb(n, k)
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Chance that at least one of k trials passes: 1 - C(n-c,k)/C(n,k); NaN when k > n."""
+    _check_k(n, c, k)
+    return math.nan if k > n else 1 - math.comb(n - c, k) / math.comb(n, k)
+
+
+def wilson(c: int, n: int, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval for c passes in n runs, as fractions; (NaN, NaN) when n == 0.
+
+    Chosen over the normal interval because it stays inside [0, 1] and behaves at 0/n and n/n.
+    """
+    if n == 0:
+        return (math.nan, math.nan)
+    p = c / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    margin = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return (max(0.0, centre - margin), min(1.0, centre + margin))
+
+
+def fisher_exact(a: int, b: int, c: int, d: int) -> float:
+    """Two-sided p-value of Fisher's exact test on the table [[a, b], [c, d]].
+
+    Sums the hypergeometric probabilities of every table with the same margins that is no more
+    likely than the one observed. Weights are exact integers, so no tolerance is needed.
+    """
+    if min(a, b, c, d) < 0:
+        raise ValueError("a contingency table needs non-negative counts")
+    row1, row2, col1 = a + b, c + d, a + c
+    lo, hi = max(0, col1 - row2), min(row1, col1)
+    weights = {x: math.comb(row1, x) * math.comb(row2, col1 - x) for x in range(lo, hi + 1)}
+    observed = weights[a]
+    tail = sum(w for w in weights.values() if w <= observed)
+    return min(1.0, tail / math.comb(row1 + row2, col1))
+
+
+class Tally:
+    """Counts of one group of instances, split the way this module counts them."""
+
+    __slots__ = ("cancelled", "durations", "errors", "failed", "passed", "skipped", "timeouts")
+
+    def __init__(self) -> None:
+        self.passed = self.failed = self.errors = self.timeouts = 0
+        self.skipped = self.cancelled = 0
+        self.durations: list[tuple[str, float]] = []
+
+    def add(self, status: str, duration_ms: float) -> None:
+        """Count one instance."""
+        if status == "passed":
+            self.passed += 1
+        elif status == "failed":
+            self.failed += 1
+        elif status == "error":
+            self.errors += 1
+        elif status == "timeout":
+            self.timeouts += 1
+        elif status == "cancelled":
+            self.cancelled += 1
+        else:  # skipped, blocked
+            self.skipped += 1
+        self.durations.append((status, duration_ms))
+
+    def runs(self, count_errors_as: CountErrorsAs) -> int:
+        """Instances that reached a verdict and count towards the pass rate."""
+        counted_errors = self.errors if count_errors_as == "failed" else 0
+        return self.passed + self.failed + self.timeouts + counted_errors
+
+    def counted_durations(self, count_errors_as: CountErrorsAs) -> list[float]:
+        """Durations of the counted runs only."""
+        left_out = set(EXCLUDED_STATUSES)
+        if count_errors_as == "excluded":
+            left_out.add("error")
+        return [d for s, d in self.durations if s not in left_out]
+
+
+def counting_mode(count_errors_as: str) -> CountErrorsAs:
+    """Validate a `count_errors_as` setting ('failed' or 'excluded')."""
+    if count_errors_as not in ("failed", "excluded"):
+        raise ValueError(f"count_errors_as must be 'failed' or 'excluded', got {count_errors_as!r}")
+    return "failed" if count_errors_as == "failed" else "excluded"
+
+
+def tally(
+    df: pd.DataFrame, by: Sequence[str] = ("case_id",), order: Iterable[str] | None = None
+) -> dict[tuple[str, ...], Tally]:
+    """Group instance rows by `by` columns; keys come in `order` (case ids), then as first seen."""
+    groups: dict[tuple[str, ...], Tally] = {}
+    cols = [*by, "status", "duration_ms"]
+    for row in df[cols].itertuples(index=False, name=None):
+        key = tuple(str(v) for v in row[: len(by)])
+        groups.setdefault(key, Tally()).add(str(row[-2]), float(row[-1]))
+    rank = {cid: i for i, cid in enumerate(order or ())}
+    first = {key: i for i, key in enumerate(groups)}
+    ordered = sorted(groups, key=lambda key: (rank.get(key[0], len(rank)), first[key]))
+    return {key: groups[key] for key in ordered}
+
+
+def _spread(durations: list[float]) -> tuple[float, float, float, float]:
+    """Mean, min, max and POPULATION standard deviation (divide by N, as seed 004)."""
+    if not durations:
+        return (math.nan, math.nan, math.nan, math.nan)
+    mean = sum(durations) / len(durations)
+    var = sum((d - mean) ** 2 for d in durations) / len(durations)
+    return (mean, min(durations), max(durations), math.sqrt(var))
+
+
+def _stability_row(t: Tally, k: int | None, mode: CountErrorsAs) -> dict[str, Any]:
+    n, c = t.runs(mode), t.passed
+    rate = 100 * c / n if n else math.nan
+    kk = k if k is not None else n
+    low, high = wilson(c, n)
+    mean, lo, hi, std = _spread(t.counted_durations(mode))
+    return {
+        "runs": n,
+        "passed": c,
+        "failed": t.failed,
+        "errors": t.errors,
+        "timeouts": t.timeouts,
+        "skipped": t.skipped,
+        "cancelled": t.cancelled,
+        "pass_rate": rate,
+        "classification": classify(rate),
+        "flaky": 0 < c < n,
+        "k": kk,
+        "pass_hat_k": pass_hat_k(n, c, kk) if n and kk else math.nan,
+        "pass_at_k": pass_at_k(n, c, kk) if n and kk else math.nan,
+        "ci_low": 100 * low,
+        "ci_high": 100 * high,
+        "duration_mean_ms": mean,
+        "duration_min_ms": lo,
+        "duration_max_ms": hi,
+        "duration_std_ms": std,
+        "errors_counted_as": mode,
+    }
+
+
+def stability(
+    df: pd.DataFrame,
+    k: int | None = None,
+    count_errors_as: str = "failed",
+    order: Iterable[str] | None = None,
+    by_variant: bool = False,
+) -> pd.DataFrame:
+    """One row per case (per case and variant with `by_variant`): seed 004's stability table.
+
+    `runs` = passed + failed + timeouts (+ errors when counted as failed); skipped, blocked
+    and cancelled instances are never runs. `pass_rate`, `ci_low`, `ci_high` are percent;
+    `pass_hat_k`/`pass_at_k` use `k` (default: the case's runs, so pass^k is 1 only when every
+    run passed); `flaky` marks cases whose runs disagree; durations cover the counted runs.
+    """
+    import pandas as pd
+
+    mode = counting_mode(count_errors_as)
+    if k is not None and k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    by = ("case_id", "variant") if by_variant else ("case_id",)
+    rows = [
+        {**dict(zip(by, key, strict=True)), **_stability_row(t, k, mode)}
+        for key, t in tally(df, by, order).items()
+    ]
+    columns = [*by, *STABILITY_COLUMNS[1:]]
+    out = pd.DataFrame.from_records(rows, columns=columns)
+    out.attrs["count_errors_as"] = mode
+    out.attrs["note"] = _counting_note(mode)
+    return out
+
+
+def _counting_note(mode: CountErrorsAs) -> str:
+    errors = "errors count as failed runs" if mode == "failed" else "errors are left out"
+    return (
+        f"pass rate = passed / runs; timeouts count as failed runs; {errors}; "
+        "skipped, blocked and cancelled instances are not runs"
+    )
+
+
+def pass_k_table(
+    df: pd.DataFrame,
+    ks: Iterable[int] | None = None,
+    count_errors_as: str = "failed",
+    order: Iterable[str] | None = None,
+) -> pd.DataFrame:
+    """pass^k and pass@k per case for several k, one row per (case, k) (tidy, easy to plot).
+
+    `ks` defaults to 1..the most runs any case has; a k above a case's runs gives NaN.
+    """
+    import pandas as pd
+
+    mode = counting_mode(count_errors_as)
+    groups = tally(df, ("case_id",), order)
+    counts = [(key[0], t.runs(mode), t.passed) for key, t in groups.items()]
+    wanted = (
+        list(ks)
+        if ks is not None
+        else list(range(1, max((n for _, n, _ in counts), default=0) + 1))
+    )
+    rows = [
+        (
+            cid,
+            n,
+            c,
+            k,
+            pass_hat_k(n, c, k) if n else math.nan,
+            pass_at_k(n, c, k) if n else math.nan,
+        )
+        for cid, n, c in counts
+        for k in wanted
+    ]
+    cols = ["case_id", "runs", "passed", "k", "pass_hat_k", "pass_at_k"]
+    out = pd.DataFrame.from_records(rows, columns=cols)
+    out.attrs["count_errors_as"] = mode
+    return out
+
+
+def _count_statuses(df: pd.DataFrame) -> dict[str, int]:
+    counts = {str(s): int(n) for s, n in df["status"].value_counts().items()} if len(df) else {}
+    keys = (
+        ("passed", "passed"),
+        ("failed", "failed"),
+        ("errors", "error"),
+        ("skipped", "skipped"),
+        ("timeouts", "timeout"),
+        ("cancelled", "cancelled"),
+        ("blocked", "blocked"),
+    )
+    return {"total": len(df), **{name: counts.get(status, 0) for name, status in keys}}
+
+
+def summary(df: pd.DataFrame, stab: pd.DataFrame) -> dict[str, Any]:
+    """Totals by status (one per instance) and the stability roll-up, as a plain dict.
+
+    `pass_rate` is the unweighted mean of the per-case pass rates (seed 004's overall rate),
+    in percent; None when no case has a counted run. `count_errors_as` says how errors counted.
+    """
+    rated = stab[stab["runs"] > 0]
+    classes = {c: int((rated["classification"] == c).sum()) for c in CLASSES}
+    mean = float(rated["pass_rate"].mean()) if len(rated) else None
+    return {
+        **_count_statuses(df),
+        "pass_rate": mean,
+        "cases": len(stab),
+        "stable_cases": classes["stable"],
+        "unstable_cases": len(rated) - classes["stable"],
+        "flaky_cases": int(rated["flaky"].sum()),
+        "classes": classes,
+        "count_errors_as": stab.attrs.get("count_errors_as", "failed"),
+    }
+
+
+def compare(before: Any, after: Any, alpha: float = 0.05, count_errors_as: str = "failed") -> Any:
+    """Per-case changes between two runs, each marked beyond noise or not (Fisher's exact test).
+
+    See `convlab._compare.compare`; defined here so `convlab.compare` lives with the statistics.
+    """
+    from convlab._compare import compare as _compare
+
+    return _compare(before, after, alpha=alpha, count_errors_as=count_errors_as)
