@@ -1,0 +1,233 @@
+"""Reading a thinkingbox test file (`.py`) with `ast`, never importing or running it.
+
+Module-level strings starting with `!` are YAML merged, in file order, into a running global
+config; a top-level `def` whose first statement is such a string is a test, configured by the
+globals ABOVE it updated by its own YAML (CONFORMANCE.md §4.1). Each test's `test_code` is
+the whole file with every other test function blanked, so tracebacks point at real lines.
+"""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from dataclasses import dataclass, field
+from typing import Any
+
+from convlab.formats._base import LineDict, LineList, Problems, yaml_with_lines
+
+__all__ = [
+    "CONFIG_FIELDS",
+    "DocYaml",
+    "ParsedFile",
+    "TestFunction",
+    "is_bang_string",
+    "kind_of",
+    "parse_python",
+    "parse_test_file",
+    "yaml_line",
+]
+
+CONFIG_FIELDS = (
+    "scenario",
+    "query",
+    "user_context",
+    "max_user_sim_turns",
+    "max_agent_sim_turns",
+    "bot_instructions",
+    "history",
+    "init",
+    "format_query",
+    "tags",
+)
+"""Keys a test function's own `!` YAML may hold (thinkingbox's `CONFIG_FIELDS`)."""
+
+OVERLAP = "multiple statements overlap or are on the same line in the global scope"
+
+Loc = tuple[int | str, ...]
+
+
+def yaml_line(node: Any, loc: Loc) -> int | None:
+    """The YAML line of the deepest key or item reachable along `loc` (1-based)."""
+    line: int | None = getattr(node, "line", None) or None
+    for part in loc:
+        if isinstance(node, LineDict) and part in node:
+            key_lines: dict[Any, int] = node.key_lines
+            line = key_lines.get(part, line)
+            node = node[part]  # type: ignore[index]
+        elif isinstance(node, LineList) and isinstance(part, int) and 0 <= part < len(node):
+            line = node.item_lines[part]
+            node = node[part]
+        else:
+            break
+    return line
+
+
+@dataclass(frozen=True)
+class DocYaml:
+    """One parsed `!` string: its data and the file line of its YAML line 1."""
+
+    data: Any
+    first_line: int
+
+    def line(self, loc: Loc) -> int:
+        """File line of the key or item at `loc` inside this string."""
+        return self.first_line + (yaml_line(self.data, loc) or 1) - 1
+
+
+@dataclass
+class TestFunction:
+    """A test function found in a file, with its merged config and where each key came from."""
+
+    name: str
+    line: int
+    """Line of the `def`."""
+    span: tuple[int, int]
+    """First line (decorators included) and last line of the function."""
+    config: dict[Any, Any]
+    origins: dict[Any, DocYaml]
+    """For each top-level key, the `!` string that set it (for error lines)."""
+
+    def line_at(self, loc: Loc) -> int:
+        """File line of a config field path; the `def` line when the key is not written."""
+        if loc and loc[0] in self.origins:
+            return self.origins[loc[0]].line(loc)
+        return self.line
+
+
+@dataclass
+class ParsedFile:
+    """Every test of one file, plus what is needed to cut out each one's `test_code`."""
+
+    lines: list[str]
+    tests: list[TestFunction] = field(default_factory=list)
+    global_config: dict[Any, Any] = field(default_factory=dict)
+
+    def test_code(self, keep: TestFunction) -> str:
+        """The source with every test function but `keep` blanked to "" (line numbers kept)."""
+        out = list(self.lines)
+        for test in self.tests:
+            if test is not keep:
+                for i in range(test.span[0] - 1, min(test.span[1], len(out))):
+                    out[i] = ""
+        return "\n".join(out)
+
+
+def is_bang_string(node: ast.stmt) -> bool:
+    """True for an expression statement that is a string constant starting with `!`."""
+    return (
+        isinstance(node, ast.Expr)
+        and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, str)
+        and node.value.value.startswith("!")
+    )
+
+
+def parse_python(text: str, problems: Problems) -> ast.Module | None:
+    """`ast.parse`, with a syntax error (or a parser limit) recorded as a problem."""
+    try:
+        return ast.parse(text)
+    except SyntaxError as exc:
+        problems.add(exc.lineno, "", f"invalid Python: {exc.msg}")
+    except (ValueError, RecursionError, MemoryError) as exc:
+        problems.add(None, "", f"invalid Python: {exc or type(exc).__name__}")
+    return None
+
+
+def parse_test_file(text: str, problems: Problems) -> ParsedFile | None:
+    """Find every test function of a file; None when the file is not valid Python."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    tree = parse_python(text, problems)
+    if tree is None:
+        return None
+    parsed = ParsedFile(lines=text.split("\n"))
+    origins: dict[Any, DocYaml] = {}
+    seen: dict[str, int] = {}
+    last_end = 0
+    for node in tree.body:
+        first = min([node.lineno, *(d.lineno for d in _decorators(node))])
+        if first <= last_end:
+            problems.add(node.lineno, "", OVERLAP)
+        last_end = max(last_end, node.end_lineno or node.lineno)
+        if is_bang_string(node):
+            doc = _doc_yaml(node, problems, "module-level `!` string")
+            if doc is not None:
+                parsed.global_config.update(doc.data)
+                origins.update(dict.fromkeys(doc.data, doc))
+        elif isinstance(node, ast.FunctionDef) and node.body and is_bang_string(node.body[0]):
+            test = _test_function(node, first, parsed.global_config, origins, problems)
+            if test is None:
+                continue
+            if test.name in seen:
+                msg = (
+                    f"test function {test.name!r} is defined twice (also at line {seen[test.name]})"
+                )
+                problems.add(test.line, "", msg)
+            seen.setdefault(test.name, test.line)
+            parsed.tests.append(test)
+    return parsed
+
+
+def _decorators(node: ast.stmt) -> list[ast.expr]:
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return node.decorator_list
+    return []
+
+
+def _test_function(
+    node: ast.FunctionDef,
+    first: int,
+    global_config: dict[Any, Any],
+    global_origins: dict[Any, DocYaml],
+    problems: Problems,
+) -> TestFunction | None:
+    doc = _doc_yaml(node.body[0], problems, f"the `!` docstring of {node.name}")
+    if doc is None:
+        return None  # empty YAML: a helper, as in thinkingbox (or a problem already recorded)
+    local: dict[Any, Any] = doc.data
+    for key in local:
+        if key not in CONFIG_FIELDS:
+            problems.add(doc.line((key,)), str(key), f"YAML config contains invalid key: {key!r}")
+    config = {**global_config, **local}
+    if isinstance(global_config.get("tags"), list) and isinstance(local.get("tags"), list):
+        config["tags"] = [*global_config["tags"], *local["tags"]]
+    origins = {**global_origins, **dict.fromkeys(local, doc)}
+    end = node.end_lineno or node.lineno
+    return TestFunction(node.name, node.lineno, (first, end), config, origins)
+
+
+def _doc_yaml(node: ast.stmt, problems: Problems, where: str) -> DocYaml | None:
+    """Parse one `!` string as YAML; None when it is empty or has a problem (recorded)."""
+    assert isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+    value = str(node.value.value)
+    local = Problems(problems.file)
+    data: Any = None
+    try:
+        data = yaml_with_lines(textwrap.dedent(value[1:]), local)
+    except (ValueError, TypeError, OverflowError) as exc:  # e.g. a timestamp out of range
+        local.add(None, "", f"invalid YAML: {exc}")
+    except RecursionError:
+        local.add(None, "", "invalid YAML: nested too deeply")
+    last = node.end_lineno or node.lineno
+    for p in local:
+        line = min(node.lineno + (p.line or 1) - 1, last)
+        problems.add(line, p.path, f"{where}: {p.message}")
+    if local or data is None:
+        return None
+    if not isinstance(data, dict):
+        problems.add(node.lineno, "", f"{where} must be a YAML mapping, got {kind_of(data)}")
+        return None
+    return DocYaml(data, node.lineno)
+
+
+def kind_of(value: Any) -> str:
+    """A value's YAML type in words, for error messages."""
+    for kind, name in (
+        (bool, "a boolean"),
+        (int | float, "a number"),
+        (str, "a string"),
+        (list, "a list"),
+        (dict, "a mapping"),
+    ):
+        if isinstance(value, kind):
+            return name
+    return "null" if value is None else f"a {type(value).__name__}"
