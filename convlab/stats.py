@@ -116,7 +116,9 @@ def wilson(c: int, n: int, z: float = Z95) -> tuple[float, float]:
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     margin = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return (max(0.0, centre - margin), min(1.0, centre + margin))
+    low = 0.0 if c == 0 else max(0.0, centre - margin)  # exact ends, free of rounding
+    high = 1.0 if c == n else min(1.0, centre + margin)
+    return (low, high)
 
 
 def fisher_exact(a: int, b: int, c: int, d: int) -> float:

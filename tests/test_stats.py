@@ -6,6 +6,8 @@ import math
 
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import convlab as cl
 from convlab.model.results import CaseResult, Run
@@ -294,3 +296,25 @@ def test_compare_html_escapes_case_ids():
 def test_compare_accepts_frames():
     cmp = cl.compare(frame(a=["passed"] * 6), frame(a=["failed"] * 6))
     assert bool(cmp["beyond_noise"].iloc[0])
+
+
+@given(
+    st.integers(1, 30).flatmap(
+        lambda n: st.tuples(st.just(n), st.integers(0, n), st.integers(1, n))
+    )
+)
+@settings(max_examples=200, deadline=None)
+def test_pass_k_bounds(nck):
+    n, c, k = nck
+    assert 0 <= pass_hat_k(n, c, k) <= c / n + 1e-12 <= pass_at_k(n, c, k) + 2e-12 <= 1 + 3e-12
+    low, high = wilson(c, n)
+    assert 0 <= low <= c / n <= high <= 1
+
+
+@given(st.tuples(*[st.integers(0, 15)] * 4))
+@settings(max_examples=200, deadline=None)
+def test_fisher_is_a_probability_and_symmetric(t):
+    a, b, c, d = t
+    p = fisher_exact(a, b, c, d)
+    assert 0 < p <= 1
+    assert p == pytest.approx(fisher_exact(c, d, a, b)) == pytest.approx(fisher_exact(a, c, b, d))
