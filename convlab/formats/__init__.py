@@ -91,10 +91,20 @@ def load(path: str | Path, format: str | None = None) -> Suite:
         if loaded is not None:
             suites.append(loaded)
     if problems:
-        raise SuiteError(problems)
+        raise SuiteError(list(dict.fromkeys(problems)))  # an included file may repeat them
     if not suites:
         raise SuiteError.one(str(root), None, "", "no suite files found in this folder")
-    return merge(suites, name=root.name)
+    return merge(_drop_included(suites), name=root.name)
+
+
+def _drop_included(suites: list[Suite]) -> list[Suite]:
+    """Drop a suite whose files another suite already read (a HoloDeck `test_cases_file`)."""
+    files = [{str(Path(src.file).resolve()) for src in s.sources} for s in suites]
+    return [
+        s
+        for i, s in enumerate(suites)
+        if not (files[i] and any(files[i] < other for other in files))
+    ]
 
 
 def _hidden(path: Path, root: Path) -> bool:
