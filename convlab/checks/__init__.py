@@ -2,12 +2,23 @@
 
 `evaluate()` wraps every kind the same way: timing, `negate`, the custom `message`,
 and an evaluator that crashes becomes an `error` result (never a pass, never a silent fail).
-Kinds live in modules by family (text, structured, tools, metrics, judge, code); importing
-this package registers them all. Users add kinds with `@convlab.evaluator("name")`.
+Kinds live in modules by family (text, structured, tools, toolargs, metrics, judge,
+graders, code); importing this package registers them all. Users add kinds with
+`@convlab.evaluator("name")`.
 """
 
 from __future__ import annotations
 
+from convlab.checks import (  # noqa: F401 - importing a family registers its kinds
+    code,
+    graders,
+    judge,
+    metrics,
+    structured,
+    text,
+    toolargs,
+    tools,
+)
 from convlab.checks._core import (
     EVALUATORS,
     KINDS,
@@ -17,5 +28,21 @@ from convlab.checks._core import (
     kind,
     result,
 )
+from convlab.checks.code import TestContext
+from convlab.checks.graders import GraderContext, GraderResult, ToolInvocation
+from convlab.checks.judge import TestJudge
 
-__all__ = ["EVALUATORS", "KINDS", "CheckContext", "evaluate", "evaluator", "kind", "result"]
+__all__ = [
+    "EVALUATORS",
+    "KINDS",
+    "CheckContext",
+    "GraderContext",
+    "GraderResult",
+    "TestContext",
+    "TestJudge",
+    "ToolInvocation",
+    "evaluate",
+    "evaluator",
+    "kind",
+    "result",
+]

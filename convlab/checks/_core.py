@@ -19,7 +19,25 @@ if TYPE_CHECKING:
     from convlab.model.results import TurnResult
     from convlab.model.suite import Case, TurnInput
 
-__all__ = ["EVALUATORS", "KINDS", "CheckContext", "evaluate", "evaluator", "kind", "result"]
+__all__ = [
+    "EVALUATORS",
+    "KINDS",
+    "NO_JUDGE",
+    "CheckContext",
+    "error_result",
+    "evaluate",
+    "evaluator",
+    "kind",
+    "result",
+    "skipped_result",
+]
+
+NO_JUDGE = (
+    "no judge is configured: pass one to run(..., judge=...) (or convlab.check(..., judge=...)),"
+    " e.g. judge='openai:gpt-4o-mini' for an OpenAI-compatible model, or a function"
+    " judge(messages) -> str"
+)
+"""The error message of every judge-based check when no judge is configured."""
 
 CheckFn = Callable[["Any", "CheckContext"], AssertionResult | Awaitable[AssertionResult]]
 
@@ -85,22 +103,57 @@ def result(spec: Any, passed: bool, message: str = "", **kw: Any) -> AssertionRe
     )
 
 
-def _error(spec: Any, message: str) -> AssertionResult:
+def error_result(spec: Any, message: str, **kw: Any) -> AssertionResult:
+    """Build an `error` result: the check could not decide (never a pass, never a fail)."""
     return AssertionResult(
-        kind=spec.kind, id=spec.id, label=spec.label, status="error", message=message, error=message
+        kind=spec.kind,
+        id=spec.id,
+        label=spec.label,
+        status="error",
+        message=message,
+        error=message,
+        **kw,
     )
+
+
+def skipped_result(spec: Any, message: str, **kw: Any) -> AssertionResult:
+    """Build a `skipped` result: the check does not apply here (never counted as a pass)."""
+    return AssertionResult(
+        kind=spec.kind, id=spec.id, label=spec.label, status="skipped", message=message, **kw
+    )
+
+
+def incomplete_scope(ctx: CheckContext) -> str | None:
+    """Why final-scope checks of a scripted case must not run, or None when they may.
+
+    Final (scenario) assertions run only when every step was recorded and the last one has
+    an observation: a partial conversation is never accepted by a final check that did
+    not run (seed 001). `ctx.history` holds every recorded turn at final scope.
+    """
+    case = ctx.case
+    if ctx.scope != "final" or case is None or case.mode != "turns":
+        return None
+    done, total = len(ctx.history), len(case.turns)
+    if done < total:
+        return f"final assertions need every step recorded ({done} of {total} were)"
+    if ctx.history and ctx.history[-1].observation is None:
+        return "final assertions need the last step's observation (it has none)"
+    return None
 
 
 async def evaluate(spec: Assertion, ctx: CheckContext) -> AssertionResult:
     """Evaluate one assertion; never raises for a failing or crashing evaluator."""
     start = time.perf_counter()
+    why = incomplete_scope(ctx)
+    if why is not None:
+        return skipped_result(spec, why)
     try:
         fn = KINDS.get(spec.kind)
         out = fn(spec, ctx)
         res = await out if inspect.isawaitable(out) else out
     except Exception as exc:
         tb = traceback.format_exc(limit=5)
-        res = _error(spec, f"{type(exc).__name__}: {exc}")
+        res = error_result(spec, f"{type(exc).__name__}: {exc}")
         res.details["traceback"] = tb
     res = _apply_common(spec, res)
     res.duration_ms = (time.perf_counter() - start) * 1000

@@ -1,0 +1,209 @@
+"""Value helpers every check family shares: equality, JSON text, types, what "output" means.
+
+The JSONL (Yao) checks compare and search values the way Yao's Go code does, with the
+decisions of CONFORMANCE.md applied: objects compare order-insensitively, numbers compare as
+numbers (5 == 5.0) and nothing is coerced (1 != "1", true != "true").
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from decimal import Decimal
+from typing import Any
+
+from convlab.model.conversation import Observation, ToolCall
+
+__all__ = [
+    "combined_output",
+    "deep_equal",
+    "go_json",
+    "go_v",
+    "is_empty",
+    "is_number",
+    "json_type",
+    "output_of",
+    "reply_text",
+    "show",
+    "to_text",
+]
+
+
+def is_number(value: Any) -> bool:
+    """True for int and float, never for bool (a JSON boolean is not a number)."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def deep_equal(a: Any, b: Any) -> bool:
+    """JSON equality: objects in any key order, arrays in order, 5 == 5.0, no coercion."""
+    if is_number(a) and is_number(b):
+        return bool(a == b)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(deep_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(deep_equal(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and bool(a == b)
+
+
+def _plain(value: Any) -> Any:
+    """Pydantic models and tuples as plain JSON values; integral floats as ints (Go prints 5)."""
+    if hasattr(value, "model_dump"):
+        value = value.model_dump(exclude_none=True)
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
+        return int(value)
+    return value
+
+
+def go_json(value: Any) -> str:
+    """JSON text as Go's encoding/json writes it: keys sorted, compact, `<>&` escaped."""
+    try:
+        text = json.dumps(
+            _plain(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
+        )
+    except (TypeError, ValueError):
+        return str(value)
+    for raw, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026")):
+        text = text.replace(raw, escaped)
+    return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
+def to_text(value: Any) -> str:
+    """What text checks search: a string as is, nothing as "", anything else as Go JSON."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return go_json(value)
+
+
+def show(value: Any, limit: int = 200) -> str:
+    """A value for a failure message: JSON (strings quoted), cut at `limit` characters."""
+    try:
+        text = json.dumps(_plain(value), ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def json_type(value: Any) -> str:
+    """The JSON type name: null, string, number, boolean, array or object."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if is_number(value):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list | tuple):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def go_v(value: Any) -> str:
+    """Text as Go's `fmt.Sprintf("%v")` prints it (what `tool_result` string matching reads)."""
+    if value is None:
+        return "<nil>"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return _go_float(value)
+    if isinstance(value, dict):
+        items = " ".join(f"{k}:{go_v(value[k])}" for k in sorted(value, key=str))
+        return f"map[{items}]"
+    if isinstance(value, list | tuple):
+        return "[" + " ".join(go_v(v) for v in value) + "]"
+    return str(value)
+
+
+def _go_float(value: float) -> str:
+    """Go's shortest %g: exponent form when the exponent is < -4 or >= 6 (1e+06, 1.5e-05)."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    if value == 0:
+        return "-0" if math.copysign(1, value) < 0 else "0"
+    sign, digits, exp = Decimal(repr(value)).normalize().as_tuple()
+    assert isinstance(exp, int)
+    text = "".join(map(str, digits))
+    point = len(text) + exp
+    e = point - 1
+    minus = "-" if sign else ""
+    if e < -4 or e >= 6:
+        mant = text[0] + ("." + text[1:] if len(text) > 1 else "")
+        return f"{minus}{mant}e{'+' if e >= 0 else '-'}{abs(e):02d}"
+    if point <= 0:
+        return f"{minus}0.{'0' * -point}{text}"
+    if point >= len(text):
+        return minus + text + "0" * (point - len(text))
+    return f"{minus}{text[:point]}.{text[point:]}"
+
+
+def is_empty(value: Any) -> bool:
+    """Yao's emptiness: None, "", {} and [] are empty; 0 and false are not."""
+    return value is None or (isinstance(value, str | dict | list | tuple) and len(value) == 0)
+
+
+def _tool_summary(calls: list[ToolCall]) -> str:
+    """The first non-empty `result.message`, else `[tool: action]` / `[tool: success]` items."""
+    for call in calls:
+        msg = call.result.get("message") if isinstance(call.result, dict) else None
+        if isinstance(msg, str) and msg:
+            return msg
+    items = []
+    for call in calls:
+        name = call.name or "unknown"
+        res = call.result if isinstance(call.result, dict) else {}
+        if isinstance(res.get("action"), str):
+            items.append(f"[{name}: {res['action']}]")
+        elif isinstance(res.get("success"), bool):
+            items.append(f"[{name}: {'success' if res['success'] else 'failed'}]")
+        else:
+            items.append(f"[{name}]")
+    return " ".join(items)
+
+
+def combined_output(obs: Observation) -> str:
+    """Dynamic-mode output: the reply text, then every non-empty string tool `result.message`."""
+    parts = [obs.text] if obs.text else []
+    for call in obs.tool_calls:
+        msg = call.result.get("message") if isinstance(call.result, dict) else None
+        if isinstance(msg, str) and msg:
+            parts.append(msg)
+    return "\n".join(parts)
+
+
+def output_of(obs: Observation, scope: str = "turn") -> Any:
+    """What a JSONL text check sees as "output" (CONFORMANCE §1.3).
+
+    Standard scope: the structured `data` when non-empty, else the text when non-empty,
+    else a summary of the tool results, else None. Tool calls are never part of the text.
+    Checkpoint scope (`scope == "checkpoint"`): the combined output (text + tool messages).
+    """
+    if scope == "checkpoint":
+        return combined_output(obs)
+    if not is_empty(obs.data):
+        return obs.data
+    if obs.text:
+        return obs.text
+    if obs.tool_calls:
+        return _tool_summary(obs.tool_calls)
+    return None
+
+
+def reply_text(obs: Observation) -> str:
+    """The reply as one text for judges, metrics and graders: text, else data as JSON."""
+    if obs.text:
+        return obs.text
+    if not is_empty(obs.data):
+        return json.dumps(_plain(obs.data), ensure_ascii=False, default=str)
+    return ""

@@ -1,0 +1,261 @@
+"""The notebook-facing entry points: `check()`, `describe_kinds()`, and suite pre-flight.
+
+Example:
+    >>> import convlab as cl
+    >>> cl.check("hello world", {"type": "contains", "value": "world"}).passed
+    True
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Coroutine, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from convlab._util import import_callable
+from convlab.agents.protocol import as_agent
+from convlab.checks._core import EVALUATORS, KINDS, CheckContext, evaluate
+from convlab.checks._values import output_of
+from convlab.errors import Problem, SuiteError
+from convlab.model.assertions import Assertion, parse_assertion
+from convlab.model.conversation import Message, Observation
+from convlab.model.results import AssertionResult
+
+if TYPE_CHECKING:
+    from convlab.model.suite import Suite
+
+__all__ = [
+    "check",
+    "describe_kinds",
+    "iter_assertions",
+    "output_of",
+    "parse_spec",
+    "preflight",
+    "run_sync",
+    "to_spec",
+    "unknown_evaluators",
+]
+
+SUITE_KINDS = ("check", "all", "any", "not", "custom")
+"""`kind` values in the JSON-suite spelling (parsed by convlab.formats.suite_json)."""
+T = TypeVar("T")
+
+
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine to its end, also from a notebook cell (a loop already running)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+def check(
+    reply: Any, assertion: Any, *, judge: Any = None, messages: list[Any] | None = None
+) -> AssertionResult:
+    """Evaluate one assertion on one reply, e.g. in a notebook cell.
+
+    Args:
+        reply: The agent's answer: a str, a `convlab.Reply`, a dict (structured output)
+            or an Observation.
+        assertion: A dict in any format's spelling (`{"type": "contains", ...}` as in JSONL,
+            `{"kind": "check", ...}` as in JSON suites, convlab's own `kind` names) or an
+            assertion model.
+        judge: The judge for judge-based kinds: an agent, a spec string or a function.
+        messages: The conversation so far (dicts or Messages), for judges and scripts.
+
+    Returns:
+        The AssertionResult; its repr shows pass/fail, the expected and the actual value.
+
+    Raises:
+        SuiteError: When the assertion itself is invalid (with the field path).
+    """
+    spec = to_spec(assertion)
+    obs = _observation(reply)
+    convo = [m if isinstance(m, Message) else Message.model_validate(m) for m in messages or []]
+    ctx = CheckContext(
+        observation=obs,
+        messages=convo + list(obs.messages) if messages is not None else list(obs.messages),
+        judge=as_agent(judge) if judge is not None else None,
+    )
+    return run_sync(evaluate(spec, ctx))
+
+
+def _observation(reply: Any) -> Observation:
+    if isinstance(reply, Observation):
+        return reply
+    from convlab.agents.function import to_observation
+
+    return to_observation(reply)
+
+
+def to_spec(assertion: Any) -> Assertion:
+    """An assertion model from a model, or a dict in any format's spelling."""
+    if isinstance(assertion, BaseModel) and hasattr(assertion, "kind"):
+        return assertion  # type: ignore[return-value]
+    if isinstance(assertion, str):
+        assertion = {"type": assertion}  # JSONL shorthand: a bare type name
+    if isinstance(assertion, dict) and "type" in assertion and "kind" not in assertion:
+        try:
+            from convlab.formats.jsonl import parse_jsonl_assertion
+        except ImportError:
+            return parse_spec(_jsonl_fallback(assertion))
+        return parse_jsonl_assertion(assertion)
+    if isinstance(assertion, dict) and assertion.get("kind") in SUITE_KINDS:
+        try:
+            from convlab.formats.suite_json import parse_suite_assertion
+        except ImportError:
+            return parse_spec(assertion)
+        return parse_suite_assertion(assertion)
+    return parse_spec(assertion)
+
+
+def _jsonl_fallback(obj: dict[str, Any]) -> dict[str, Any]:
+    """Yao spelling -> native, used only while convlab.formats.jsonl is not installed."""
+    kind = obj.get("type") or "equals"
+    out: dict[str, Any] = {k: obj[k] for k in ("id", "label", "message", "negate") if k in obj}
+    out["kind"] = kind
+    value = obj.get("value")
+    if kind == "regex":
+        out["pattern"] = obj.get("pattern", value)
+    elif kind == "tool_called":
+        out["value"] = (
+            value
+            if "value" in obj
+            else {
+                "name": obj.get("name"),
+                **({"arguments": obj["arguments"]} if "arguments" in obj else {}),
+            }
+        )
+    elif kind == "tool_result":
+        out.update(value if isinstance(value, dict) else {})
+    elif kind == "script":
+        out.update(script=obj.get("script", obj.get("use")), value=value)
+    elif kind == "agent":
+        out.update({k: obj[k] for k in ("use", "value", "options") if k in obj})
+    else:
+        out.update({k: obj[k] for k in ("value", "path") if k in obj})
+    return out
+
+
+def _dotted(loc: tuple[Any, ...], prefix: str = "") -> str:
+    out = prefix
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else ("." if out else "") + str(part)
+    return out
+
+
+def _clean(loc: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Drop the union tags pydantic puts in locations (`('all', 'assertions', 0, 'check')`)."""
+    kept: list[Any] = []
+    for i, part in enumerate(loc):
+        at_tag = i == 0 or isinstance(loc[i - 1], int) or loc[i - 1] == "assertion"
+        if at_tag and isinstance(part, str) and (part in KINDS or "[" in part):
+            continue
+        kept.append(part)
+    return tuple(kept)
+
+
+def _problem(err: Any, file: str, line: int | None, path: str) -> Problem:
+    loc = _clean(tuple(err["loc"]))
+    if err["type"] == "union_tag_invalid":
+        message = str(KINDS.unknown(str(err["ctx"]["tag"])))
+        return Problem(file, line, _dotted((*loc, "kind"), path), message)
+    if err["type"] == "union_tag_not_found":
+        message = f"missing 'kind' (one of {', '.join(KINDS.names())})"
+        return Problem(file, line, _dotted(loc, path), message)
+    message = str(err["msg"]).removeprefix("Value error, ")
+    return Problem(file, line, _dotted(loc, path), message)
+
+
+def parse_spec(
+    obj: Any, *, file: str = "<check>", line: int | None = None, path: str = ""
+) -> Assertion:
+    """Validate an assertion in convlab's native spelling; every problem with its field path.
+
+    An unknown kind names the closest known ones ("Did you mean 'contains'?").
+
+    Raises:
+        SuiteError: With one Problem per mistake (file, line, path such as
+            `assertions[0].operator`, message).
+    """
+    try:
+        return parse_assertion(obj)
+    except ValidationError as exc:
+        raise SuiteError(_problem(e, file, line, path) for e in exc.errors()) from None
+
+
+def describe_kinds() -> list[tuple[str, str]]:
+    """(kind, one-line description) for every registered assertion kind, sorted by name."""
+    rows = []
+    for name in KINDS.names():
+        doc = inspect.getdoc(KINDS.get(name)) or ""
+        rows.append((name, doc.splitlines()[0] if doc else ""))
+    return rows
+
+
+def _walk(spec: Any, path: str) -> Iterator[tuple[str, Any]]:
+    yield path, spec
+    for i, child in enumerate(getattr(spec, "assertions", None) or []):
+        yield from _walk(child, f"{path}.assertions[{i}]")
+    child = getattr(spec, "assertion", None)
+    if child is not None and getattr(spec, "kind", None) == "not":
+        yield from _walk(child, f"{path}.assertion")
+
+
+def iter_assertions(suite: Suite) -> Iterator[tuple[str, int | None, str, Any]]:
+    """(file, line, field path, spec) for every assertion of a suite, nested ones too."""
+    top = suite.sources[0].file if suite.sources else f"<suite {suite.id}>"
+    for i, spec in enumerate(suite.assertions):
+        for path, s in _walk(spec, f"assertions[{i}]"):
+            yield top, None, path, s
+    for case in suite.cases:
+        file = case.source.file if case.source else top
+        line = case.source.line if case.source else None
+        roots = [(f"assertions[{i}]", s) for i, s in enumerate(case.assertions)]
+        roots += [
+            (f"turns[{t}].assertions[{i}]", s)
+            for t, turn in enumerate(case.turns)
+            for i, s in enumerate(turn.assertions)
+        ]
+        roots += [
+            (f"checkpoints[{c}].assertion", cp.assertion)
+            for c, cp in enumerate(case.checkpoints)
+            if cp.assertion is not None
+        ]
+        for root, spec in roots:
+            for path, s in _walk(spec, root):
+                yield file, line, path, s
+
+
+def unknown_evaluators(suite: Suite) -> list[Problem]:
+    """Every `custom` assertion naming an evaluator nobody registered (call before running)."""
+    problems = []
+    for file, line, path, spec in iter_assertions(suite):
+        if getattr(spec, "kind", None) == "custom" and spec.evaluator not in EVALUATORS:
+            message = str(EVALUATORS.unknown(spec.evaluator))
+            problems.append(Problem(file, line, f"{path}.evaluator", message))
+    return problems
+
+
+def preflight(suite: Suite) -> list[Problem]:
+    """unknown_evaluators(), plus every grader or script that cannot be imported."""
+    problems = unknown_evaluators(suite)
+    for file, line, path, spec in iter_assertions(suite):
+        kind = getattr(spec, "kind", None)
+        target = spec.grader if kind == "grader" else spec.script if kind == "script" else None
+        if target is None:
+            continue
+        try:
+            import_callable(target)
+        except Exception as exc:
+            field = "grader" if kind == "grader" else "script"
+            problems.append(
+                Problem(file, line, f"{path}.{field}", f"cannot import {field} {target!r}: {exc}")
+            )
+    return problems

@@ -1,0 +1,249 @@
+"""thinkingbox Python tests: the `python_test` kind and the TestContext `x` it receives.
+
+The test's code (its file with the other tests blanked, so line numbers are the file's)
+is executed in a worker thread and the function called with `x` and `judge`.
+Result rules (CONFORMANCE §4.5): returning normally passes (score 1.0); a returned number
+is the reward (`score`); an AssertionError fails with its message; any other exception is
+an error. The details hold the traceback, the failing line number and text, the test's
+printed output, `x.metadata` and the judge's decisions.
+
+Real thinkingbox files start with `from thinkingbox.common import Judge, TestContext`;
+when thinkingbox is not installed those names resolve to convlab's TestJudge/TestContext.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import inspect
+import linecache
+import os
+import sys
+import traceback
+import types
+from dataclasses import dataclass, field
+from typing import Any
+
+from convlab.checks._core import CheckContext, error_result, kind, result
+from convlab.checks._values import reply_text
+from convlab.checks.judge import TestJudge, transcript
+from convlab.model.assertions import PythonTest
+from convlab.model.conversation import Message
+from convlab.model.results import AssertionResult
+
+__all__ = ["TestContext", "ToolCallRecord", "build_test_context", "python_test"]
+
+
+class ToolCallRecord(dict[str, Any]):
+    """One tool call as `{name, arguments, result}`, also readable as attributes.
+
+    thinkingbox tests write `tc.tool_call.name`; that works too (`tool_call` is the call).
+    """
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "tool_call":
+            return self
+        if name == "response":
+            return self.get("result")
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+@dataclass
+class TestContext:
+    """What a Python test sees as `x`: the conversation, the tool calls and the world state."""
+
+    __test__ = False  # not a pytest test class
+
+    response: str = ""
+    """The last assistant message's text."""
+    effects: dict[str, Any] = field(default_factory=dict)
+    """The world state as the agent left it (per server, e.g. `x.effects["cloud_drive"]`)."""
+    tool_calls: list[ToolCallRecord] = field(default_factory=list)
+    """Every tool call of the conversation: `{name, arguments, result}`."""
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    """The whole conversation as OpenAI-style dicts."""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    """Writable: what the test stores here is kept in the result's details."""
+    init_result: dict[str, Any] | None = None
+    session_id: str | None = None
+
+    def transcript(self) -> str:
+        """The conversation as readable text."""
+        return transcript([Message.model_validate(m) for m in self.messages])
+
+    def query(self) -> str:
+        """The first user message's text."""
+        for m in self.messages:
+            if m.get("role") == "user":
+                return Message.model_validate(m).text()
+        return ""
+
+
+def build_test_context(ctx: CheckContext) -> TestContext:
+    """Build `x` from a check context (the conversation, every turn's tool calls, effects)."""
+    observations = [t.observation for t in ctx.history if t.observation is not None]
+    if not observations:
+        observations = [ctx.observation]
+    calls = [
+        ToolCallRecord(name=c.name, arguments=c.arguments, result=c.result)
+        for obs in observations
+        for c in obs.tool_calls
+    ]
+    said = [m for m in ctx.messages if m.role == "assistant" and m.text()]
+    effects = ctx.observation.effects if ctx.observation.effects is not None else ctx.world
+    return TestContext(
+        response=said[-1].text() if said else reply_text(ctx.observation),
+        effects=dict(effects or {}),
+        tool_calls=calls,
+        messages=[m.model_dump(exclude_none=True) for m in ctx.messages],
+        init_result=ctx.world,
+    )
+
+
+@dataclass
+class _Outcome:
+    value: Any = None
+    exc: BaseException | None = None
+    traceback: str = ""
+    lineno: int | None = None
+    line: str = ""
+    prints: list[str] = field(default_factory=list)
+
+
+def _shim_import(real: Any) -> Any:
+    """`__import__` that serves thinkingbox.common from convlab when thinkingbox is absent."""
+
+    def imp(
+        name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0
+    ) -> Any:
+        try:
+            return real(name, globals, locals, fromlist, level)
+        except ImportError:
+            if level or not (name == "thinkingbox" or name.startswith("thinkingbox.")):
+                raise
+        root = types.ModuleType("thinkingbox")
+        common = types.ModuleType("thinkingbox.common")
+        common.Judge = TestJudge  # type: ignore[attr-defined]
+        common.TestContext = TestContext  # type: ignore[attr-defined]
+        root.common = common  # type: ignore[attr-defined]
+        return common if fromlist and name == "thinkingbox.common" else root
+
+    return imp
+
+
+def _globals(spec: PythonTest, prints: list[str]) -> dict[str, Any]:
+    def captured_print(
+        *args: Any,
+        sep: str | None = " ",
+        end: str | None = "\n",
+        file: Any = None,
+        flush: bool = False,
+    ) -> None:
+        if file is not None and file is not sys.stdout:
+            builtins.print(*args, sep=sep, end=end, file=file, flush=flush)
+            return
+        prints.append(
+            (" " if sep is None else sep).join(map(str, args)) + ("\n" if end is None else end)
+        )
+
+    own = dict(vars(builtins))
+    own["__import__"] = _shim_import(builtins.__import__)
+    own["print"] = captured_print
+    return {"__name__": f"convlab_test_{spec.function}", "__file__": spec.file, "__builtins__": own}
+
+
+def _arguments(fn: Any, x: TestContext, judge: TestJudge) -> dict[str, Any]:
+    offered = {"x": x, "judge": judge}
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return offered
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return offered
+    return {k: v for k, v in offered.items() if k in params}
+
+
+def _locate(spec: PythonTest, exc: BaseException, out: _Outcome) -> None:
+    """Fill the traceback (from the test's own frames on) and the last line in the test file."""
+    tb = exc.__traceback__
+    frames = [f for f in traceback.extract_tb(tb) if f.filename == spec.file]
+    if frames:
+        out.lineno = frames[-1].lineno
+        lines = spec.code.splitlines()
+        if out.lineno and 0 < out.lineno <= len(lines):
+            out.line = lines[out.lineno - 1].strip()
+    while tb is not None and tb.tb_frame.f_code.co_filename != spec.file:
+        tb = tb.tb_next
+    out.traceback = "".join(traceback.format_exception(type(exc), exc, tb or exc.__traceback__))
+
+
+def _run(spec: PythonTest, x: TestContext, judge: TestJudge) -> _Outcome:
+    """Execute the test file's code, then the test function (in a worker thread)."""
+    out = _Outcome()
+    if not os.path.exists(spec.file):  # let tracebacks show the lines of in-memory code
+        lines = [line + "\n" for line in spec.code.splitlines()]
+        linecache.cache[spec.file] = (len(spec.code), None, lines, spec.file)
+    try:
+        namespace = _globals(spec, out.prints)
+        exec(compile(spec.code, spec.file, "exec"), namespace)  # the user's own test code
+        fn = namespace[spec.function]
+        out.value = fn(**_arguments(fn, x, judge))
+    except Exception as exc:
+        out.exc = exc
+        _locate(spec, exc, out)
+    return out
+
+
+def _details(out: _Outcome, x: TestContext, judge: TestJudge) -> dict[str, Any]:
+    details: dict[str, Any] = {"prints": "".join(out.prints), "metadata": dict(x.metadata)}
+    decisions = judge.drain_decisions()
+    if decisions:
+        details["judge_motivation"] = decisions
+    if out.exc is not None:
+        details.update(traceback=out.traceback, lineno=out.lineno, line_content=out.line)
+    return details
+
+
+@kind("python_test")
+async def python_test(spec: PythonTest, ctx: CheckContext) -> AssertionResult:
+    """A thinkingbox test function decides, given `x` (TestContext) and `judge` (TestJudge).
+
+    Returning normally passes with score 1.0; a returned number is the score (the reward);
+    an AssertionError fails with its message; any other exception is an error. The
+    traceback, failing line, printed output and `x.metadata` are kept in the details.
+    """
+    x = ctx.extra.get("x")
+    if not isinstance(x, TestContext):
+        x = build_test_context(ctx)
+    judge = TestJudge(ctx.judge, asyncio.get_running_loop())
+    out = await asyncio.to_thread(_run, spec, x, judge)
+    details = _details(out, x, judge)
+    where = f"{spec.file}:{out.lineno}" if out.lineno else spec.file
+    if isinstance(out.exc, AssertionError):
+        text = str(out.exc) or f"assertion failed: {out.line}"
+        return result(spec, False, text, score=0.0, details={**details, "location": where})
+    if out.exc is not None:
+        msg = f"{type(out.exc).__name__}: {out.exc}"
+        return error_result(spec, msg, score=0.0, details={**details, "location": where})
+    value = out.value
+    if value is None:
+        return result(spec, True, "the test returned normally", score=1.0, details=details)
+    if isinstance(value, int | float):
+        return result(
+            spec,
+            True,
+            f"the test returned reward {value:g}",
+            score=float(value),
+            actual=value,
+            details=details,
+        )
+    details["returned"] = repr(value)
+    return result(
+        spec,
+        True,
+        f"the test returned {type(value).__name__}, not a number: no reward",
+        details=details,
+    )

@@ -1,0 +1,326 @@
+"""LLM-as-judge: the `judge` kind (any format), Yao's validator `agent` kind, the Python-test judge.
+
+A judge is any `convlab.agents.protocol.Agent`: an OpenAI-compatible model, or a plain
+function `judge(messages) -> str`. Each question opens a session and sends ONE user message
+holding the instructions and the material; the judge's raw answer is kept in the result's
+details. With no judge configured every judge-based check is an `error` that says how to
+configure one, never a silent pass.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from typing import Any
+
+from convlab.agents.protocol import Agent, AgentContext, as_agent
+from convlab.checks._core import NO_JUDGE, CheckContext, error_result, kind, result
+from convlab.checks._extract import extract_json
+from convlab.checks._values import output_of, reply_text, to_text
+from convlab.checks.text import input_of
+from convlab.errors import ConvlabError
+from convlab.model.assertions import AgentValidator, Judge
+from convlab.model.conversation import Message
+from convlab.model.results import AssertionResult
+
+__all__ = [
+    "JudgeNotConfiguredError",
+    "TestJudge",
+    "agent_validator",
+    "ask",
+    "ask_closing",
+    "judge",
+    "parse_score",
+    "parse_yesno",
+    "resolve_judge",
+    "transcript",
+]
+
+
+class JudgeNotConfiguredError(ConvlabError):
+    """A check needs a judge and none is configured; the message says how to give one."""
+
+    def __init__(self, message: str = NO_JUDGE) -> None:
+        super().__init__(message)
+
+
+async def ask(agent: Agent, prompt: str) -> str:
+    """Send one user message to a judge agent in a fresh session; return its answer text."""
+    ctx = AgentContext(metadata={"role": "judge"})
+    session = await agent.open(ctx)
+    try:
+        obs = await session.send([Message(role="user", content=prompt)], ctx)
+    finally:
+        await session.close()
+    return obs.text if obs.text else to_text(obs.data)
+
+
+async def ask_closing(agent: Agent, prompt: str, *, owned: bool) -> str:
+    """`ask`, then release the agent's resources when this check created it (`use`)."""
+    try:
+        return await ask(agent, prompt)
+    finally:
+        if owned:
+            await agent.aclose()
+
+
+def resolve_judge(use: str | None, ctx: CheckContext) -> Agent | None:
+    """The judge for a check: its own `use` spec when it names a convlab agent, else the run's.
+
+    Yao ids such as `agents:workers.test.validator` name agents of another system: they
+    fall back to the run's judge.
+    """
+    spec = (use or "").removeprefix("agents:")
+    if spec and (":" in spec or spec.startswith("http")):
+        return as_agent(spec)
+    return ctx.judge
+
+
+def parse_yesno(answer: str) -> tuple[bool | None, str]:
+    """(yes?, reason) from `{"answer": "yes", "reason": ...}` or a bare Yes/No; None if neither."""
+    data = extract_json(answer)
+    if isinstance(data, dict):
+        value = data.get("answer", data.get("passed"))
+        reason = str(data.get("reason", data.get("motivation", "")) or "")
+        if isinstance(value, bool):
+            return value, reason
+        if isinstance(value, str) and value.strip().lower() in ("yes", "no"):
+            return value.strip().lower() == "yes", reason
+    words = re.findall(r"[A-Za-z]+", answer)
+    for word in (words[:1] + words[-1:]) if words else []:
+        if word.lower() in ("yes", "no"):
+            return word.lower() == "yes", answer.strip()
+    return None, answer.strip()
+
+
+def parse_score(answer: str) -> tuple[float | None, str]:
+    """(score, reason) from `{"score": 0.8, "reason": ...}` or the first number; 0..1 only."""
+    data = extract_json(answer)
+    value: Any = None
+    reason = answer.strip()
+    if isinstance(data, dict) and "score" in data:
+        value, reason = data["score"], str(data.get("reason", "") or "")
+    else:
+        found = re.search(r"-?\d+(?:\.\d+)?", answer)
+        value = found.group(0) if found else None
+    try:
+        score = float(value)
+    except (TypeError, ValueError):
+        return None, reason
+    return (score, reason) if 0.0 <= score <= 1.0 else (None, reason)
+
+
+def transcript(messages: list[Message]) -> str:
+    """The conversation as readable text, one `role: text` line per message."""
+    lines = []
+    for m in messages:
+        text = m.text()
+        for call in m.tool_calls or []:
+            fn = call.get("function", call)
+            text += f" [calls {fn.get('name', '?')}]"
+        lines.append(f"{m.role}: {text}")
+    return "\n".join(lines)
+
+
+def _yesno_prompt(question: str, reply: str, conversation: str) -> str:
+    context = (
+        f"The conversation:\n<conversation>\n{conversation}\n</conversation>\n\n"
+        if conversation
+        else ""
+    )
+    return (
+        "You are a judge. Read the assistant's reply and answer the question about it.\n\n"
+        f"{context}The reply to judge:\n<reply>\n{reply}\n</reply>\n\n"
+        f"Question: {question}\n\n"
+        'Answer with JSON only: {"answer": "yes" or "no", "reason": "<one sentence>"}'
+    )
+
+
+def _rubric_prompt(rubric: str, reply: str, conversation: str) -> str:
+    context = (
+        f"The conversation:\n<conversation>\n{conversation}\n</conversation>\n\n"
+        if conversation
+        else ""
+    )
+    return (
+        "You are a judge. Score the assistant's reply against the rubric.\n\n"
+        f"{context}The reply to judge:\n<reply>\n{reply}\n</reply>\n\n"
+        f"Rubric: {rubric}\n\n"
+        'Answer with JSON only: {"score": <a number from 0 to 1>, "reason": "<one sentence>"}'
+    )
+
+
+@kind("judge")
+async def judge(spec: Judge, ctx: CheckContext) -> AssertionResult:
+    """An LLM judge answers a yes/no `question` about the reply, or scores it on a `rubric`.
+
+    Yes/no passes on "yes". A rubric score (0..1) passes at or above `threshold` (0.5).
+    The judge is the run's (`run(..., judge=...)`) unless `use` names another agent. The
+    judge's raw answer is in `details["judge_answer"]`; an unreadable answer is an error.
+    """
+    agent = resolve_judge(spec.use, ctx)
+    if agent is None:
+        return error_result(spec, NO_JUDGE)
+    reply = (
+        to_text(output_of(ctx.observation, ctx.scope))
+        if ctx.scope == "checkpoint"
+        else reply_text(ctx.observation)
+    )
+    convo = transcript(ctx.messages)
+    if spec.question is not None:
+        prompt, expected = _yesno_prompt(spec.question, reply, convo), "yes"
+    else:
+        prompt, expected = _rubric_prompt(spec.rubric or "", reply, convo), f">= {spec.threshold}"
+    try:
+        answer = await ask_closing(agent, prompt, owned=agent is not ctx.judge)
+    except Exception as exc:
+        return error_result(spec, f"judge failed: {type(exc).__name__}: {exc}", expected=expected)
+    details = {"judge_answer": answer, "prompt": prompt}
+    if spec.question is not None:
+        yes, reason = parse_yesno(answer)
+        if yes is None:
+            return error_result(
+                spec,
+                f"judge answer is not yes/no: {answer[:200]!r}",
+                expected=expected,
+                details=details,
+            )
+        actual = "yes" if yes else "no"
+        msg = f"judge answered {actual}: {reason}" if reason else f"judge answered {actual}"
+        return result(
+            spec, yes, msg, expected=expected, actual=actual, score=float(yes), details=details
+        )
+    score, reason = parse_score(answer)
+    if score is None:
+        return error_result(
+            spec,
+            f"judge answer has no score in 0..1: {answer[:200]!r}",
+            expected=expected,
+            details=details,
+        )
+    passed = score >= spec.threshold
+    msg = f"judge scored {score:g} (threshold {spec.threshold:g})" + (
+        f": {reason}" if reason else ""
+    )
+    return result(spec, passed, msg, expected=expected, actual=score, score=score, details=details)
+
+
+def _validator_prompt(payload: dict[str, Any]) -> str:
+    return (
+        "You are a validator. Decide whether the output meets the criteria, given the input.\n"
+        'Answer with JSON only: {"passed": true or false, "reason": "<one sentence>"}\n\n'
+        f"```json\n{json.dumps(payload, ensure_ascii=False, default=str)}\n```"
+    )
+
+
+@kind("agent")
+async def agent_validator(spec: AgentValidator, ctx: CheckContext) -> AssertionResult:
+    """A validator LLM decides (Yao `{"type": "agent", "use": "agents:...", "value": criteria}`).
+
+    It gets `{"output", "input", "criteria", ...options.metadata}` and must answer an
+    object with a boolean `passed` (and a `reason`, which becomes the message). In convlab
+    the validator is the run's judge unless `use` names a convlab agent spec.
+    """
+    agent = resolve_judge(spec.use, ctx)
+    if agent is None:
+        return error_result(spec, NO_JUDGE)
+    out = output_of(ctx.observation, ctx.scope)
+    payload: dict[str, Any] = {"output": out, "input": input_of(ctx)}
+    if spec.value is not None:
+        payload["criteria"] = spec.value
+    payload.update(spec.options.get("metadata") or {})
+    try:
+        answer = await ask_closing(agent, _validator_prompt(payload), owned=agent is not ctx.judge)
+    except Exception as exc:
+        return error_result(spec, f"validator agent error: {type(exc).__name__}: {exc}")
+    details = {"judge_answer": answer, "request": payload}
+    data = extract_json(answer)
+    if not isinstance(data, dict):
+        return result(
+            spec,
+            False,
+            "validator agent returned invalid response format",
+            actual=out,
+            details=details,
+        )
+    if not isinstance(data.get("passed"), bool):
+        return result(
+            spec,
+            False,
+            "validator response missing 'passed' field",
+            expected=data,
+            actual=out,
+            details=details,
+        )
+    reason = data.get("reason") if isinstance(data.get("reason"), str) else ""
+    msg = reason or f"validator {'passed' if data['passed'] else 'failed'} the output"
+    return result(spec, data["passed"], msg, expected=data, actual=out, details=details)
+
+
+class TestJudge:
+    """The `judge` a Python test receives; sync methods that call the async judge agent.
+
+    Tests run in a worker thread; each call is sent to the engine's event loop and waited
+    for. With no judge configured a call raises JudgeNotConfiguredError, which makes the
+    test an error with the how-to-configure message.
+    """
+
+    __test__ = False  # not a pytest test class
+
+    def __init__(self, agent: Agent | None, loop: asyncio.AbstractEventLoop | None) -> None:
+        self.agent = agent
+        self.loop = loop
+        self.decisions: list[dict[str, Any]] = []
+
+    def _ask(self, prompt: str) -> str:
+        if self.agent is None or self.loop is None:
+            raise JudgeNotConfiguredError()
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self.loop:
+            raise RuntimeError(
+                "the test judge must be called from a worker thread, not the event loop"
+            )
+        return asyncio.run_coroutine_threadsafe(ask(self.agent, prompt), self.loop).result()
+
+    def text_yesno_with_motivation(self, text: str, question: str) -> dict[str, Any]:
+        """{"answer": bool, "motivation": str}; an unreadable answer counts as No."""
+        answer = self._ask(_yesno_prompt(question, text, ""))
+        yes, reason = parse_yesno(answer)
+        decision = {"question": question, "answer": bool(yes), "motivation": reason, "raw": answer}
+        if yes is None:
+            decision["motivation"] = f"could not read the judge's answer: {answer[:200]!r}"
+        self.decisions.append(decision)
+        return {"answer": bool(yes), "motivation": decision["motivation"]}
+
+    def text_yesno(self, text: str, question: str) -> bool:
+        """Whether the judge answers yes to `question` about `text`."""
+        return bool(self.text_yesno_with_motivation(text, question)["answer"])
+
+    def compare_yesno(self, first: str, second: str, question: str) -> bool:
+        """A yes/no question about two texts."""
+        text = f"<first>\n{first}\n</first>\n<second>\n{second}\n</second>"
+        return self.text_yesno(text, question)
+
+    def yesno(self, question: str) -> bool:
+        """A yes/no question with no text to read."""
+        return self.text_yesno("", question)
+
+    def score(self, text: str, rubric: str) -> float:
+        """A 0..1 score of `text` against `rubric`; raises ValueError on an unreadable answer."""
+        answer = self._ask(_rubric_prompt(rubric, text, ""))
+        value, reason = parse_score(answer)
+        self.decisions.append(
+            {"rubric": rubric, "score": value, "motivation": reason, "raw": answer}
+        )
+        if value is None:
+            raise ValueError(f"judge answer has no score in 0..1: {answer[:200]!r}")
+        return value
+
+    def drain_decisions(self) -> list[dict[str, Any]]:
+        """Return and clear the decisions made so far (thinkingbox's `judge_motivation`)."""
+        out, self.decisions = self.decisions, []
+        return out

@@ -1,0 +1,317 @@
+"""Path-based checks: JSONL `json_path`, and the JSON-suite family (check, all, any, not, custom).
+
+`json_path` (Yao, CONFORMANCE §1.6) reads the JSON or YAML found in the output. `check`
+(intention-kernel, §3.2) reads the observation's dict view (`response`, `checkpoint`,
+`effects`; at suite scope `{summary, status}`), where a key is present only if it exists,
+so `null` is present and a missing key is absent. No operator coerces types.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import traceback
+from typing import Any
+
+from convlab.checks._core import (
+    EVALUATORS,
+    CheckContext,
+    error_result,
+    evaluate,
+    kind,
+    result,
+    skipped_result,
+)
+from convlab.checks._extract import extract_path
+from convlab.checks._values import deep_equal, is_number, output_of, show
+from convlab.checks.text import structured
+from convlab.errors import UnknownNameError
+from convlab.model.assertions import All, Any_, Check, Custom, JsonPath, Not
+from convlab.model.results import AssertionResult
+
+__all__ = ["at", "check", "custom", "json_path", "matches", "operate", "scope_view"]
+
+
+@kind("json_path")
+def json_path(spec: JsonPath, ctx: CheckContext) -> AssertionResult:
+    """The value at `path` of the JSON/YAML in the output equals `value`; a list is any-of.
+
+    The JSON may be structured output, a fenced block in prose, or bare JSON/YAML text.
+    Paths: `$.a.b` or `a.b`, with indexes `items[0].name`; a missing path reads as null.
+    When `value` is a list and the actual value is not, the value may equal any element
+    (OR semantics); an actual list must equal the whole list, in order.
+    """
+    data, problem = structured(output_of(ctx.observation, ctx.scope))
+    if problem is not None:
+        return result(spec, False, problem, expected=spec.value)
+    actual = extract_path(data, spec.path)
+    if deep_equal(actual, spec.value):
+        return result(
+            spec,
+            True,
+            f"path '{spec.path}' equals expected value",
+            expected=spec.value,
+            actual=actual,
+        )
+    one_of = isinstance(spec.value, list) and not isinstance(actual, list)
+    if one_of and any(deep_equal(actual, v) for v in spec.value):
+        msg = f"path '{spec.path}' equals one of expected values"
+        return result(spec, True, msg, expected=spec.value, actual=actual)
+    msg = f"path '{spec.path}': expected {show(spec.value)}, got {show(actual)}"
+    return result(spec, False, msg, expected=spec.value, actual=actual)
+
+
+def scope_view(ctx: CheckContext) -> dict[str, Any]:
+    """The dict a `check` path reads: the observation view, or `{summary, status}` (suite)."""
+    if ctx.scope == "suite":
+        view = {"summary": ctx.summary, "status": ctx.extra.get("status")}
+        return {k: v for k, v in view.items() if v is not None}
+    view = ctx.observation.view()
+    if "effects" not in view and ctx.world is not None:
+        view["effects"] = ctx.world
+    return view
+
+
+def _index(segment: str | int, size: int) -> int | None:
+    if isinstance(segment, int):
+        return segment if 0 <= segment < size else None
+    if segment.isdigit() and str(int(segment)) == segment and int(segment) < size:
+        return int(segment)
+    return None
+
+
+def at(view: Any, path: list[str | int]) -> tuple[bool, Any]:
+    """(present, value) at `path`: each step needs an object/array owning that key or index.
+
+    As in JavaScript, `"0"` indexes an array, `0` reads an object's key "0", and `"length"`
+    on an array is its length.
+    """
+    cursor = view
+    for segment in path:
+        if isinstance(cursor, dict):
+            key: Any = segment if segment in cursor else str(segment)
+            if key not in cursor:
+                return False, None
+            cursor = cursor[key]
+        elif isinstance(cursor, list | tuple):
+            if segment == "length":
+                cursor = len(cursor)
+                continue
+            pos = _index(segment, len(cursor))
+            if pos is None:
+                return False, None
+            cursor = cursor[pos]
+        else:
+            return False, None
+    return True, cursor
+
+
+def matches(actual: Any, expected: Any) -> bool:
+    """Subset match: arrays item-wise with the same length, objects by expected keys only."""
+    if isinstance(expected, list | tuple):
+        return (
+            isinstance(actual, list | tuple)
+            and len(actual) == len(expected)
+            and all(matches(a, e) for a, e in zip(actual, expected, strict=True))
+        )
+    if isinstance(expected, dict):
+        return isinstance(actual, dict) and all(
+            k in actual and matches(actual[k], v) for k, v in expected.items()
+        )
+    return deep_equal(actual, expected)
+
+
+def _length(value: Any) -> int | None:
+    if isinstance(value, str):
+        return len(value.encode("utf-16-le")) // 2  # JavaScript counts UTF-16 code units
+    return len(value) if isinstance(value, list | tuple) else None
+
+
+def operate(operator: str, present: bool, actual: Any, value: Any) -> bool:
+    """Whether one `check` operator passes (no type coercion anywhere)."""
+    if operator == "exists":
+        return present
+    if operator == "absent":
+        return not present
+    if not present:
+        return False
+    if operator == "equals":
+        return deep_equal(actual, value)
+    if operator == "matches":
+        return matches(actual, value)
+    if operator == "contains":
+        if isinstance(actual, list | tuple):
+            return any(matches(item, value) for item in actual)
+        return isinstance(actual, str) and isinstance(value, str) and value in actual
+    if operator in ("gte", "lte"):
+        if not is_number(actual):
+            return False
+        return bool(actual >= value if operator == "gte" else actual <= value)
+    if operator == "length":
+        return bool(_length(actual) == value)
+    raise ValueError(f"unknown operator {operator!r}")
+
+
+def _path_text(path: list[str | int]) -> str:
+    out = ""
+    for seg in path:
+        out += f"[{seg}]" if isinstance(seg, int) else (f".{seg}" if out else str(seg))
+    return out or "(root)"
+
+
+def _check_message(spec: Check, passed: bool, present: bool, actual: Any) -> str:
+    where, op = _path_text(spec.path), spec.operator
+    want = "" if op in ("exists", "absent") else f" {show(spec.value)}"
+    if passed:
+        return f"{where} {op}{want}"
+    if op == "absent":
+        return f"{where}: expected absent, got {show(actual)}"
+    if not present:
+        return f"{where}: missing (expected {op}{want})"
+    return f"{where}: expected {op}{want}, got {show(actual)}"
+
+
+@kind("check")
+def check(spec: Check, ctx: CheckContext) -> AssertionResult:
+    """The value at `path` (a list of keys and indexes) satisfies `operator`.
+
+    Operators: equals (deep, strict), matches (subset: extra object keys allowed, arrays
+    same length), contains (an array element that matches, or a substring of a string),
+    exists (even if null), absent, gte / lte (numbers only), length (arrays and strings).
+    Paths read `response.{text,data,status,interaction,tool_calls}`,
+    `checkpoint.{facts,interaction}` and `effects`; suite assertions read `summary`, `status`.
+    """
+    present, actual = at(scope_view(ctx), spec.path)
+    passed = operate(spec.operator, present, actual, spec.value)
+    msg = _check_message(spec, passed, present, actual)
+    return result(
+        spec,
+        passed,
+        msg,
+        expected=spec.value,
+        actual=actual,
+        details={"present": present, "operator": spec.operator, "path": list(spec.path)},
+    )
+
+
+async def _children(specs: list[Any], ctx: CheckContext) -> list[AssertionResult]:
+    """Evaluate every child (never short-circuit), concurrently, in order."""
+    return list(await asyncio.gather(*(evaluate(s, ctx) for s in specs)))
+
+
+def _name(res: AssertionResult) -> str:
+    return res.label or res.id or res.kind
+
+
+def _summary(kids: list[AssertionResult]) -> str:
+    return "; ".join(f"{_name(k)}: {k.message}" for k in kids)
+
+
+@kind("all")
+async def all_(spec: All, ctx: CheckContext) -> AssertionResult:
+    """Every child passes. All children run; a child error makes this an error."""
+    kids = await _children(spec.assertions, ctx)
+    errors = [k for k in kids if k.status == "error"]
+    failed = [k for k in kids if k.status == "failed"]
+    n = len(kids)
+    if errors:
+        return error_result(
+            spec, f"{len(errors)} of {n} errored: {_summary(errors)}", children=kids
+        )
+    if failed:
+        return result(
+            spec, False, f"{len(failed)} of {n} failed: {_summary(failed)}", children=kids
+        )
+    if all(k.status == "skipped" for k in kids):
+        return skipped_result(spec, f"all {n} skipped", children=kids)
+    return result(spec, True, f"all {n} passed", children=kids)
+
+
+@kind("any")
+async def any_(spec: Any_, ctx: CheckContext) -> AssertionResult:
+    """Some child passes. All children run; a child error makes this an error."""
+    kids = await _children(spec.assertions, ctx)
+    errors = [k for k in kids if k.status == "error"]
+    passed = [k for k in kids if k.status == "passed"]
+    n = len(kids)
+    if errors:
+        return error_result(
+            spec, f"{len(errors)} of {n} errored: {_summary(errors)}", children=kids
+        )
+    if passed:
+        return result(spec, True, f"{len(passed)} of {n} passed", children=kids)
+    if all(k.status == "skipped" for k in kids):
+        return skipped_result(spec, f"all {n} skipped", children=kids)
+    return result(spec, False, f"none of {n} passed: {_summary(kids)}", children=kids)
+
+
+@kind("not")
+async def not_(spec: Not, ctx: CheckContext) -> AssertionResult:
+    """The child fails. A child error stays an error (never a pass)."""
+    [kid] = await _children([spec.assertion], ctx)
+    if kid.status == "error":
+        return error_result(spec, f"child errored: {kid.message}", children=[kid])
+    if kid.status == "skipped":
+        return skipped_result(spec, f"child skipped: {kid.message}", children=[kid])
+    if kid.status == "passed":
+        return result(spec, False, f"child passed but should not: {kid.message}", children=[kid])
+    return result(spec, True, f"child failed as required: {kid.message}", children=[kid])
+
+
+def _takes_one(fn: Any) -> bool:
+    """Whether `fn` takes exactly one positional argument (then it gets only `ctx`)."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return False
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) == 1
+
+
+async def _call_evaluator(fn: Any, ctx: CheckContext, parameters: dict[str, Any]) -> Any:
+    value = fn(ctx) if _takes_one(fn) else fn(ctx, parameters)
+    return await value if inspect.isawaitable(value) else value
+
+
+def _from_evaluator(spec: Custom, value: Any, expected: dict[str, Any]) -> AssertionResult:
+    name = spec.evaluator
+    if isinstance(value, AssertionResult):
+        update = {"kind": spec.kind, "id": spec.id, "label": spec.label}
+        return value.model_copy(update=update)
+    if isinstance(value, bool):
+        msg = f"evaluator {name!r} {'passed' if value else 'failed'}"
+        return result(spec, value, msg, expected=expected)
+    if isinstance(value, dict) and isinstance(value.get("passed"), bool):
+        passed = value["passed"]
+        msg = value.get("message") or f"evaluator {name!r} {'passed' if passed else 'failed'}"
+        evidence = value.get("evidence")
+        details = {"evidence": evidence} if evidence is not None else {}
+        return result(spec, passed, str(msg), expected=expected, actual=evidence, details=details)
+    msg = f"evaluator {name!r} returned an invalid result: 'passed' must be a boolean"
+    msg += f", got {show(value)}"
+    return error_result(spec, msg, expected=expected)
+
+
+@kind("custom")
+async def custom(spec: Custom, ctx: CheckContext) -> AssertionResult:
+    """A user evaluator registered with `@convlab.evaluator(name)` decides.
+
+    It is called as `fn(ctx, parameters)` (or `fn(ctx)`), sync or async, and returns a
+    bool, a dict with a boolean `passed` (and `message`, `evidence`), or an AssertionResult.
+    Unknown names are rejected before any case runs; an invalid result or an exception is
+    an error, never a pass or a fail.
+    """
+    expected = {"evaluator": spec.evaluator, "parameters": spec.parameters}
+    try:
+        fn = EVALUATORS.get(spec.evaluator)
+    except UnknownNameError as exc:
+        return error_result(spec, str(exc), expected=expected)
+    try:
+        value = await _call_evaluator(fn, ctx, spec.parameters)
+    except Exception as exc:
+        msg = f"evaluator {spec.evaluator!r} failed: {type(exc).__name__}: {exc}"
+        details = {"traceback": traceback.format_exc(limit=5)}
+        return error_result(spec, msg, expected=expected, details=details)
+    return _from_evaluator(spec, value, expected)

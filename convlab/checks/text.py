@@ -1,0 +1,160 @@
+"""Text checks of the JSONL (Yao) family: equals, contains, not_contains, regex, type, script.
+
+They all read the turn's "output" (`output_of`, CONFORMANCE §1.3): the structured `data`
+when the reply has some, else its text, else a summary of the tool results. Structured
+output is searched as its JSON text (keys sorted, compact), so `contains "success"` finds
+`{"status": "success"}`. Tool calls are never part of the text: use `tool_called`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import re
+from typing import Any
+
+from convlab._util import import_callable
+from convlab.checks._core import CheckContext, error_result, kind, result
+from convlab.checks._extract import extract_json, extract_path
+from convlab.checks._values import deep_equal, json_type, output_of, show, to_text
+from convlab.model.assertions import Contains, Equals, NotContains, Regex, Script, TypeOf
+from convlab.model.results import AssertionResult
+
+__all__ = ["contains", "equals", "input_of", "not_contains", "regex", "script", "type_of"]
+
+
+@kind("equals")
+def equals(spec: Equals, ctx: CheckContext) -> AssertionResult:
+    """The whole output equals `value`.
+
+    Objects compare in any key order, arrays in order, numbers as numbers (5 == 5.0) and
+    nothing is coerced: a text reply never equals an object, `1` never equals `"1"`.
+    JSONL: `{"type": "equals", "value": ...}` and the case's `expected` shorthand.
+    """
+    out = output_of(ctx.observation, ctx.scope)
+    if deep_equal(out, spec.value):
+        return result(spec, True, "values are equal", expected=spec.value, actual=out)
+    msg = f"expected {show(spec.value)}, got {show(out)}"
+    return result(spec, False, msg, expected=spec.value, actual=out)
+
+
+def _contains(spec: Contains | NotContains, ctx: CheckContext) -> tuple[bool, str, str]:
+    text = to_text(output_of(ctx.observation, ctx.scope))
+    needle = to_text(spec.value)
+    return needle in text, needle, text
+
+
+@kind("contains")
+def contains(spec: Contains, ctx: CheckContext) -> AssertionResult:
+    """The output text contains `value` (case-sensitive substring).
+
+    Structured output is searched as its JSON text; a non-string value is JSON-encoded
+    first (`5` looks for "5"); a missing value looks for "" and always passes.
+    """
+    found, needle, text = _contains(spec, ctx)
+    msg = f"output {'contains' if found else 'does not contain'} '{needle}'"
+    return result(spec, found, msg, expected=spec.value, actual=text)
+
+
+@kind("not_contains")
+def not_contains(spec: NotContains, ctx: CheckContext) -> AssertionResult:
+    """The output text does not contain `value` (the exact negation of `contains`)."""
+    found, needle, text = _contains(spec, ctx)
+    msg = f"output {'should not contain' if found else 'does not contain'} '{needle}'"
+    return result(spec, not found, msg, expected=spec.value, actual=text)
+
+
+@kind("regex")
+def regex(spec: Regex, ctx: CheckContext) -> AssertionResult:
+    """An unanchored regex search over the output text (the text `contains` reads).
+
+    Flags go inline, e.g. `(?i)hello`. JSONL writes the pattern as `value` (or `pattern`).
+    """
+    text = to_text(output_of(ctx.observation, ctx.scope))
+    found = re.search(spec.pattern, text) is not None
+    msg = f"output {'matches' if found else 'does not match'} pattern '{spec.pattern}'"
+    return result(spec, found, msg, expected=spec.pattern, actual=text)
+
+
+def structured(out: Any) -> tuple[Any, str | None]:
+    """The JSON document a path reads: the output itself, or JSON/YAML found in its text."""
+    if isinstance(out, str):
+        data = extract_json(out)
+        if data is None:
+            return None, f"output is not valid JSON: {show(out)}"
+        return data, None
+    if isinstance(out, dict | list):
+        return out, None
+    return None, f"output is not a JSON object or array, got: {json_type(out)} = {show(out)}"
+
+
+@kind("type")
+def type_of(spec: TypeOf, ctx: CheckContext) -> AssertionResult:
+    """The output (or the value at `path`) has JSON type `value`.
+
+    Types: null, string, number, boolean, array, object. A text reply is a `string`
+    unless a `path` is given: then the JSON/YAML found in it is read, as `json_path` does.
+    """
+    out = output_of(ctx.observation, ctx.scope)
+    if not spec.path:
+        actual, where = json_type(out), "output"
+    else:
+        data, problem = structured(out)
+        if problem is not None:
+            return result(spec, False, problem, expected=spec.value, actual=out)
+        actual, where = json_type(extract_path(data, spec.path)), f"path '{spec.path}'"
+    if actual == spec.value:
+        return result(
+            spec, True, f"{where} is of type '{actual}'", expected=spec.value, actual=actual
+        )
+    msg = f"{where}: expected type '{spec.value}', got '{actual}'"
+    return result(spec, False, msg, expected=spec.value, actual=actual)
+
+
+def input_of(ctx: CheckContext) -> Any:
+    """The case input a script or validator receives: the text, or the message list."""
+    if ctx.input is not None:
+        return ctx.input.text
+    messages = ctx.case.input if ctx.case is not None and ctx.case.input else None
+    if messages is None:
+        firsts = [m for m in ctx.messages if m.role == "user"][:1]
+        return firsts[0].text() if firsts else None
+    if len(messages) == 1 and isinstance(messages[0].content, str):
+        return messages[0].content
+    return [m.model_dump(exclude_none=True) for m in messages]
+
+
+async def _call(fn: Any, *args: Any) -> Any:
+    """Await an async callable; run a sync one in a worker thread (it may block)."""
+    if inspect.iscoroutinefunction(fn):
+        return await fn(*args)
+    value = await asyncio.to_thread(fn, *args)
+    return await value if inspect.isawaitable(value) else value
+
+
+@kind("script")
+async def script(spec: Script, ctx: CheckContext) -> AssertionResult:
+    """A Python callable `module:function(output, input, expected)` decides.
+
+    It returns a bool, or a dict `{"pass": bool, "message": str}` (a missing `pass` is a
+    fail); anything else fails. A script that cannot be imported or raises is an error.
+    """
+    if not spec.script:
+        return result(spec, False, "script assertion requires a script name")
+    try:
+        fn = import_callable(spec.script)
+    except ImportError as exc:
+        return error_result(spec, f"cannot import script {spec.script!r}: {exc}")
+    out = output_of(ctx.observation, ctx.scope)
+    value = await _call(fn, out, input_of(ctx), spec.value)
+    if isinstance(value, bool):
+        msg = f"script assertion {'passed' if value else 'failed'}"
+        return result(spec, value, msg, expected=spec.value, actual=out)
+    if isinstance(value, dict):
+        passed = value.get("pass") is True
+        given = value.get("message")
+        msg = given if isinstance(given, str) and given else ""
+        msg = msg or f"script assertion {'passed' if passed else 'failed'}"
+        return result(spec, passed, msg, expected=spec.value, actual=out, details=value)
+    msg = f"script returned unexpected type: {type(value).__name__}"
+    return result(spec, False, msg, expected=spec.value, actual=out)

@@ -1,0 +1,162 @@
+"""Tool checks of the JSONL (Yao) family: `tool_called` and `tool_result` (CONFORMANCE §1.5).
+
+They read the turn's tool calls (name, arguments, result, error), which are never part of
+the text that `contains` or `regex` search. A tool name matches when it equals the expected
+name, ends with `__name` or `.name`, or simply contains it: `setup` matches
+`agents_expense_tools__setup` (a case-sensitive substring, as Yao does).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from convlab.checks._core import CheckContext, kind, result
+from convlab.checks._values import deep_equal, go_v
+from convlab.model.assertions import ToolCalled, ToolExpectation, ToolResult
+from convlab.model.conversation import ToolCall
+from convlab.model.results import AssertionResult
+
+__all__ = [
+    "match_arguments",
+    "match_result",
+    "match_tool_name",
+    "parse_arguments",
+    "tool_called",
+    "tool_result",
+]
+
+
+def match_tool_name(actual: str, expected: str) -> bool:
+    """Yao's rule: equal, a `__name` / `.name` suffix, or a substring (case-sensitive)."""
+    return (
+        actual == expected
+        or actual.endswith(("__" + expected, "." + expected))
+        or expected in actual
+    )
+
+
+def parse_arguments(arguments: Any) -> dict[str, Any] | None:
+    """Call arguments as a dict: a dict as is, a JSON object string parsed; else None."""
+    if isinstance(arguments, dict):
+        return arguments
+    if isinstance(arguments, str):
+        try:
+            parsed = json.loads(arguments)
+        except ValueError:
+            return None
+        return parsed if isinstance(parsed, dict) else None
+    return None
+
+
+def match_arguments(actual: Any, expected: dict[str, Any]) -> bool:
+    """Every expected key is present and equal (deep, no coercion); extra keys are ignored."""
+    args = parse_arguments(actual)
+    if args is None:
+        return False
+    return all(k in args and deep_equal(args[k], v) for k, v in expected.items())
+
+
+def match_result(actual: Any, expected: Any) -> bool:
+    """Yao's `matchResult`: objects by expected keys (recursively), `regex:` strings, `%v` text."""
+    if isinstance(expected, dict):
+        return isinstance(actual, dict) and all(
+            k in actual and match_result(actual[k], v) for k, v in expected.items()
+        )
+    if isinstance(expected, str):
+        if expected.startswith("regex:"):
+            return re.search(expected[len("regex:") :], go_v(actual)) is not None
+        return go_v(actual) == expected
+    if isinstance(expected, bool):
+        return isinstance(actual, bool) and actual == expected
+    return deep_equal(actual, expected)
+
+
+def _names(calls: list[ToolCall]) -> str:
+    return ", ".join(c.name for c in calls) or "none"
+
+
+@kind("tool_called")
+def tool_called(spec: ToolCalled, ctx: CheckContext) -> AssertionResult:
+    """A tool was called in this turn: a name, any of several names, or a name with arguments.
+
+    `value` is `"name"`, `["a", "b"]` (any of them) or `{"name": ..., "arguments": {...}}`
+    where every given argument must be present and equal (extra arguments are ignored;
+    arguments sent as a JSON string are parsed first). Names match by Yao's rule.
+    """
+    calls = ctx.observation.tool_calls
+    names = [c.name for c in calls]
+    if not calls:
+        return result(spec, False, "no tools were called", expected=_wire(spec.value), actual=[])
+    value = spec.value
+    wanted = [value] if isinstance(value, str) else value if isinstance(value, list) else None
+    if wanted is not None:
+        for name in wanted:
+            if any(match_tool_name(n, name) for n in names):
+                return result(
+                    spec, True, f"tool '{name}' was called", expected=_wire(value), actual=names
+                )
+        msg = (
+            f"tool '{value}' was not called, called: {_names(calls)}"
+            if isinstance(value, str)
+            else f"none of the expected tools were called, called: {_names(calls)}"
+        )
+        return result(spec, False, msg, expected=_wire(value), actual=names)
+    assert isinstance(value, ToolExpectation)
+    return _with_arguments(spec, value, calls)
+
+
+def _wire(value: Any) -> Any:
+    return value.model_dump(exclude_none=True) if isinstance(value, ToolExpectation) else value
+
+
+def _with_arguments(
+    spec: ToolCalled, want: ToolExpectation, calls: list[ToolCall]
+) -> AssertionResult:
+    named = [c for c in calls if match_tool_name(c.name, want.name)]
+    actual = [{"name": c.name, "arguments": c.arguments} for c in calls]
+    expected = _wire(want)
+    if want.arguments is None:
+        if named:
+            return result(
+                spec, True, f"tool '{want.name}' was called", expected=expected, actual=actual
+            )
+        msg = f"tool '{want.name}' was not called, called: {_names(calls)}"
+        return result(spec, False, msg, expected=expected, actual=actual)
+    if any(match_arguments(c.arguments, want.arguments) for c in named):
+        msg = f"tool '{want.name}' was called with matching arguments"
+        return result(spec, True, msg, expected=expected, actual=actual)
+    seen = "; ".join(f"{c.name}({json.dumps(c.arguments, default=str)})" for c in named)
+    msg = f"tool '{want.name}' was not called with expected arguments" + (
+        f", called: {seen}" if seen else f", called: {_names(calls)}"
+    )
+    return result(spec, False, msg, expected=expected, actual=actual)
+
+
+@kind("tool_result")
+def tool_result(spec: ToolResult, ctx: CheckContext) -> AssertionResult:
+    """The FIRST call of `tool` succeeded and, when `result` is given, its result matches.
+
+    A call with an error fails. Matching: an object by its expected keys (recursively,
+    extra keys ignored); a string `regex:PATTERN` searches the value's text; another string
+    compares with the value's text; a bool must be that bool; anything else is deep equality.
+    """
+    calls = ctx.observation.tool_calls
+    expected = {"tool": spec.tool, **({"result": spec.result} if spec.has_result else {})}
+    if not calls:
+        return result(spec, False, "no tools were called", expected=expected)
+    call = next((c for c in calls if match_tool_name(c.name, spec.tool)), None)
+    if call is None:
+        msg = f"tool '{spec.tool}' was not called, called: {_names(calls)}"
+        return result(spec, False, msg, expected=expected)
+    actual = call.result
+    if call.error:
+        msg = f"tool '{spec.tool}' returned error: {call.error}"
+        return result(spec, False, msg, expected=expected, actual=actual)
+    if not spec.has_result:
+        msg = f"tool '{spec.tool}' executed successfully"
+        return result(spec, True, msg, expected=expected, actual=actual)
+    ok = match_result(actual, spec.result)
+    msg = f"tool '{spec.tool}' result {'matches' if ok else 'does not match'} expected"
+    return result(spec, ok, msg, expected=expected, actual=actual)
