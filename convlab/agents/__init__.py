@@ -6,6 +6,8 @@ Spec strings resolve through one registry: `demo:NAME`, `openai:MODEL`, `http:UR
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from convlab.agents.function import FunctionAgent
 from convlab.agents.protocol import (
     AGENT_SPECS,
@@ -16,6 +18,10 @@ from convlab.agents.protocol import (
     as_agent,
 )
 
+if TYPE_CHECKING:
+    from convlab.agents.http import HTTPAgent
+    from convlab.agents.openai import OpenAIAgent
+
 __all__ = [
     "AGENT_SPECS",
     "Agent",
@@ -25,6 +31,8 @@ __all__ = [
     "agent_spec",
     "as_agent",
     "function",
+    "http",
+    "openai",
 ]
 
 
@@ -36,3 +44,59 @@ def function(fn: object, name: str | None = None) -> FunctionAgent:
 
 
 agent_spec("py", "python")(FunctionAgent.from_spec)
+
+
+def openai(
+    model: str | None = None,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    system: str | None = None,
+    tools: Any = None,
+    **params: Any,
+) -> OpenAIAgent:
+    """An OpenAI-compatible chat-completions model as an agent (tool calls included).
+
+    Unset arguments come from OPENAI_MODEL, OPENAI_BASE_URL and OPENAI_API_KEY; `tools` are
+    Python functions (run locally when the model calls them) or OpenAI tool definitions;
+    `timeout` (seconds, default 60), `headers` and model parameters (temperature, ...) go in
+    `params`. (The module `convlab.agents.openai` is callable the same way.)
+    """
+    from convlab.agents.openai import OpenAIAgent
+
+    return OpenAIAgent(model, base_url, api_key, system, tools, **params)
+
+
+def http(
+    url: str,
+    request: Any = None,
+    response: Any = None,
+    headers: Any = None,
+    timeout: float = 60.0,
+) -> HTTPAgent:
+    """A generic JSON endpoint as an agent: a request template in, dotted paths out.
+
+    See `convlab.agents.http.HTTPAgent` for the placeholders and paths.
+    """
+    from convlab.agents.http import HTTPAgent
+
+    return HTTPAgent(url, request, response, headers, timeout)
+
+
+@agent_spec("openai")
+def _openai_spec(rest: str) -> Agent:
+    """`openai:MODEL`; the endpoint and key come from the environment."""
+    from convlab.agents.openai import OpenAIAgent
+
+    return OpenAIAgent(rest or None)
+
+
+@agent_spec("http")
+def _http_spec(rest: str) -> Agent:
+    """`http:URL`, `http://...` or `https://...`."""
+    from convlab.agents.http import HTTPAgent
+
+    if rest.startswith("//"):
+        rest = "http:" + rest
+    elif not rest.startswith(("http://", "https://")):
+        rest = "http://" + rest
+    return HTTPAgent(rest)

@@ -1,0 +1,266 @@
+"""Any OpenAI-compatible chat-completions endpoint as an agent, tool calls included.
+
+`OpenAIAgent` posts through the shared fast transport (`convlab.agents._transport`), so a run
+with many cases in flight stays close to the wire speed (see `benchmarks/bench_http.py`).
+When the model asks for tools that have a local function, the session runs them (a tool may
+take `ctx` to read or change `ctx.world`), appends the tool messages and asks again, at most
+`ctx.max_agent_passes` model calls per user turn. Calls to tools with no local function are
+returned in the Observation, not run.
+
+Configuration comes from the arguments or from `OPENAI_API_KEY`, `OPENAI_BASE_URL` and
+`OPENAI_MODEL`. The key is kept in a `Secret`: it is never in a repr, a description, a result
+or an error message.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import types
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import httpx
+
+from convlab.agents._transport import HTTPClient, Secret, dumps, json_headers, loads
+from convlab.agents.protocol import Agent, AgentContext, AgentSession
+from convlab.agents.tools import Tool, ToolFailed, as_tools
+from convlab.errors import AgentResponseError
+from convlab.model.conversation import Message, Observation, ToolCall, Usage
+
+__all__ = ["DEFAULT_BASE_URL", "DEFAULT_MAX_PASSES", "OpenAIAgent", "message_text"]
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_MAX_PASSES = 10
+"""Model calls per user turn when the case sets no `max_agent_passes`."""
+
+_ECHO_KEYS = ("role", "content", "name", "tool_calls", "tool_call_id")
+"""Keys of a returned assistant message that are sent back on the next call."""
+
+
+def message_text(content: Any) -> str | None:
+    """The text of an OpenAI message `content`: a string, or the text parts of a list."""
+    if content is None or isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            str(p.get("text", "")) for p in content if isinstance(p, dict) and "text" in p
+        )
+    return str(content)
+
+
+class OpenAIAgent(Agent):
+    """A chat-completions model; `params` (temperature, max_tokens, ...) go into each request."""
+
+    def __init__(
+        self,
+        model: str | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        system: str | None = None,
+        tools: Iterable[Any] | None = None,
+        *,
+        timeout: float = 60.0,
+        headers: Mapping[str, str] | None = None,
+        **params: Any,
+    ) -> None:
+        resolved = model or os.environ.get("OPENAI_MODEL")
+        if not resolved:
+            raise ValueError("no model given: pass model=... or set OPENAI_MODEL")
+        self.model = resolved
+        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip(
+            "/"
+        )
+        self._key = Secret(api_key if api_key is not None else os.environ.get("OPENAI_API_KEY"))
+        self.system = system
+        self.tools: dict[str, Tool] = as_tools(tools)
+        self.params = params
+        self.timeout = timeout
+        self.name = f"openai:{self.model}"
+        self.url = httpx.URL(self.base_url + "/chat/completions")
+        self._headers = json_headers(headers, self._key)
+        self._http = HTTPClient(timeout=timeout, secret=self._key)
+        self._tool_defs = [t.definition() for t in self.tools.values()]
+
+    def describe(self) -> str:
+        """`openai:MODEL`, plus the endpoint when it is not OpenAI's own; never the key."""
+        if self.base_url == DEFAULT_BASE_URL:
+            return self.name
+        return f"{self.name} @ {self.base_url}"
+
+    async def open(self, ctx: AgentContext) -> AgentSession:
+        """Chat completions are stateless: a session only carries the conversation it is sent."""
+        return _OpenAISession(self)
+
+    async def aclose(self) -> None:
+        """Close the connection pools."""
+        await self._http.aclose()
+
+    def system_prompt(self, ctx: AgentContext) -> str | None:
+        """The agent's `system` prompt followed by the case's instructions."""
+        parts = [p for p in (self.system, ctx.instructions) if p]
+        return "\n\n".join(parts) or None
+
+    async def complete(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        """One model call: the parsed reply body, checked to hold a first choice's message.
+
+        Raises:
+            AgentHTTPError, AgentTimeoutError, AgentError: Transport and status failures.
+            AgentResponseError: If the body is not JSON or has no choices.
+        """
+        payload: dict[str, Any] = {"model": self.model, "messages": messages, **self.params}
+        if self._tool_defs:
+            payload.setdefault("tools", self._tool_defs)
+        response = await self._http.post(self.url, dumps(payload), self._headers)
+        return self._parse(response.content)
+
+    def _parse(self, body: bytes) -> dict[str, Any]:
+        try:
+            data = loads(body)
+        except ValueError:
+            raise self._bad(f"malformed JSON from {self.url}", body) from None
+        if not isinstance(data, dict):
+            raise self._bad(f"expected a JSON object from {self.url}", body)
+        choices = data.get("choices")
+        if not choices or not isinstance(choices, list):
+            raise self._bad(f"no choices in the reply from {self.url}", body)
+        first = choices[0]
+        if not isinstance(first, dict) or not isinstance(first.get("message"), dict):
+            raise self._bad(f"choices[0] has no message in the reply from {self.url}", body)
+        return data
+
+    def _bad(self, what: str, body: bytes) -> AgentResponseError:
+        text = self._key.redact(body[:2000].decode("utf-8", "replace"))[:200]
+        return AgentResponseError(f"{what}: {text!r}")
+
+
+class _OpenAISession(AgentSession):
+    def __init__(self, agent: OpenAIAgent) -> None:
+        self.agent = agent
+
+    async def send(self, messages: list[Message], ctx: AgentContext) -> Observation:
+        """Call the model, run its tool calls, call again, until it answers or passes run out."""
+        agent = self.agent
+        start = time.perf_counter()
+        convo = [m.model_dump(exclude_none=True) for m in messages]
+        system = agent.system_prompt(ctx)
+        if system:
+            convo.insert(0, {"role": "system", "content": system})
+        passes = ctx.max_agent_passes or DEFAULT_MAX_PASSES
+        new: list[Message] = []
+        calls: list[ToolCall] = []
+        usage: Usage | None = None
+        text: str | None = None
+        status = "completed"
+        for n in range(passes):
+            data = await agent.complete(convo)
+            usage = _add_usage(usage, data.get("usage"))
+            message = data["choices"][0]["message"]
+            message.setdefault("role", "assistant")
+            new.append(Message.model_validate(message))
+            convo.append({k: message[k] for k in _ECHO_KEYS if message.get(k) is not None})
+            text = message_text(message.get("content"))
+            requested = message.get("tool_calls") or []
+            if not requested:
+                break
+            turn_calls, results, complete = await self._run_tools(requested, ctx)
+            calls.extend(turn_calls)
+            for result in results:
+                new.append(Message.model_validate(result))
+                convo.append(result)
+            if not complete:
+                break
+            if n == passes - 1:
+                status = "incomplete"
+        return Observation(
+            text=text,
+            data=self._data(text),
+            tool_calls=calls,
+            messages=new,
+            status=status,
+            usage=usage,
+            latency_ms=(time.perf_counter() - start) * 1000,
+        )
+
+    async def _run_tools(
+        self, requested: list[Any], ctx: AgentContext
+    ) -> tuple[list[ToolCall], list[dict[str, Any]], bool]:
+        """Run the local tools; `complete` is False when some call has no local function."""
+        calls: list[ToolCall] = []
+        results: list[dict[str, Any]] = []
+        complete = True
+        for i, raw in enumerate(requested):
+            name, arguments, call_id, parse_error = _read_call(raw, i)
+            found = self.agent.tools.get(name)
+            call = ToolCall(name, arguments, id=call_id)
+            if isinstance(raw, dict) and "result" in raw:  # convlab serve-demo: already run
+                call.result = raw["result"]
+            calls.append(call)
+            if found is None or found.fn is None:
+                complete = False
+                continue
+            try:
+                if parse_error:
+                    raise ToolFailed(parse_error)
+                call.result = await found.run(arguments, ctx)
+                content = _tool_content(call.result)
+            except ToolFailed as exc:
+                call.error = str(exc)
+                content = f"error: {exc}"
+            results.append({"role": "tool", "tool_call_id": call_id, "content": content})
+        return calls, results, complete
+
+    def _data(self, text: str | None) -> Any:
+        """Structured output when JSON was requested (`response_format`)."""
+        if not text or "response_format" not in self.agent.params:
+            return None
+        try:
+            return loads(text)
+        except ValueError:
+            return None
+
+
+def _read_call(raw: Any, index: int) -> tuple[str, Any, str, str | None]:
+    """name, arguments (parsed when they are JSON), id, and a parse problem if any."""
+    fn = raw.get("function") if isinstance(raw, dict) else None
+    fn = fn if isinstance(fn, dict) else {}
+    name = str(fn.get("name") or "")
+    call_id = str(raw.get("id") or f"call_{index}") if isinstance(raw, dict) else f"call_{index}"
+    arguments = fn.get("arguments")
+    if arguments is None or arguments == "":
+        return name, {}, call_id, None
+    if not isinstance(arguments, str):
+        return name, arguments, call_id, None
+    try:
+        return name, loads(arguments), call_id, None
+    except ValueError:
+        return name, arguments, call_id, f"arguments are not valid JSON: {arguments[:200]!r}"
+
+
+def _tool_content(result: Any) -> str:
+    if isinstance(result, str):
+        return result
+    return dumps(result).decode()
+
+
+def _add_usage(total: Usage | None, raw: Any) -> Usage | None:
+    if not isinstance(raw, dict):
+        return total
+    total = total or Usage()
+    for key in ("prompt_tokens", "completion_tokens", "total_tokens"):
+        value = raw.get(key)
+        if isinstance(value, int):
+            setattr(total, key, getattr(total, key) + value)
+    return total
+
+
+class _CallableModule(types.ModuleType):
+    """Importing this module sets `convlab.agents.openai` to the module, hiding the package's
+    `openai(...)` factory of the same name; so the module itself builds the agent when called."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> OpenAIAgent:
+        return OpenAIAgent(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule
