@@ -375,3 +375,39 @@ def test_run_stability_and_pass_k_table_follow_suite_order():
     assert run.stability(count_errors_as="excluded").set_index("case_id").loc["bad", "runs"] == 0
     table = run.pass_k_table(ks=[1])
     assert list(table["pass_hat_k"]) == [0.5, 0.0, 0.0, 0.0]
+
+
+def test_a_real_run_round_trips_through_save_and_its_store(tmp_path):
+    suite = cl.Suite(
+        id="live",
+        cases=[
+            cl.Case(
+                id="p",
+                input=[cl.Message(content="Hi")],
+                assertions=[{"kind": "contains", "value": "echo"}],
+            ),
+            cl.Case(
+                id="f",
+                input=[cl.Message(content="Hi")],
+                assertions=[{"kind": "contains", "value": "nope"}],
+            ),
+            cl.Case(id="s", input=[cl.Message(content="x")], skip="not today"),
+        ],
+    )
+
+    def agent(messages):
+        return cl.Reply(
+            text=f"echo: {messages[-1]['content']}", tool_calls=[cl.ToolCall("lookup", {"q": 1})]
+        )
+
+    run = cl.run(suite, agent, runs=3, progress=False, store=tmp_path / "store.jsonl")
+    st = run.stability().set_index("case_id")
+    assert (st.loc["p", "classification"], st.loc["f", "pass_rate"]) == ("stable", 0.0)
+    assert st.loc["s", "runs"] == 0 and run.summary["skipped"] == 3
+    assert "nope" in run.df.set_index("case_id").loc["f", "error"].iloc[0]
+    for source in (run.save(tmp_path / "r.json"), run.save(tmp_path / "r.jsonl")):
+        assert cl.load_run(source) == run
+    stored = cl.load_run(tmp_path / "store.jsonl")
+    for name in FRAMES:
+        pd.testing.assert_frame_equal(getattr(stored, name), getattr(run, name), obj=name)
+    assert not cl.compare(stored, run)["beyond_noise"].any()
