@@ -765,6 +765,29 @@ RULES = [
     (
         """
         test_cases:
+          - name: t
+            turns:
+              - input: ok
+              - input: "\\t "
+        """,
+        "test_cases[0].turns[1].input",
+        5,
+        "[t] input must be a non-empty string",
+    ),
+    (
+        """
+        test_cases:
+          - name: t
+            input: hi
+            retrieval_context: just one chunk
+        """,
+        "test_cases[0].retrieval_context",
+        4,
+        "[t] Input should be a valid list (got str 'just one chunk')",
+    ),
+    (
+        """
+        test_cases:
           - just a string
         """,
         "test_cases[0]",
@@ -1046,3 +1069,26 @@ def test_grader_import_leaves_sys_path_as_it_was() -> None:
     before = list(sys.path)
     convlab.load(DATA / "seed_code_grader.yaml")
     assert sys.path == before
+
+
+def test_geval_threshold_range_and_required_criteria(tmp_path: Path) -> None:
+    found = problems(
+        tmp_path,
+        """
+        evaluations:
+          metrics:
+            - type: geval
+              name: Helpfulness
+              threshold: 4
+              evaluation_params: [actual_output, answer]
+        test_cases:
+          - input: hi
+        """,
+    )
+    assert at(found, "evaluations.metrics[0].threshold").message == (
+        "threshold must be between 0.0 and 1.0"
+    )
+    assert at(found, "evaluations.metrics[0].criteria").message == "Field required"
+    assert at(found, "evaluations.metrics[0].evaluation_params").message.startswith(
+        "Invalid evaluation_params: ['answer']"
+    )

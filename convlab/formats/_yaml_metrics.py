@@ -70,7 +70,14 @@ class _GEval(_Common):
     evaluation_steps: list[str] | None = None
     evaluation_params: list[str] = Field(default_factory=lambda: ["actual_output"])
     strict_mode: bool = False
-    threshold: float | None = Field(default=None, ge=0.0, le=1.0)
+    threshold: float | None = None
+
+    @field_validator("threshold")
+    @classmethod
+    def _threshold(cls, v: float | None) -> float | None:
+        if v is not None and not 0.0 <= v <= 1.0:
+            raise ValueError("threshold must be between 0.0 and 1.0")
+        return v
 
     @field_validator("evaluation_params")
     @classmethod
