@@ -8,15 +8,19 @@ the rules checked here.
 from __future__ import annotations
 
 import shutil
+import string
 import textwrap
 from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import convlab
 from convlab.errors import SuiteError
 from convlab.formats import detect, python_tests
+from convlab.formats._python_parse import CONFIG_FIELDS
 from convlab.formats.python_tests import resolve_test_file, sniff
 from convlab.model.assertions import PythonTest
 from convlab.model.suite import Case, SimulatorSpec, Suite
@@ -507,6 +511,32 @@ def test_a_yaml_syntax_error_in_a_docstring_has_the_file_line(dataset: Path) -> 
     assert found.startswith(f"{path}:11: the `!` docstring of test_x: invalid YAML")
 
 
+def test_lines_follow_the_source_through_escaped_newlines(dataset: Path) -> None:
+    """A `\\n` escape in a normal docstring adds a YAML line without adding a file line."""
+    path = dataset / "test_case" / "escapes.py"
+    path.write_text(
+        "def test_create_config_T1(x, judge):\n"
+        '    """!\n'
+        "    scenario: cloud_drive\n"
+        "    query: |\n"
+        "        Create service_config.txt with the content 'host=localhost\\nport=8080'\n"
+        '    """\n'
+        "\n"
+        "\n"
+        "def test_ok(x, judge):\n"
+        '    """!\n'
+        "    scenario: cloud_drive\n"
+        '    query: "a\\nb"\n'
+        "    init: \\\n"
+        "      {cloud_drive: {files: []}}\n"
+        "    max_user_sim_turns: x\n"
+        '    """\n'
+    )
+    found = problems(path)
+    assert found[0].startswith(f"{path}:5: the `!` docstring of test_create_config_T1: invalid")
+    assert found[1] == f"{path}:15: max_user_sim_turns: must be a whole number, got a string"
+
+
 def test_two_statements_on_one_line_give_thinkingboxs_error(dataset: Path) -> None:
     path = write(
         dataset / "test_case" / "overlap.py",
@@ -725,6 +755,22 @@ def test_a_release_test_list_finds_the_dataset_folder_beside_it(
     assert all(c.world == {"airline": {"flights": []}} for c in suite.cases)
 
 
+def test_a_test_list_can_name_yaml_test_files_and_subfolder_files(dataset: Path) -> None:
+    listed = write(
+        dataset / "lists" / "mixed.yml",
+        """
+        - merge_example.py:test_new_servers
+        - cloud_drive_cases.yaml:test_delete_important
+        """,
+    )
+    suite = convlab.load(listed)  # the root is found above lists/
+    assert [c.id for c in suite.cases] == [
+        "merge_example.py:test_new_servers",
+        "cloud_drive_cases.yaml:test_delete_important",
+    ]
+    assert suite.sources[0].file == str(listed)
+
+
 def test_test_list_problems_point_at_the_lists_lines(dataset: Path) -> None:
     listed = write(
         dataset / "bad_list.yaml",
@@ -902,3 +948,115 @@ def test_a_folder_load_gives_exactly_the_tests_once() -> None:
     assert isinstance(suite, Suite) and all(isinstance(c, Case) for c in suite.cases)
     assert set(suite.df["mode"]) == {"code"}
     assert suite.df["assertions"].tolist() == [1] * len(ALL_IDS)
+
+
+# -- property tests: any input gives a Suite or a SuiteError, never another exception -----------
+
+SEED_SOURCE = CLOUD.read_text()
+_text = st.text(st.characters(exclude_categories=("Cs",)), max_size=200)
+_word = st.text(string.ascii_letters + string.digits + " _-:.'{}[]", max_size=20)
+_scalar = st.one_of(
+    st.none(), st.booleans(), st.integers(-3, 12), st.floats(allow_nan=False), _word, _text
+)
+_value = st.recursive(
+    _scalar,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.dictionaries(st.one_of(_word, st.integers()), inner, max_size=4),
+    ),
+    max_leaves=12,
+)
+_config = st.dictionaries(
+    st.one_of(st.sampled_from([*CONFIG_FIELDS, "uid", "expected"]), _word), _value, max_size=6
+)
+_history = st.sampled_from(
+    ["create_then_update_config:0:", "create_then_update_config:t1:t1", "x:1:2", "::", ":", "a:b"]
+)
+
+
+@pytest.fixture(scope="module")
+def fuzz_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("fuzz") / "dataset"
+    shutil.copytree(DATA, root)
+    return root
+
+
+def load_any(path: Path, text: str, format: str | None = "python_tests") -> None:
+    path.write_text(text, encoding="utf-8")
+    try:
+        suite = convlab.load(path, format=format)
+    except SuiteError as err:
+        assert err.problems and all(p.file for p in err.problems)
+    else:
+        assert isinstance(suite, Suite)
+
+
+def _docstring(config: dict[object, object] | str) -> str:
+    body = config if isinstance(config, str) else yaml.safe_dump(config, allow_unicode=True)
+    return textwrap.indent(body.replace("\\", "\\\\").replace('"""', "'''"), "    ")
+
+
+@settings(max_examples=70, deadline=None)
+@given(text=_text)
+def test_random_text_as_a_test_file(fuzz_root: Path, text: str) -> None:
+    load_any(fuzz_root / "test_case" / "fuzz_text.py", text)
+    load_any(fuzz_root / "test_case" / "fuzz_text.yaml", text)
+    load_any(fuzz_root / "test_case" / "fuzz_sniffed.py", text, format=None)
+
+
+@settings(max_examples=70, deadline=None)
+@given(
+    edits=st.lists(
+        st.tuples(st.integers(0, len(SEED_SOURCE)), st.integers(0, 40), _text), max_size=4
+    )
+)
+def test_mutated_seed_sources(fuzz_root: Path, edits: list[tuple[int, int, str]]) -> None:
+    text = SEED_SOURCE
+    for at, cut, insert in edits:
+        text = text[:at] + insert + text[at + cut :]
+    load_any(fuzz_root / "test_case" / "cloud_drive.py", text)
+
+
+@settings(max_examples=70, deadline=None)
+@given(
+    global_config=st.one_of(_config, _text),
+    configs=st.lists(st.one_of(_config, _text), min_size=1, max_size=3),
+    history=_history,
+    decorate=st.booleans(),
+)
+def test_random_docstring_yaml(
+    fuzz_root: Path,
+    global_config: dict[object, object] | str,
+    configs: list[dict[object, object] | str],
+    history: str,
+    decorate: bool,
+) -> None:
+    parts = [f'"""!\n{_docstring(global_config)}\n"""\n']
+    for i, config in enumerate(configs):
+        if isinstance(config, dict) and i == 0:
+            config = {**config, "scenario": "cloud_drive", "query": "q", "history": history}
+        deco = "@staticmethod\n" if decorate and i == 1 else ""
+        parts.append(f'\n\n{deco}def test_{i}(x):\n    """!\n{_docstring(config)}\n    """\n')
+    load_any(fuzz_root / "test_case" / "cloud_drive.py", "".join(parts))
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    items=st.lists(
+        st.one_of(
+            st.sampled_from(
+                [
+                    "cloud_drive.py:test_append_ok",
+                    "mcs_defaults.py:test_mcs_defaults_easy",
+                    "banking_email.py:nope",
+                    "cloud_drive_cases.yaml:test_list_files",
+                ]
+            ),
+            _text,
+            _value,
+        ),
+        max_size=5,
+    )
+)
+def test_random_test_lists(fuzz_root: Path, items: list[object]) -> None:
+    load_any(fuzz_root / "fuzz_list.yaml", yaml.safe_dump(items, allow_unicode=True))

@@ -111,14 +111,24 @@ def _hidden(path: Path, root: Path) -> bool:
     return any(part.startswith((".", "__")) for part in path.relative_to(root).parts)
 
 
+def _same_place(a: Source | None, b: Source | None) -> bool:
+    """Both sources are the same line of the same file (format-independent)."""
+    if a is None or b is None or a.line != b.line:
+        return False
+    return Path(a.file).resolve() == Path(b.file).resolve()
+
+
 def merge(suites: list[Suite], name: str) -> Suite:
     """Join suites from several files; a case id used twice is reported with both files."""
     if len(suites) == 1:
         return suites[0]
     seen: dict[str, Source | None] = {}
     problems: list[Problem] = []
+    cases = []
     for suite in suites:
         for case in suite.cases:
+            if case.id in seen and _same_place(seen[case.id], case.source):
+                continue  # one test reached twice (a thinkingbox test list and its own file)
             if case.id in seen:
                 first, again = seen[case.id], case.source
                 problems.append(
@@ -131,13 +141,14 @@ def merge(suites: list[Suite], name: str) -> Suite:
                 )
             else:
                 seen[case.id] = case.source
+                cases.append(case)
     if problems:
         raise SuiteError(problems)
     return Suite(
         id=name,
         name=name,
         metadata={"suites": {s.id: s.metadata for s in suites if s.metadata}},
-        cases=[c for s in suites for c in s.cases],
+        cases=cases,
         assertions=[a for s in suites for a in s.assertions],
         sources=[src for s in suites for src in s.sources],
     )

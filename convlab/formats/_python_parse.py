@@ -9,7 +9,9 @@ the whole file with every other test function blanked, so tracebacks point at re
 from __future__ import annotations
 
 import ast
+import re
 import textwrap
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +26,7 @@ __all__ = [
     "kind_of",
     "parse_python",
     "parse_test_file",
+    "quiet_parse",
     "yaml_line",
 ]
 
@@ -67,11 +70,16 @@ class DocYaml:
     """One parsed `!` string: its data and the file line of its YAML line 1."""
 
     data: Any
-    first_line: int
+    lines: tuple[int, ...]
+    """The file line of each line of the string's value (escaped newlines counted)."""
 
     def line(self, loc: Loc) -> int:
         """File line of the key or item at `loc` inside this string."""
-        return self.first_line + (yaml_line(self.data, loc) or 1) - 1
+        return self.at(yaml_line(self.data, loc))
+
+    def at(self, yaml_line: int | None) -> int:
+        """File line of a (1-based) line of the YAML text."""
+        return self.lines[min(max((yaml_line or 1) - 1, 0), len(self.lines) - 1)]
 
 
 @dataclass
@@ -122,10 +130,17 @@ def is_bang_string(node: ast.stmt) -> bool:
     )
 
 
+def quiet_parse(text: str) -> ast.Module:
+    """`ast.parse` without the warnings (invalid escapes, ...) that belong to the file's owner."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ast.parse(text)
+
+
 def parse_python(text: str, problems: Problems) -> ast.Module | None:
     """`ast.parse`, with a syntax error (or a parser limit) recorded as a problem."""
     try:
-        return ast.parse(text)
+        return quiet_parse(text)
     except SyntaxError as exc:
         problems.add(exc.lineno, "", f"invalid Python: {exc.msg}")
     except (ValueError, RecursionError, MemoryError) as exc:
@@ -149,12 +164,12 @@ def parse_test_file(text: str, problems: Problems) -> ParsedFile | None:
             problems.add(node.lineno, "", OVERLAP)
         last_end = max(last_end, node.end_lineno or node.lineno)
         if is_bang_string(node):
-            doc = _doc_yaml(node, problems, "module-level `!` string")
+            doc = _doc_yaml(node, parsed.lines, problems, "module-level `!` string")
             if doc is not None:
                 parsed.global_config.update(doc.data)
                 origins.update(dict.fromkeys(doc.data, doc))
         elif isinstance(node, ast.FunctionDef) and node.body and is_bang_string(node.body[0]):
-            test = _test_function(node, first, parsed.global_config, origins, problems)
+            test = _test_function(node, first, parsed, origins, problems)
             if test is None:
                 continue
             if test.name in seen:
@@ -176,11 +191,12 @@ def _decorators(node: ast.stmt) -> list[ast.expr]:
 def _test_function(
     node: ast.FunctionDef,
     first: int,
-    global_config: dict[Any, Any],
+    parsed: ParsedFile,
     global_origins: dict[Any, DocYaml],
     problems: Problems,
 ) -> TestFunction | None:
-    doc = _doc_yaml(node.body[0], problems, f"the `!` docstring of {node.name}")
+    global_config = parsed.global_config
+    doc = _doc_yaml(node.body[0], parsed.lines, problems, f"the `!` docstring of {node.name}")
     if doc is None:
         return None  # empty YAML: a helper, as in thinkingbox (or a problem already recorded)
     local: dict[Any, Any] = doc.data
@@ -195,7 +211,7 @@ def _test_function(
     return TestFunction(node.name, node.lineno, (first, end), config, origins)
 
 
-def _doc_yaml(node: ast.stmt, problems: Problems, where: str) -> DocYaml | None:
+def _doc_yaml(node: ast.stmt, lines: list[str], problems: Problems, where: str) -> DocYaml | None:
     """Parse one `!` string as YAML; None when it is empty or has a problem (recorded)."""
     assert isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
     value = str(node.value.value)
@@ -207,16 +223,45 @@ def _doc_yaml(node: ast.stmt, problems: Problems, where: str) -> DocYaml | None:
         local.add(None, "", f"invalid YAML: {exc}")
     except RecursionError:
         local.add(None, "", "invalid YAML: nested too deeply")
-    last = node.end_lineno or node.lineno
+    doc = DocYaml(data, _line_map(lines, node.value, value))
     for p in local:
-        line = min(node.lineno + (p.line or 1) - 1, last)
-        problems.add(line, p.path, f"{where}: {p.message}")
+        problems.add(doc.at(p.line), p.path, f"{where}: {p.message}")
     if local or data is None:
         return None
     if not isinstance(data, dict):
         problems.add(node.lineno, "", f"{where} must be a YAML mapping, got {kind_of(data)}")
         return None
-    return DocYaml(data, node.lineno)
+    return doc
+
+
+_ESCAPED_NL = re.compile(r"(?<!\\)(?:\\\\)*\\n")
+_CONTINUED = re.compile(r"(?<!\\)(?:\\\\)*\\$")
+
+
+def _line_map(lines: list[str], node: ast.expr, value: str) -> tuple[int, ...]:
+    """The file line of each line of a string constant's value.
+
+    A `\\n` escape starts a new value line on the same file line, and a backslash at the end
+    of a line joins two file lines, so YAML line numbers are mapped through the source text
+    (raw strings have neither). Anything else unusual falls back to one line per line.
+    """
+    first, last = node.lineno, node.end_lineno or node.lineno
+    segments = []
+    for n in range(first, min(last, len(lines)) + 1):
+        raw = lines[n - 1].encode()
+        end = node.end_col_offset if n == last and node.end_col_offset is not None else None
+        segments.append(raw[node.col_offset if n == first else 0 : end].decode(errors="replace"))
+    prefix = re.match(r"[A-Za-z]*", segments[0]) if segments else None
+    is_raw = prefix is None or "r" in prefix.group().lower()
+    out = [first]
+    for i, segment in enumerate(segments):
+        if not is_raw:
+            out.extend([first + i] * len(_ESCAPED_NL.findall(segment)))
+        if first + i < last and (is_raw or not _CONTINUED.search(segment)):
+            out.append(first + i + 1)
+    if len(out) != value.count("\n") + 1:
+        return tuple(min(first + i, last) for i in range(value.count("\n") + 1))
+    return tuple(out)
 
 
 def kind_of(value: Any) -> str:

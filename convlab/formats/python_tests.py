@@ -33,6 +33,7 @@ from convlab.formats._python_parse import (
     kind_of,
     parse_python,
     parse_test_file,
+    quiet_parse,
     yaml_line,
 )
 from convlab.model.suite import Case, Defaults, Source, Suite
@@ -66,7 +67,7 @@ def _sniff_py(text: str) -> bool:
     if not _BANG.search(text):
         return False
     try:
-        tree = ast.parse(text)
+        tree = quiet_parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         # a broken test file is still a test file: claim it so its syntax error is reported
         return bool(_BROKEN_DEF.search(text) and _BROKEN_DOC.search(text))
