@@ -30,6 +30,7 @@ __all__ = [
     "FunctionAgent",
     "agent_spec",
     "as_agent",
+    "demo",
     "function",
     "http",
     "openai",
@@ -44,6 +45,23 @@ def function(fn: object, name: str | None = None) -> FunctionAgent:
 
 
 agent_spec("py", "python")(FunctionAgent.from_spec)
+
+
+def demo(name: str) -> Agent:
+    """A built-in demo agent, offline and deterministic: expense, cloud_drive, catalog, finance.
+
+    (The package `convlab.agents.demo` is callable the same way and lists `names()`.)
+    """
+    from convlab.agents.demo import get
+
+    return get(name)
+
+
+agent_spec("demo")(demo)
+
+# The package `convlab.agents.demo` replaces the function above as this module's `demo` as
+# soon as it is imported; import it now so `demo` is always the same callable package.
+import convlab.agents.demo  # noqa: E402, F401
 
 
 def openai(

@@ -1,0 +1,68 @@
+"""Built-in demo agents: deterministic, rule-based, with tools and a world state.
+
+They let a new user see convlab work end to end with no key and no network, and every
+suite under `examples/` runs on one of them:
+
+- `expense`: asks the type and amount, confirms, submits (`create_expense`, `submit_expense`);
+  runs examples/expense (JSONL).
+- `cloud_drive`: lists, searches, reads, creates, appends to and deletes files (asking
+  before it deletes); runs examples/cloud_drive (Python tests).
+- `catalog`: product search answered with a choice interaction; a selection records the
+  fact `product.selected`; runs examples/catalog (JSON suite).
+- `finance`: ConvFinQA-style figures with `lookup_figure`, `add`, `subtract`, `divide`;
+  runs examples/finance (YAML).
+
+Example:
+    >>> import convlab as cl
+    >>> agent = cl.agents.demo("expense")
+    >>> cl.agents.demo.names()
+    ['catalog', 'cloud_drive', 'expense', 'finance']
+
+`convlab.agents.demo` is this package and is also callable (`demo("expense")` is
+`demo.get("expense")`), so both spellings work whichever was imported first.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+
+from convlab.agents.protocol import Agent
+from convlab.registry import Registry
+
+__all__ = ["demo", "get", "names"]
+
+_MODULES: Registry[str] = Registry("demo agent")
+"""Demo name -> `module:Class` (imported on first use, so `import convlab` stays light)."""
+_MODULES.add("expense", "convlab.agents.demo.expense:ExpenseAgent")
+_MODULES.add("cloud_drive", "convlab.agents.demo.cloud_drive:CloudDriveAgent")
+_MODULES.add("catalog", "convlab.agents.demo.catalog:CatalogAgent")
+_MODULES.add("finance", "convlab.agents.demo.finance:FinanceAgent")
+
+
+def names() -> list[str]:
+    """The demo agents' names, sorted."""
+    return _MODULES.names()
+
+
+def get(name: str) -> Agent:
+    """A new demo agent; an unknown name raises UnknownNameError with the closest names."""
+    module, _, cls = _MODULES.get(name.replace("-", "_")).partition(":")
+    agent: Agent = getattr(importlib.import_module(module), cls)()
+    return agent
+
+
+def demo(name: str) -> Agent:
+    """A new demo agent by name: `expense`, `cloud_drive`, `catalog` or `finance`."""
+    return get(name)
+
+
+class _CallableModule(types.ModuleType):
+    """Lets `convlab.agents.demo("expense")` work once this package shadows the function."""
+
+    def __call__(self, name: str) -> Agent:
+        return get(name)
+
+
+sys.modules[__name__].__class__ = _CallableModule
