@@ -179,7 +179,7 @@ class HTTPClient:
         max_connections: int = MAX_CONNECTIONS,
     ) -> None:
         self.timeout = timeout
-        self.secret = secret or Secret(None)
+        self.secret = secret if secret is not None else Secret(None)
         self.max_connections = max_connections
         self._by_loop: dict[asyncio.AbstractEventLoop, FastTransport] = {}
 

@@ -1,0 +1,221 @@
+#!/usr/bin/env python3
+"""HTTP benchmark: convlab's OpenAI agent against the raw aiohttp baseline, in one run.
+
+Starts shared/bench/mock_openai.py (fixed latency per request) on 127.0.0.1, then times N
+single-turn requests with at most C in flight through
+
+- the baseline: anchor_ideal.py's raw aiohttp client (imported from shared/bench), and
+- convlab: `convlab.agents.openai(...)`, one session opened and one turn sent per request,
+
+alternating the two `--repeat` times, and prints the median of each as a ratio to the ideal
+time (ideal = N x latency / C). Targets (DESIGN.md, "HTTP"): convlab <= 1.2x ideal and within
+10% of the baseline. `--httpx` also times a plain httpx client with its default pool, the
+thing the fast transport replaces.
+
+    python benchmarks/bench_http.py [-n 1000] [-c 50] [--latency-ms 50] [--repeat 3]
+
+Needs uvicorn (the `serve` or `test` extra); with uvloop and httptools installed the mock
+server stays far from being the bottleneck.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.util
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from convlab.agents.openai import OpenAIAgent  # noqa: E402
+from convlab.agents.protocol import AgentContext  # noqa: E402
+from convlab.model.conversation import Message  # noqa: E402
+
+TARGET_IDEAL = 1.2
+TARGET_BASELINE = 1.10
+
+
+def find_shared(given: str | None) -> Path:
+    """shared/ beside the project (or --shared / CONVLAB_SHARED)."""
+    path = Path(given or os.environ.get("CONVLAB_SHARED") or ROOT.parent / "shared")
+    if not (path / "bench" / "mock_openai.py").exists():
+        raise SystemExit(f"error: no bench/mock_openai.py under {path} (use --shared DIR)")
+    return path
+
+
+def load_anchor(shared: Path) -> ModuleType:
+    """anchor_ideal.py as a module, for its raw aiohttp client."""
+    spec = importlib.util.spec_from_file_location(
+        "anchor_ideal", shared / "bench" / "anchor_ideal.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class MockServer:
+    """mock_openai.py in a subprocess on a free port; stopped on exit."""
+
+    def __init__(self, shared: Path, latency_ms: float) -> None:
+        self.shared, self.latency_ms = shared, latency_ms
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.url = ""
+
+    def __enter__(self) -> MockServer:
+        port_file = Path(tempfile.mkdtemp(prefix="convlab-bench-")) / "port"
+        cmd = [
+            sys.executable,
+            str(self.shared / "bench" / "mock_openai.py"),
+            "--port", "0",
+            "--latency-ms", str(self.latency_ms),
+            "--port-file", str(port_file),
+        ]  # fmt: skip
+        self.proc = subprocess.Popen(cmd, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 20
+        while not port_file.exists() or not port_file.read_text().strip():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                err = self.proc.stderr.read().decode() if self.proc.stderr else ""
+                raise SystemExit(f"error: the mock server did not start:\n{err}")
+            time.sleep(0.05)
+        self.url = f"http://127.0.0.1:{port_file.read_text().strip()}/v1"
+        return self
+
+    def stats(self, reset: bool = False) -> dict[str, Any]:
+        base = self.url.removesuffix("/v1")
+        req = urllib.request.Request(base + "/stats", method="POST" if reset else "GET")
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return json.loads(resp.read())  # type: ignore[no-any-return]
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+
+async def run_convlab(base_url: str, n: int, c: int) -> dict[str, Any]:
+    """N single-turn conversations through convlab's OpenAI agent, C at a time."""
+    agent = OpenAIAgent("mock", base_url=base_url, api_key="dummy")
+    sem = asyncio.Semaphore(c)
+    counts = {"passed": 0, "failed": 0, "errors": 0}
+
+    async def one(i: int) -> None:
+        target = f"token-{i}"
+        async with sem:
+            ctx = AgentContext(instance=str(i))
+            try:
+                session = await agent.open(ctx)
+                obs = await session.send(
+                    [Message(role="user", content=f"Please repeat {target} back.")], ctx
+                )
+                await session.close()
+            except Exception:  # counted, like the baseline does
+                counts["errors"] += 1
+                return
+        counts["passed" if target in (obs.text or "") else "failed"] += 1
+
+    try:
+        t0 = time.perf_counter()
+        await asyncio.gather(*(one(i) for i in range(n)))
+        wall = time.perf_counter() - t0
+    finally:
+        await agent.aclose()
+    return dict(counts, wall_s=wall)
+
+
+def measure(name: str, fn: Any, server: MockServer) -> dict[str, Any]:
+    server.stats(reset=True)
+    result = asyncio.run(fn())
+    result["max_in_flight"] = server.stats()["max_in_flight"]
+    result["name"] = name
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("-n", type=int, default=1000, help="requests per measurement")
+    p.add_argument("-c", "--concurrency", type=int, default=50, help="requests in flight")
+    p.add_argument("--latency-ms", type=float, default=50.0, help="mock server latency")
+    p.add_argument("--repeat", type=int, default=3, help="measurements per client (median)")
+    p.add_argument("--httpx", action="store_true", help="also time plain httpx (default pool)")
+    p.add_argument("--shared", help="the shared/ folder (default: ../shared)")
+    p.add_argument("--json", action="store_true", help="print one JSON line instead of a table")
+    args = p.parse_args(argv)
+    n, c, latency = args.n, args.concurrency, args.latency_ms
+    shared = find_shared(args.shared)
+    anchor = load_anchor(shared)
+    ideal = n * latency / 1000.0 / c
+    clients: dict[str, Any] = {}
+    with MockServer(shared, latency) as server:
+        plan = [
+            ("baseline (raw aiohttp)", lambda: anchor.run(server.url, n, c, "mock", "aiohttp")),
+            ("convlab agents.openai", lambda: run_convlab(server.url, n, c)),
+        ]
+        if args.httpx:
+            plan.append(
+                ("httpx default pool", lambda: anchor.run(server.url, n, c, "mock", "httpx"))
+            )
+        runs: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in plan}
+        for _ in range(args.repeat):
+            for name, fn in plan:
+                runs[name].append(measure(name, fn, server))
+    for name, results in runs.items():
+        wall = statistics.median(r["wall_s"] for r in results)
+        clients[name] = {
+            "wall_s": round(wall, 3),
+            "ratio_to_ideal": round(wall / ideal, 3) if ideal else None,
+            "ms_per_request": round(wall * 1000 / n, 3),
+            "errors": sum(r["errors"] + r["failed"] for r in results),
+            "max_in_flight": max(r["max_in_flight"] for r in results),
+            "runs_s": [round(r["wall_s"], 3) for r in results],
+        }
+    base = clients["baseline (raw aiohttp)"]["wall_s"]
+    mine = clients["convlab agents.openai"]["wall_s"]
+    vs_base = mine / base
+    ok = (mine / ideal <= TARGET_IDEAL if ideal else True) and vs_base <= TARGET_BASELINE
+    summary = {
+        "n": n,
+        "concurrency": c,
+        "latency_ms": latency,
+        "ideal_s": round(ideal, 3),
+        "clients": clients,
+        "convlab_vs_baseline": round(vs_base, 3),
+        "targets_met": ok,
+    }
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        print(f"N={n} C={c} latency={latency:g} ms ideal={ideal:.3f} s (median of {args.repeat})")
+        print(
+            f"{'client':<26}{'wall s':>8}{'x ideal':>9}{'ms/req':>8}{'errors':>8}{'in flight':>11}"
+        )
+        for name, row in clients.items():
+            ratio = f"{row['ratio_to_ideal']:.3f}" if row["ratio_to_ideal"] else "-"
+            print(
+                f"{name:<26}{row['wall_s']:>8.3f}{ratio:>9}{row['ms_per_request']:>8.3f}"
+                f"{row['errors']:>8}{row['max_in_flight']:>11}"
+            )
+        print(
+            f"convlab / baseline = {vs_base:.3f} (target <= {TARGET_BASELINE}); "
+            f"convlab / ideal target <= {TARGET_IDEAL}: {'met' if ok else 'MISSED'}"
+        )
+    errors = sum(row["errors"] for row in clients.values())
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
