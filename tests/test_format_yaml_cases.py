@@ -996,6 +996,14 @@ documents = st.recursive(
 )
 
 
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One folder for every generated document, with the grader package beside it."""
+    folder = tmp_path_factory.mktemp("generated")
+    shutil.copytree(DATA / "my_benchmarks", folder / "my_benchmarks")
+    return folder
+
+
 def _load_text(folder: Path, text: str) -> Suite | None:
     path = folder / "agent.yaml"
     path.write_text(text, encoding="utf-8")
@@ -1007,17 +1015,13 @@ def _load_text(folder: Path, text: str) -> Suite | None:
         return None
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(doc=documents)
-def test_random_documents_give_a_suite_or_a_suite_error(
-    tmp_path_factory: pytest.TempPathFactory, doc: Any
-) -> None:
-    folder = tmp_path_factory.mktemp("random")
-    shutil.copytree(DATA / "my_benchmarks", folder / "my_benchmarks")
-    suite = _load_text(folder, yaml.safe_dump({"test_cases": [doc]}))
+def test_random_documents_give_a_suite_or_a_suite_error(scratch: Path, doc: Any) -> None:
+    suite = _load_text(scratch, yaml.safe_dump({"test_cases": [doc]}))
     if suite is not None:
         assert all(isinstance(c, Case) for c in suite.cases)
-    _load_text(folder, yaml.safe_dump(doc))
+    _load_text(scratch, yaml.safe_dump(doc))
 
 
 SEEDS = sorted(DATA.glob("seed_*.yaml"))
@@ -1046,23 +1050,19 @@ def _mutate(node: Any, data: st.DataObject) -> Any:
     return data.draw(documents)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.sampled_from(SEEDS), data=st.data())
-def test_mutated_seed_documents(
-    tmp_path_factory: pytest.TempPathFactory, seed: Path, data: st.DataObject
-) -> None:
-    folder = tmp_path_factory.mktemp("mutated")
-    shutil.copytree(DATA / "my_benchmarks", folder / "my_benchmarks")
+def test_mutated_seed_documents(scratch: Path, seed: Path, data: st.DataObject) -> None:
     doc = yaml.safe_load(seed.read_text(encoding="utf-8"))
     for _ in range(data.draw(st.integers(1, 3))):
         doc = _mutate(doc, data)
-    _load_text(folder, yaml.safe_dump(doc))
+    _load_text(scratch, yaml.safe_dump(doc))
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=st.text(max_size=200))
-def test_arbitrary_text(tmp_path_factory: pytest.TempPathFactory, text: str) -> None:
-    _load_text(tmp_path_factory.mktemp("text"), text)
+def test_arbitrary_text(scratch: Path, text: str) -> None:
+    _load_text(scratch, text)
 
 
 def test_grader_import_leaves_sys_path_as_it_was() -> None:
