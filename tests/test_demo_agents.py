@@ -290,6 +290,11 @@ def test_finance_one_call_history_gives_the_same_answer() -> None:
             ("subtract", {"a": 206588, "b": 181001}),
         ),
         (["subtract 181001 from 206588"], "25587", ("subtract", {"a": 206588, "b": 181001})),
+        (
+            ["what was the change in net cash from operating activities from 2008 to 2009?"],
+            "25587",
+            ("subtract", {"a": 206588, "b": 181001}),
+        ),
         ([SEED_003[0], "what is the difference from 2008's 181001?"], "25587", None),
         (
             ["what is the minimum lease payments due in 2004?", "what about in 2003?", "the sum?"],

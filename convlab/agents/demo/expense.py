@@ -47,6 +47,7 @@ _WORD = re.compile(r"[a-z]+")
 _MONEY = re.compile(r"\$\s*(\d[\d,]*(?:\.\d{1,2})?)|(\d[\d,]*(?:\.\d{1,2})?)\s*(?:dollars|usd)\b")
 _NUMBER = re.compile(r"\b(\d[\d,]*(?:\.\d{1,2})?)\b")
 _LIST = re.compile(r"\b(list|show|status|what are)\b.*\bexpenses\b|\bmy expenses\b", re.I)
+_FILE_VERB = re.compile(r"\b(submit|file|create|add|claim|new)\b", re.I)
 _DONE = re.compile(r"\bsubmitted\b|\bcancell?ed\b", re.I)
 
 
@@ -120,7 +121,7 @@ class _ExpenseSession(DemoSession):
             return self._submit(draft, turn)
         if confirming and declines(text):
             return self._cancel(turn)
-        if _LIST.search(text) and not parse_type(text):
+        if _LIST.search(text) and not parse_type(text) and not _FILE_VERB.search(text):
             return self._list(turn)
         draft.read(text, previous)
         return self._collect(draft, turn, greeting=len(chat) == 1)

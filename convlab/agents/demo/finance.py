@@ -11,8 +11,9 @@ the same turns sent one by one give the same answers.
 
 Operands: "the difference" = the earlier of the last two figures read minus the later one
 (seed 003: 206588 - 181001); "between 2009 and 2008" = the years in the order written;
-"subtract X from Y" = Y - X; "percentage change" = the last difference divided by the
-figure it was taken from (25587 / 181001 = 0.14136).
+"from 2008 to 2009" = 2009's figure minus 2008's; "subtract X from Y" = Y - X;
+"percentage change" = the last difference divided by the figure it was taken from
+(25587 / 181001 = 0.14136).
 """
 
 from __future__ import annotations
@@ -143,6 +144,8 @@ class _Calculator:
             return answers[-1], nums[0]
         periods = self._periods(text)
         if len(periods) >= 2:
+            if re.search(r"\bfrom\b.*\bto\b", text):  # "change from 2008 to 2009": later - earlier
+                periods = periods[1::-1]
             a, b = self._value(periods[0]), self._value(periods[1])
             return (a, b) if a is not None and b is not None else None
         return (figures[-2], figures[-1]) if len(figures) >= 2 else None
