@@ -207,6 +207,8 @@ def test_catalog_runs_the_seed_001_scenario() -> None:
     assert "interaction" not in select.view()["response"]
     assert select.view()["checkpoint"]["facts"] == select.facts
     assert chat.ctx.world["catalog"]["selected"] == ["lamp-01"]
+    again = chat.say("I'll take the second one")  # the choice is closed now
+    assert not again.facts and "no open choice" in (again.text or "")
 
 
 @pytest.mark.parametrize(

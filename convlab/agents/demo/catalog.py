@@ -119,14 +119,17 @@ class _CatalogSession(DemoSession):
     def __init__(self) -> None:
         self.options: list[dict[str, Any]] | None = None
         """The choice the last answer left open (None: no open choice)."""
+        self.answered = False
+        """Whether this session answered before (else a history came in one call)."""
 
     def prepare(self, world: dict[str, Any]) -> None:
         world.setdefault("catalog", {}).setdefault("selected", [])
 
     def answer(self, chat: Chat, turn: Turn) -> Answer:
         text = chat[-1][1]
-        if self.options is None and len(chat) > 1:
+        if not self.answered and len(chat) > 1:
             self._recall(chat, turn)
+        self.answered = True
         picked = self._picked(text, turn)
         if picked is not None:
             return self._select(picked, turn)
