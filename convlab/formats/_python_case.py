@@ -7,6 +7,7 @@ checked. Every problem is recorded with the file line and field path of the key 
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -265,13 +266,13 @@ def build_case(spec: TestSpec, dataset: Dataset, problems: Problems) -> Case | N
         "skip": f.tag_info["skip"] or scenario.skip,
     }
     metadata: dict[str, Any] = {
-        **spec.metadata,
+        **plain(spec.metadata),
         "scenario": scenario.name,
         "test_case_file": str(spec.file),
         "test_case_name": spec.name,
         "init": f.init,
         "format_query": f.format_query,
-        "tools": scenario.tools,
+        "tools": copy.deepcopy(scenario.tools),  # each case owns its data
         "tags": tag_info,
     }
     if f.bot_instructions is not None:

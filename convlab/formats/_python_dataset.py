@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from convlab.errors import Problem
-from convlab.formats._base import Problems, yaml_with_lines
-from convlab.formats._python_parse import kind_of, yaml_line
+from convlab.formats._base import Problems
+from convlab.formats._python_parse import kind_of, load_yaml, yaml_line
 from convlab.model.conversation import Message
 
 __all__ = [
@@ -271,7 +271,7 @@ def _read_yaml(path: Path, problems: Problems) -> Any:
         problems.add(None, "", f"cannot read: {exc}")
         return None
     try:
-        return yaml_with_lines(text, problems)
+        return load_yaml(text, problems)
     except (ValueError, TypeError, OverflowError, RecursionError) as exc:
         problems.add(None, "", f"invalid YAML: {exc}")
         return None
