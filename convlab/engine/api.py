@@ -11,7 +11,7 @@ from convlab._util import parse_duration
 from convlab.agents.protocol import Agent, AgentContext, as_agent
 from convlab.engine._sync import BackgroundLoop, run_sync
 from convlab.engine.calls import RetryPolicy
-from convlab.engine.conversation import Env
+from convlab.engine.conversation import Env, resolve_simulator
 from convlab.engine.events import Listener
 from convlab.engine.runner import Runner, Settings
 from convlab.errors import SuiteError
@@ -27,17 +27,6 @@ def _suite(suite: Suite | str | Path) -> Suite:
     from convlab.formats import load
 
     return load(suite)
-
-
-def _simulator(simulator: Any) -> Any:
-    if simulator is None or simulator == "scripted":
-        from convlab.agents.scripted import ScriptedSimulator
-
-        return ScriptedSimulator()
-    from convlab.agents.simulator import as_simulator
-
-    obj = as_agent(simulator) if isinstance(simulator, str) else simulator
-    return as_simulator(obj)
 
 
 def _progress(progress: Any, verbose: bool = False) -> list[Listener]:
@@ -96,7 +85,7 @@ def _runner(
         agent=as_agent(agent),
         suite=the_suite,
         policy=RetryPolicy(retries=retries),
-        simulator=_simulator(simulator),
+        simulator=resolve_simulator(simulator),
         judge=as_agent(judge) if judge is not None else None,
         timeout_s=settings.timeout_s,
     )

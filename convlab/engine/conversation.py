@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from convlab.model.suite import Suite, TurnInput
     from convlab.plan import Instance
 
-__all__ = ["Conversation", "Env", "status_of"]
+__all__ = ["Conversation", "Env", "resolve_simulator", "status_of"]
 
 
 @dataclass
@@ -39,6 +39,20 @@ class Env:
     judge: Agent | None = None
     emit: Callable[[Event], None] = lambda event: None
     timeout_s: float = 120.0
+
+
+def resolve_simulator(simulator: Any) -> Any:
+    """A simulator object from None/"scripted" (the deterministic default), a spec string,
+    an agent or a function."""
+    if simulator is None or simulator == "scripted":
+        from convlab.agents.scripted import ScriptedSimulator
+
+        return ScriptedSimulator()
+    from convlab.agents.protocol import as_agent
+    from convlab.agents.simulator import as_simulator
+
+    obj = as_agent(simulator) if isinstance(simulator, str) else simulator
+    return as_simulator(obj)
 
 
 def status_of(results: Sequence[AssertionResult]) -> str:

@@ -11,7 +11,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from convlab.engine.conversation import Conversation, TurnFailed, status_of
+from convlab.engine.conversation import (
+    Conversation,
+    TurnFailed,
+    resolve_simulator,
+    status_of,
+)
 from convlab.engine.events import CheckpointReached
 from convlab.model.conversation import Message
 from convlab.model.results import AssertionResult, CheckpointResult
@@ -131,10 +136,7 @@ def _simulator(conv: Conversation) -> object:
     spec = conv.case.simulator
     if spec is not None and spec.use:
         try:
-            from convlab.agents.protocol import as_agent
-            from convlab.agents.simulator import as_simulator
-
-            return as_simulator(as_agent(spec.use))
+            return resolve_simulator(spec.use)
         except Exception:
             pass
     if conv.env.simulator is None:

@@ -162,7 +162,8 @@ def yaml_with_lines(text: str, problems: Problems) -> Any:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
         problems.add(line, "", f"invalid YAML: {exc.problem or exc}")
-    except yaml.YAMLError as exc:
+    except (yaml.YAMLError, ValueError, TypeError, RecursionError) as exc:
+        # PyYAML raises ValueError for impossible dates such as 2020-13-45
         problems.add(None, "", f"invalid YAML: {exc}")
     return None
 
