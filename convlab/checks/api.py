@@ -101,46 +101,14 @@ def to_spec(assertion: Any) -> Assertion:
     if isinstance(assertion, str):
         assertion = {"type": assertion}  # JSONL shorthand: a bare type name
     if isinstance(assertion, dict) and "type" in assertion and "kind" not in assertion:
-        try:
-            from convlab.formats.jsonl import parse_jsonl_assertion
-        except ImportError:
-            return parse_spec(_jsonl_fallback(assertion))
+        from convlab.formats.jsonl import parse_jsonl_assertion
+
         return parse_jsonl_assertion(assertion)
     if isinstance(assertion, dict) and assertion.get("kind") in SUITE_KINDS:
-        try:
-            from convlab.formats.suite_json import parse_suite_assertion
-        except ImportError:
-            return parse_spec(assertion)
+        from convlab.formats.suite_json import parse_suite_assertion
+
         return parse_suite_assertion(assertion)
     return parse_spec(assertion)
-
-
-def _jsonl_fallback(obj: dict[str, Any]) -> dict[str, Any]:
-    """Yao spelling -> native, used only while convlab.formats.jsonl is not installed."""
-    kind = obj.get("type") or "equals"
-    out: dict[str, Any] = {k: obj[k] for k in ("id", "label", "message", "negate") if k in obj}
-    out["kind"] = kind
-    value = obj.get("value")
-    if kind == "regex":
-        out["pattern"] = obj.get("pattern", value)
-    elif kind == "tool_called":
-        out["value"] = (
-            value
-            if "value" in obj
-            else {
-                "name": obj.get("name"),
-                **({"arguments": obj["arguments"]} if "arguments" in obj else {}),
-            }
-        )
-    elif kind == "tool_result":
-        out.update(value if isinstance(value, dict) else {})
-    elif kind == "script":
-        out.update(script=obj.get("script", obj.get("use")), value=value)
-    elif kind == "agent":
-        out.update({k: obj[k] for k in ("use", "value", "options") if k in obj})
-    else:
-        out.update({k: obj[k] for k in ("value", "path") if k in obj})
-    return out
 
 
 def _dotted(loc: tuple[Any, ...], prefix: str = "") -> str:

@@ -209,7 +209,11 @@ def _summary(kids: list[AssertionResult]) -> str:
 
 @kind("all")
 async def all_(spec: All, ctx: CheckContext) -> AssertionResult:
-    """Every child passes. All children run; a child error makes this an error."""
+    """Every child passes. All children run; a child error makes this an error.
+
+    JSON suite: `{"id": "both", "kind": "all", "assertions": [{...}, {...}]}`. The children's
+    results are kept in `children`; a failure message lists the failing ones.
+    """
     kids = await _children(spec.assertions, ctx)
     errors = [k for k in kids if k.status == "error"]
     failed = [k for k in kids if k.status == "failed"]
@@ -229,7 +233,11 @@ async def all_(spec: All, ctx: CheckContext) -> AssertionResult:
 
 @kind("any")
 async def any_(spec: Any_, ctx: CheckContext) -> AssertionResult:
-    """Some child passes. All children run; a child error makes this an error."""
+    """Some child passes. All children run; a child error makes this an error.
+
+    JSON suite: `{"id": "either", "kind": "any", "assertions": [{...}, {...}]}`: several
+    observed outcomes are acceptable (it does not branch the conversation).
+    """
     kids = await _children(spec.assertions, ctx)
     errors = [k for k in kids if k.status == "error"]
     passed = [k for k in kids if k.status == "passed"]
@@ -247,7 +255,10 @@ async def any_(spec: Any_, ctx: CheckContext) -> AssertionResult:
 
 @kind("not")
 async def not_(spec: Not, ctx: CheckContext) -> AssertionResult:
-    """The child fails. A child error stays an error (never a pass)."""
+    """The child fails. A child error stays an error (never a pass).
+
+    JSON suite: `{"id": "no-error", "kind": "not", "assertion": {...}}` (singular).
+    """
     [kid] = await _children([spec.assertion], ctx)
     if kid.status == "error":
         return error_result(spec, f"child errored: {kid.message}", children=[kid])

@@ -58,7 +58,10 @@ def contains(spec: Contains, ctx: CheckContext) -> AssertionResult:
 
 @kind("not_contains")
 def not_contains(spec: NotContains, ctx: CheckContext) -> AssertionResult:
-    """The output text does not contain `value` (the exact negation of `contains`)."""
+    """The output text does not contain `value` (the exact negation of `contains`).
+
+    JSONL: `{"type": "not_contains", "value": "error"}`; structured output is searched as JSON.
+    """
     found, needle, text = _contains(spec, ctx)
     msg = f"output {'should not contain' if found else 'does not contain'} '{needle}'"
     return result(spec, not found, msg, expected=spec.value, actual=text)
