@@ -273,3 +273,27 @@ def test_preflight_adds_graders_that_do_not_import(known_evaluator: Any) -> None
     problems = preflight(_suite())
     assert problems[-1].path == "checkpoints[0].assertion.grader"
     assert "cannot import grader 'no_such_zz.mod:fn'" in problems[-1].message
+
+
+def test_results_of_every_format_serialize_to_json() -> None:
+    reply = cl.Reply(text='{"a": 1}', tool_calls=[cl.ToolCall("t", {"x": 1}, result={"ok": True})])
+    specs: list[Any] = [
+        {"type": "equals", "value": 1},
+        {"type": "json_path", "path": "a", "value": 1},
+        {"type": "tool_result", "value": {"tool": "t", "result": {"ok": True}}},
+        {
+            "id": "a",
+            "kind": "any",
+            "assertions": [
+                {"id": "b", "kind": "check", "path": ["response"], "operator": "exists"}
+            ],
+        },
+        {
+            "kind": "expected_tools",
+            "tools": [{"name": "t", "args": {"x": {"mode": "fuzzy", "value": "1"}}}],
+        },
+        {"kind": "metric", "metric": "equality", "ground_truth": '{"a": 1}'},
+        {"kind": "judge", "question": "ok?"},
+    ]
+    for spec in specs:
+        cl.check(reply, spec).model_dump_json()

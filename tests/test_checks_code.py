@@ -350,3 +350,11 @@ def test_grader_types_are_exported_for_users() -> None:
     assert checks.GraderContext is GraderContext and checks.GraderResult is GraderResult
     assert GraderResult(0.5).passed is None
     assert textwrap.dedent(GraderContext.__doc__ or "")
+
+
+def test_details_stay_storable_whatever_the_test_keeps() -> None:
+    code = "def test_t(x, judge):\n    x.metadata['obj'] = object()\n    x.metadata['n'] = 1\n"
+    res = run_test("test_t", code=code)
+    assert res.passed and res.details["metadata"]["n"] == 1
+    assert res.details["metadata"]["obj"].startswith("<object object")
+    res.model_dump_json()  # a run is saved as JSON

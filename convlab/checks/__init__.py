@@ -22,12 +22,17 @@ from convlab.checks import (  # noqa: F401 - importing a family registers its ki
 from convlab.checks._core import (
     EVALUATORS,
     KINDS,
+    NO_JUDGE,
     CheckContext,
+    error_result,
     evaluate,
     evaluator,
     kind,
     result,
+    skipped_result,
 )
+from convlab.checks._values import output_of
+from convlab.checks.api import check, describe_kinds, preflight, unknown_evaluators
 from convlab.checks.code import TestContext
 from convlab.checks.graders import GraderContext, GraderResult, ToolInvocation
 from convlab.checks.judge import TestJudge
@@ -35,14 +40,22 @@ from convlab.checks.judge import TestJudge
 __all__ = [
     "EVALUATORS",
     "KINDS",
+    "NO_JUDGE",
     "CheckContext",
     "GraderContext",
     "GraderResult",
     "TestContext",
     "TestJudge",
     "ToolInvocation",
+    "check",
+    "describe_kinds",
+    "error_result",
     "evaluate",
     "evaluator",
     "kind",
+    "output_of",
+    "preflight",
     "result",
+    "skipped_result",
+    "unknown_evaluators",
 ]

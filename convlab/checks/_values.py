@@ -21,6 +21,7 @@ __all__ = [
     "go_v",
     "is_empty",
     "is_number",
+    "json_safe",
     "json_type",
     "output_of",
     "reply_text",
@@ -69,6 +70,14 @@ def go_json(value: Any) -> str:
     for raw, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026")):
         text = text.replace(raw, escaped)
     return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
+def json_safe(value: Any) -> Any:
+    """A copy that JSON can store (results are saved): unknown objects become their repr."""
+    try:
+        return json.loads(json.dumps(_plain(value), default=repr))
+    except (TypeError, ValueError):
+        return repr(value)
 
 
 def to_text(value: Any) -> str:

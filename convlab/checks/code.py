@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from convlab.checks._core import CheckContext, error_result, kind, result
-from convlab.checks._values import reply_text
+from convlab.checks._values import json_safe, reply_text
 from convlab.checks.judge import TestJudge, transcript
 from convlab.model.assertions import PythonTest
 from convlab.model.conversation import Message
@@ -198,10 +198,10 @@ def _run(spec: PythonTest, x: TestContext, judge: TestJudge) -> _Outcome:
 
 
 def _details(out: _Outcome, x: TestContext, judge: TestJudge) -> dict[str, Any]:
-    details: dict[str, Any] = {"prints": "".join(out.prints), "metadata": dict(x.metadata)}
+    details: dict[str, Any] = {"prints": "".join(out.prints), "metadata": json_safe(x.metadata)}
     decisions = judge.drain_decisions()
     if decisions:
-        details["judge_motivation"] = decisions
+        details["judge_motivation"] = json_safe(decisions)
     if out.exc is not None:
         details.update(traceback=out.traceback, lineno=out.lineno, line_content=out.line)
     return details

@@ -23,7 +23,7 @@ from convlab.checks._core import (
     skipped_result,
 )
 from convlab.checks._extract import extract_path
-from convlab.checks._values import deep_equal, is_number, output_of, show
+from convlab.checks._values import deep_equal, is_number, json_safe, output_of, show
 from convlab.checks.text import structured
 from convlab.errors import UnknownNameError
 from convlab.model.assertions import All, Any_, Check, Custom, JsonPath, Not
@@ -297,7 +297,7 @@ def _from_evaluator(spec: Custom, value: Any, expected: dict[str, Any]) -> Asser
     if isinstance(value, dict) and isinstance(value.get("passed"), bool):
         passed = value["passed"]
         msg = value.get("message") or f"evaluator {name!r} {'passed' if passed else 'failed'}"
-        evidence = value.get("evidence")
+        evidence = json_safe(value.get("evidence"))
         details = {"evidence": evidence} if evidence is not None else {}
         return result(spec, passed, str(msg), expected=expected, actual=evidence, details=details)
     msg = f"evaluator {name!r} returned an invalid result: 'passed' must be a boolean"

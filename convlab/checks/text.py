@@ -16,7 +16,7 @@ from typing import Any
 from convlab._util import import_callable
 from convlab.checks._core import CheckContext, error_result, kind, result
 from convlab.checks._extract import extract_json, extract_path
-from convlab.checks._values import deep_equal, json_type, output_of, show, to_text
+from convlab.checks._values import deep_equal, json_safe, json_type, output_of, show, to_text
 from convlab.model.assertions import Contains, Equals, NotContains, Regex, Script, TypeOf
 from convlab.model.results import AssertionResult
 
@@ -158,6 +158,7 @@ async def script(spec: Script, ctx: CheckContext) -> AssertionResult:
         given = value.get("message")
         msg = given if isinstance(given, str) and given else ""
         msg = msg or f"script assertion {'passed' if passed else 'failed'}"
-        return result(spec, passed, msg, expected=spec.value, actual=out, details=value)
+        details = {"returned": json_safe(value)}
+        return result(spec, passed, msg, expected=spec.value, actual=out, details=details)
     msg = f"script returned unexpected type: {type(value).__name__}"
     return result(spec, False, msg, expected=spec.value, actual=out)
