@@ -212,6 +212,11 @@ def test_check_failure_messages() -> None:
     assert miss.details["present"] is False
     gone = ev({"kind": "check", "path": ["response", "data"], "operator": "absent"}, obs)
     assert gone.message == 'response.data: expected absent, got {"a": 1}'
+    short = ev(
+        {"kind": "check", "path": ["response", "data"], "operator": "length", "value": 2},
+        Observation(data=[1]),
+    )
+    assert short.message == "response.data: expected length 2, got length 1: [1]"
     ok = ev({"kind": "check", "path": ["response", "status"], "operator": "exists"}, obs)
     assert ok.passed and ok.message == "response.status exists"
 

@@ -168,6 +168,9 @@ def _check_message(spec: Check, passed: bool, present: bool, actual: Any) -> str
         return f"{where}: expected absent, got {show(actual)}"
     if not present:
         return f"{where}: missing (expected {op}{want})"
+    size = _length(actual)
+    if op == "length" and size is not None:
+        return f"{where}: expected length {spec.value}, got length {size}: {show(actual, 120)}"
     return f"{where}: expected {op}{want}, got {show(actual)}"
 
 
