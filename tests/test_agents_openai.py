@@ -327,8 +327,8 @@ def test_default_base_url_and_no_key(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     agent = cl.agents.openai("gpt-4o-mini")
     assert agent.describe() == "openai:gpt-4o-mini"
-    assert str(agent.url) == "https://api.openai.com/v1/chat/completions"
-    assert "authorization" not in agent._headers
+    assert agent.url == "https://api.openai.com/v1/chat/completions"
+    assert "authorization" not in dict(agent._http.headers)
 
 
 def test_one_agent_follows_the_running_loop(server):

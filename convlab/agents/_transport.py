@@ -1,10 +1,10 @@
 """The fast, loop-bound HTTP client that network agents share.
 
 Why not a plain `httpx.AsyncClient`: httpx's default connection pool costs about 8x the wire
-time at 50 concurrent requests (DESIGN.md, "HTTP"). Requests here are still `httpx.Request` /
-`httpx.Response` objects, but they travel through `FastTransport`, an httpx transport over
-aiohttp's connection pool that reads each (small, JSON) body in one go, and they skip the
-AsyncClient machinery (auth flows, redirects, cookie jars) that an API call never uses.
+time at 50 concurrent requests (DESIGN.md, "HTTP"). `FastTransport` is an httpx transport
+over aiohttp's connection pool; agents call its `request()` directly, which reads each (small,
+JSON) body in one go and skips the AsyncClient machinery (auth flows, redirects, cookie jars)
+and the httpx Request/Response objects that an API call does not need.
 `benchmarks/bench_http.py` measures the result against raw aiohttp.
 
 An aiohttp pool belongs to the event loop that created it, and the engine may run on a private
@@ -19,17 +19,20 @@ import email.utils
 import json
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
 import httpx
+import yarl
 
 from convlab.errors import AgentError, AgentHTTPError, AgentTimeoutError
 
 __all__ = [
     "FastTransport",
     "HTTPClient",
+    "RawResponse",
     "Secret",
     "dumps",
     "json_headers",
@@ -109,9 +112,27 @@ def parse_retry_after(value: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-class FastTransport(httpx.AsyncBaseTransport):
-    """An httpx transport over one aiohttp connection pool, created on first use.
+@dataclass(slots=True)
+class RawResponse:
+    """A whole HTTP response: status, headers (case-insensitive) and body bytes."""
 
+    status: int
+    headers: Mapping[str, str]
+    raw_headers: tuple[tuple[bytes, bytes], ...]
+    body: bytes
+
+    @property
+    def text(self) -> str:
+        """The body as text (UTF-8, undecodable bytes replaced)."""
+        return self.body.decode("utf-8", "replace")
+
+
+class FastTransport(httpx.AsyncBaseTransport):
+    """One aiohttp connection pool, created on first use on the running loop.
+
+    It is an httpx transport (`httpx.AsyncClient(transport=FastTransport())` works), and
+    agents call `request()` directly, which skips building httpx Request/Response objects:
+    about 40 us of CPU per request, measured, which matters at hundreds of requests a second.
     aiohttp errors become the matching httpx errors (a dropped connection is a ReadError, not
     the ConnectTimeout that httpx-aiohttp's generic mapping reports).
     """
@@ -119,36 +140,60 @@ class FastTransport(httpx.AsyncBaseTransport):
     def __init__(self, max_connections: int = MAX_CONNECTIONS) -> None:
         self.max_connections = max_connections
         self._session: aiohttp.ClientSession | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def _open(self) -> aiohttp.ClientSession:
+        self._loop = asyncio.get_running_loop()
         connector = aiohttp.TCPConnector(limit=self.max_connections, limit_per_host=0)
         trust_env = any(os.environ.get(v) for v in _PROXY_VARS)
         self._session = aiohttp.ClientSession(connector=connector, trust_env=trust_env)
         return self._session
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        """Send one request and read its whole body (JSON APIs answer in one piece)."""
+    async def request(
+        self,
+        method: str,
+        url: str | yarl.URL,
+        headers: Mapping[str, str] | Iterable[tuple[str, str]],
+        body: bytes | None,
+        decompress: bool = True,
+    ) -> RawResponse:
+        """Send one request and read its whole body (JSON APIs answer in one piece).
+
+        Raises:
+            httpx.ReadTimeout, httpx.ConnectError, httpx.ReadError: Transport failures.
+        """
         session = self._session or self._open()
         try:
             async with session.request(
-                request.method,
-                str(request.url),
-                headers=[
-                    (k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw
-                ],
-                data=request.content or None,
+                method,
+                url,
+                headers=headers,
+                data=body,
                 allow_redirects=False,
-                auto_decompress=False,
+                auto_decompress=decompress,
             ) as resp:
-                body = await resp.read()
+                data = await resp.read()
         except aiohttp.ServerTimeoutError as exc:
-            raise httpx.ReadTimeout(str(exc) or "read timeout", request=request) from exc
+            raise httpx.ReadTimeout(str(exc) or "read timeout") from exc
         except aiohttp.ClientConnectorError as exc:
-            raise httpx.ConnectError(str(exc), request=request) from exc
+            raise httpx.ConnectError(str(exc)) from exc
         except aiohttp.ClientError as exc:
-            reason = str(exc) or type(exc).__name__
-            raise httpx.ReadError(reason, request=request) from exc
-        return httpx.Response(resp.status, headers=resp.raw_headers, content=body, request=request)
+            raise httpx.ReadError(str(exc) or type(exc).__name__) from exc
+        return RawResponse(resp.status, resp.headers, resp.raw_headers, data)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        """The httpx transport interface, over `request()` (httpx decodes the body)."""
+        headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw]
+        try:
+            raw = await self.request(
+                request.method, str(request.url), headers, request.content or None, False
+            )
+        except httpx.RequestError as exc:
+            exc.request = request
+            raise
+        return httpx.Response(
+            raw.status, headers=list(raw.raw_headers), content=raw.body, request=request
+        )
 
     async def aclose(self) -> None:
         """Close the pool (on the loop that owns it)."""
@@ -163,9 +208,28 @@ class FastTransport(httpx.AsyncBaseTransport):
             with contextlib.suppress(Exception):
                 session.connector._close()
 
+    def __del__(self) -> None:
+        """An agent nobody closed (a simulator built per case, a notebook cell re-run): close
+        its sockets quietly instead of letting aiohttp log "Unclosed client session"."""
+        session, loop = self._session, self._loop
+        if session is None or loop is None or session.closed:
+            return
+        if loop.is_closed():
+            self.discard()
+        else:
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(self.discard)
+
+
+class _Headers(tuple[tuple[str, str], ...]):
+    """Request headers whose repr never shows a value (they may hold credentials)."""
+
+    def __repr__(self) -> str:
+        return f"<headers {', '.join(k for k, _ in self)}>"
+
 
 class HTTPClient:
-    """Posts JSON through a `FastTransport` of the running loop, raising typed agent errors.
+    """Posts JSON through the `FastTransport` of the running loop, raising typed agent errors.
 
     Errors: HTTP 429/5xx -> retryable AgentHTTPError (with `retry_after` from Retry-After);
     other 4xx -> AgentHTTPError; a connect/read failure -> retryable AgentError; no answer in
@@ -176,12 +240,15 @@ class HTTPClient:
         self,
         timeout: float = 60.0,
         secret: Secret | None = None,
+        headers: Mapping[str, str] | None = None,
         max_connections: int = MAX_CONNECTIONS,
     ) -> None:
         self.timeout = timeout
         self.secret = secret if secret is not None else Secret(None)
+        self.headers = _Headers(json_headers(headers, self.secret).items())
         self.max_connections = max_connections
         self._by_loop: dict[asyncio.AbstractEventLoop, FastTransport] = {}
+        self._urls: dict[str, yarl.URL] = {}
 
     def transport(self) -> FastTransport:
         """The transport bound to the running loop (created on first use)."""
@@ -193,28 +260,30 @@ class HTTPClient:
             found = self._by_loop[loop] = FastTransport(self.max_connections)
         return found
 
-    async def post(self, url: httpx.URL, body: bytes, headers: httpx.Headers) -> httpx.Response:
+    async def post(self, url: str, body: bytes) -> RawResponse:
         """POST `body`; return a response with status < 400, else raise a typed error."""
-        request = httpx.Request("POST", url, headers=headers, content=body)
+        target = self._urls.get(url)
+        if target is None:
+            target = self._urls[url] = yarl.URL(url)
         try:
             async with asyncio.timeout(self.timeout):
-                response = await self.transport().handle_async_request(request)
+                response = await self.transport().request("POST", target, self.headers, body)
         except (TimeoutError, httpx.TimeoutException):
             raise AgentTimeoutError(
                 f"no answer from {url} within {self.timeout:g} s (timeout)"
             ) from None
         except httpx.TransportError as exc:
             raise self._connection_error(url, exc) from exc
-        if response.status_code >= 400:
+        if response.status >= 400:
             raise AgentHTTPError(
-                response.status_code,
-                str(url),
-                self.secret.redact(response.text[:2000]),
+                response.status,
+                url,
+                self.secret.redact(response.body[:2000].decode("utf-8", "replace")),
                 parse_retry_after(response.headers.get("retry-after")),
             )
         return response
 
-    def _connection_error(self, url: httpx.URL, exc: httpx.TransportError) -> AgentError:
+    def _connection_error(self, url: str, exc: httpx.TransportError) -> AgentError:
         what = "could not connect to" if isinstance(exc, httpx.ConnectError) else "connection to"
         tail = "" if isinstance(exc, httpx.ConnectError) else " dropped"
         err = AgentError(f"{what} {url}{tail}: {self.secret.redact(str(exc))}")
@@ -239,11 +308,11 @@ class HTTPClient:
 
 def json_headers(
     extra: Mapping[str, str] | None = None, secret: Secret | None = None
-) -> httpx.Headers:
+) -> dict[str, str]:
     """Request headers for a JSON API call, with a bearer token when `secret` holds one."""
-    headers = httpx.Headers({"content-type": "application/json", "accept": "application/json"})
+    headers = {"content-type": "application/json", "accept": "application/json"}
     if secret:
         headers["authorization"] = f"Bearer {secret.reveal()}"
-    if extra:
-        headers.update(extra)
+    for key, value in (extra or {}).items():
+        headers[key.lower()] = value
     return headers

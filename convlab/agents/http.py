@@ -21,7 +21,7 @@ from typing import Any
 
 import httpx
 
-from convlab.agents._transport import HTTPClient, Secret, dumps, json_headers, loads
+from convlab.agents._transport import HTTPClient, Secret, dumps, loads
 from convlab.agents.function import to_observation
 from convlab.agents.protocol import Agent, AgentContext, AgentSession
 from convlab.errors import AgentResponseError
@@ -94,8 +94,7 @@ class HTTPAgent(Agent):
         self.name = f"http:{url}"
         hidden = [v for k, v in (headers or {}).items() if _SENSITIVE.search(k)]
         self._secret = Secret(None, *hidden)
-        self._headers = json_headers(headers)
-        self._http = HTTPClient(timeout=timeout, secret=self._secret)
+        self._http = HTTPClient(timeout=timeout, secret=self._secret, headers=headers)
 
     async def open(self, ctx: AgentContext) -> AgentSession:
         """Stateless: every turn sends the whole conversation as the template says."""
@@ -207,8 +206,8 @@ class _HTTPSession(AgentSession):
         agent = self.agent
         start = time.perf_counter()
         body = dumps(agent.build(messages, ctx))
-        response = await agent._http.post(agent.url, body, agent._headers)
-        reply = agent.read(response.content, response.headers.get("content-type", ""))
+        response = await agent._http.post(str(agent.url), body)
+        reply = agent.read(response.body, response.headers.get("content-type", ""))
         obs = to_observation(reply)
         obs.latency_ms = (time.perf_counter() - start) * 1000
         return obs

@@ -21,9 +21,7 @@ import types
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-import httpx
-
-from convlab.agents._transport import HTTPClient, Secret, dumps, json_headers, loads
+from convlab.agents._transport import HTTPClient, Secret, dumps, loads
 from convlab.agents.protocol import Agent, AgentContext, AgentSession
 from convlab.agents.tools import Tool, ToolFailed, as_tools
 from convlab.errors import AgentResponseError
@@ -78,9 +76,8 @@ class OpenAIAgent(Agent):
         self.params = params
         self.timeout = timeout
         self.name = f"openai:{self.model}"
-        self.url = httpx.URL(self.base_url + "/chat/completions")
-        self._headers = json_headers(headers, self._key)
-        self._http = HTTPClient(timeout=timeout, secret=self._key)
+        self.url = self.base_url + "/chat/completions"
+        self._http = HTTPClient(timeout=timeout, secret=self._key, headers=headers)
         self._tool_defs = [t.definition() for t in self.tools.values()]
 
     def describe(self) -> str:
@@ -112,8 +109,8 @@ class OpenAIAgent(Agent):
         payload: dict[str, Any] = {"model": self.model, "messages": messages, **self.params}
         if self._tool_defs:
             payload.setdefault("tools", self._tool_defs)
-        response = await self._http.post(self.url, dumps(payload), self._headers)
-        return self._parse(response.content)
+        response = await self._http.post(self.url, dumps(payload))
+        return self._parse(response.body)
 
     def _parse(self, body: bytes) -> dict[str, Any]:
         try:
