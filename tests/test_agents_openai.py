@@ -420,3 +420,41 @@ def test_results_are_json_safe(server):
 
     obs = ask(make(server, tools=[when]), "tool:when")
     assert json.loads(obs.messages[1].content or "") == {"at": "2024-01-02"}
+
+
+def test_earlier_tool_calls_without_results_get_tool_messages(server):
+    """Chat APIs reject a history whose tool calls have no tool message: fill the gaps."""
+    server.seen.clear()
+    call = {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}
+    served = dict(call, id="c2", result={"found": 1})
+    answered = dict(call, id="c3")
+    history = [
+        Message(role="user", content="first"),
+        Message(role="assistant", content=None, tool_calls=[call, served]),
+        Message(role="user", content="second"),
+        Message(role="assistant", content="ok", tool_calls=[answered]),
+        Message(role="tool", tool_call_id="c3", content="already answered"),
+        Message(role="user", content="third"),
+    ]
+
+    async def go():
+        ctx = AgentContext()
+        agent = make(server)
+        session = await agent.open(ctx)
+        try:
+            return await session.send(history, ctx)
+        finally:
+            await agent.aclose()
+
+    assert asyncio.run(go()).text == "You said: third"
+    sent = server.seen[0]["body"]["messages"]
+    assert [(m["role"], m.get("tool_call_id"), m.get("content")) for m in sent] == [
+        ("user", None, "first"),
+        ("assistant", None, None),
+        ("tool", "c1", "(not run here)"),
+        ("tool", "c2", '{"found":1}'),
+        ("user", None, "second"),
+        ("assistant", None, "ok"),
+        ("tool", "c3", "already answered"),
+        ("user", None, "third"),
+    ]

@@ -140,7 +140,7 @@ class _OpenAISession(AgentSession):
         """Call the model, run its tool calls, call again, until it answers or passes run out."""
         agent = self.agent
         start = time.perf_counter()
-        convo = [m.model_dump(exclude_none=True) for m in messages]
+        convo = _answer_dangling([m.model_dump(exclude_none=True) for m in messages])
         system = agent.system_prompt(ctx)
         if system:
             convo.insert(0, {"role": "system", "content": system})
@@ -233,6 +233,36 @@ def _read_call(raw: Any, index: int) -> tuple[str, Any, str, str | None]:
         return name, loads(arguments), call_id, None
     except ValueError:
         return name, arguments, call_id, f"arguments are not valid JSON: {arguments[:200]!r}"
+
+
+def _answer_dangling(convo: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Give every earlier tool call a tool message, as chat-completions APIs require.
+
+    Calls returned unexecuted (no local function) leave the history without their results;
+    a result recorded on the call (serve-demo sends one) fills the gap, else a note does.
+    """
+    out: list[dict[str, Any]] = []
+    pending: dict[str, Any] = {}
+
+    def flush() -> None:
+        for call_id, result in pending.items():
+            content = "(not run here)" if result is None else _tool_content(result)
+            out.append({"role": "tool", "tool_call_id": call_id, "content": content})
+        pending.clear()
+
+    for message in convo:
+        role = message.get("role")
+        if role == "tool":
+            pending.pop(str(message.get("tool_call_id")), None)
+        else:
+            flush()
+        out.append(message)
+        if role == "assistant":
+            for i, call in enumerate(message.get("tool_calls") or []):
+                if isinstance(call, dict):
+                    pending[str(call.get("id") or f"call_{i}")] = call.get("result")
+    flush()
+    return out
 
 
 def _tool_content(result: Any) -> str:
