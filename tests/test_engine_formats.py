@@ -89,7 +89,8 @@ def test_yaml_cases(tmp_path):
 def test_python_tests(tmp_path):
     (tmp_path / "scenario").mkdir()
     (tmp_path / "test_case").mkdir()
-    (tmp_path / "scenario" / "calc.yaml").write_text("world_state:\n  calc: {sums: [1]}\n")
+    (tmp_path / "scenario" / "calc.yaml").write_text(
+        "world_state:\n  calc: {sums: [1]}\ntools:\n  - name: add\n")
     (tmp_path / "test_case" / "calc.py").write_text(textwrap.dedent('''\
         """!
         scenario: calc
