@@ -231,12 +231,17 @@ class Run(BaseModel):
         return save(self, path)
 
     def __repr__(self) -> str:
+        # cheap on purpose: asyncio and debuggers repr results freely; str() has the card
+        counts: dict[str, int] = {}
+        for r in self.results:
+            counts[r.status] = counts.get(r.status, 0) + 1
+        parts = ", ".join(f"{k}={v}" for k, v in sorted(counts.items()))
+        return f"<Run {self.id or '-'} {self.status}: {len(self.results)} results ({parts})>"
+
+    def __str__(self) -> str:
         from convlab._run_display import run_text
 
         return run_text(self)
-
-    def __str__(self) -> str:
-        return self.__repr__()
 
     def _repr_html_(self) -> str:
         from convlab._run_display import run_html
