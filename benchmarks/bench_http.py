@@ -157,6 +157,12 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     n, c, latency = args.n, args.concurrency, args.latency_ms
     shared = find_shared(args.shared)
+    missing = [m for m in ("uvloop", "httptools") if importlib.util.find_spec(m) is None]
+    if missing:
+        print(
+            f"note: {' and '.join(missing)} not installed: the mock server may be the "
+            "bottleneck (pip install uvloop httptools, or the project's test extra)"
+        )
     anchor = load_anchor(shared)
     ideal = n * latency / 1000.0 / c
     clients: dict[str, Any] = {}
@@ -186,7 +192,8 @@ def main(argv: list[str] | None = None) -> int:
     base = clients["baseline (raw aiohttp)"]["wall_s"]
     mine = clients["convlab agents.openai"]["wall_s"]
     vs_base = mine / base
-    ok = (mine / ideal <= TARGET_IDEAL if ideal else True) and vs_base <= TARGET_BASELINE
+    # The targets are about waiting on the wire; with no latency only the CPU cost is shown.
+    ok = (mine / ideal <= TARGET_IDEAL and vs_base <= TARGET_BASELINE) if ideal else None
     summary = {
         "n": n,
         "concurrency": c,
@@ -209,9 +216,10 @@ def main(argv: list[str] | None = None) -> int:
                 f"{name:<26}{row['wall_s']:>8.3f}{ratio:>9}{row['ms_per_request']:>8.3f}"
                 f"{row['errors']:>8}{row['max_in_flight']:>11}"
             )
+        verdict = {True: "met", False: "MISSED", None: "n/a at 0 ms (CPU cost per request)"}[ok]
         print(
-            f"convlab / baseline = {vs_base:.3f} (target <= {TARGET_BASELINE}); "
-            f"convlab / ideal target <= {TARGET_IDEAL}: {'met' if ok else 'MISSED'}"
+            f"convlab / baseline = {vs_base:.3f}; targets (<= {TARGET_IDEAL}x ideal, "
+            f"<= {TARGET_BASELINE}x baseline): {verdict}"
         )
     errors = sum(row["errors"] for row in clients.values())
     return 1 if errors else 0
