@@ -11,7 +11,12 @@ The system messages of a request become the agent's `ctx.instructions`. Each req
 fresh world state, unless it names a conversation with the `user` field or an
 `x-convlab-session` header: requests naming the same one share a world.
 
+What does not cross the OpenAI wire: open interactions (choice options) and selections, facts,
+and the world state itself, so suites that check those (the catalog and cloud_drive examples)
+pass only in process; expense and finance give the same results over the wire as in process.
+
 The app is a few lines of raw ASGI served by uvicorn (the `serve` extra), with no framework.
+Run it with `convlab serve-demo` or `python -m convlab.agents.serve [--port N] [--latency-ms MS]`.
 """
 
 from __future__ import annotations
@@ -388,3 +393,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"error: cannot listen on {HOST}:{args.port}: {exc}\n")
         return 2
     return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
