@@ -91,7 +91,7 @@ class HTTPAgent(Agent):
         self.request = DEFAULT_REQUEST if request is None else request
         self.paths = _paths(response)
         self.timeout = timeout
-        self.name = f"http:{url}"
+        self.name = url  # a bare URL is itself a valid agent spec
         hidden = [v for k, v in (headers or {}).items() if _SENSITIVE.search(k)]
         self._secret = Secret(None, *hidden)
         self._http = HTTPClient(timeout=timeout, secret=self._secret, headers=headers)
