@@ -1,0 +1,207 @@
+"""Splitting a JSONL file into JSON objects, each with the line it starts on.
+
+Yao reads one JSON object per non-blank line and skips lines starting with `//`. The seed
+documents print the same cases pretty-printed over many lines, with `//` comments, so this
+scanner also accepts an object that spans lines: from a line starting with `{` it adds lines
+until the brackets balance (brackets inside strings do not count), then parses the whole.
+
+A syntax error never hides the errors after it:
+- an object whose brackets balance but does not parse is reported, and reading goes on after
+  its last line;
+- an object that is never closed is reported, and reading goes on at the next line in
+  "recovery": the first later object that parses and is not a fragment of the broken one
+  (followed by `,`, `]` or `}`) is read again as a case; fragments are skipped silently;
+- consecutive lines that are not part of any object are one problem (at the first of them).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from convlab.formats._base import Problems
+
+__all__ = ["Chunk", "decode", "json_type", "scan"]
+
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_CONTINUES = ("{", "[", ",", ":")
+"""A start line ending with one of these means the object was meant to span lines."""
+_FRAGMENT_NEXT = (",", "]", "}")
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_no_constant)
+decode = _DECODER.decode
+"""Strict JSON (no NaN/Infinity, like Go's encoding/json)."""
+_raw_decode = _DECODER.raw_decode
+
+
+class Chunk(NamedTuple):
+    """One JSON object of the file and the 1-based line where it starts."""
+
+    line: int
+    value: dict[str, Any]
+
+
+def json_type(value: Any) -> str:
+    """The JSON name of a Python value's type (for messages)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
+def _depth(line: str) -> int:
+    """Net bracket depth change of one line, ignoring brackets inside strings."""
+    bare = _STRING.sub("", line)
+    quote = bare.find('"')
+    if quote >= 0:  # an unterminated string runs to the end of the line
+        bare = bare[:quote]
+    return bare.count("{") + bare.count("[") - bare.count("}") - bare.count("]")
+
+
+def _error_text(exc: BaseException, first_line: int | None = None) -> str:
+    """`invalid JSON: <cause> (line L, column C)`; the line only for multi-line objects."""
+    if isinstance(exc, RecursionError):
+        return "invalid JSON: nested too deeply"
+    if not isinstance(exc, json.JSONDecodeError):
+        return f"invalid JSON: {exc}"
+    if first_line is None:
+        return f"invalid JSON: {exc.msg} (column {exc.colno})"
+    return f"invalid JSON: {exc.msg} (line {first_line + exc.lineno - 1}, column {exc.colno})"
+
+
+@dataclass
+class _Scanner:
+    lines: list[str]
+    problems: Problems
+    chunks: list[Chunk] = field(default_factory=list)
+    """The object just read (at most one, taken by `run` at once)."""
+    recovering: bool = False
+    stray: tuple[int, int, str] | None = None
+    """(first index, last index, message) of the current run of lines outside any object."""
+
+    def run(self) -> Iterator[Chunk]:
+        i, n, chunks = 0, len(self.lines), self.chunks
+        while i < n:
+            text = self.lines[i].strip()
+            if not text or text.startswith("//"):
+                i += 1
+            elif text[0] != "{":
+                self._stray(i, text)
+                i += 1
+            else:
+                if self.stray is not None:
+                    self._flush_stray()
+                if not self.recovering:  # the common case, fast: one object on one line
+                    try:
+                        value, end = _raw_decode(text)
+                    except (ValueError, RecursionError):
+                        end = -1
+                    if end == len(text):
+                        i += 1
+                        yield Chunk(i, value)
+                        continue
+                i = self._candidate(i, text)
+                if chunks:  # hand each object over at once: the file's objects are never all held
+                    yield chunks.pop()
+        self._flush_stray()
+
+    def _stray(self, i: int, text: str) -> None:
+        if self.recovering:
+            return
+        if self.stray is not None:
+            self.stray = (self.stray[0], i, self.stray[2])
+            return
+        try:
+            value = decode(text)
+        except (ValueError, RecursionError) as exc:
+            message = _error_text(exc)
+        else:
+            message = f"each line must be a JSON object, got {json_type(value)}"
+        self.stray = (i, i, message)
+
+    def _flush_stray(self) -> None:
+        if self.stray is None:
+            return
+        first, last, message = self.stray
+        if last > first:
+            message += f" (lines {first + 1}-{last + 1} are not part of any JSON object)"
+        self.problems.add(first + 1, "", message)
+        self.stray = None
+
+    def _candidate(self, i: int, text: str) -> int:
+        """Read the object starting at line index i; return the index to continue at."""
+        try:
+            value = decode(text)
+        except (ValueError, RecursionError) as exc:
+            return self._multi(i, text, exc)
+        return self._accept(i, i, value)
+
+    def _multi(self, i: int, text: str, first_exc: BaseException) -> int:
+        parts, depth, j, n = [], 0, i, len(self.lines)
+        while j < n:
+            line = self.lines[j]
+            if line.lstrip().startswith("//"):
+                parts.append("")  # a comment line inside a pretty-printed object
+            else:
+                parts.append(line)
+                depth += _depth(line)
+                if depth <= 0:
+                    break
+            j += 1
+        if depth > 0:  # never closed: report, then look for the next whole object
+            if not self.recovering:
+                self.problems.add(i + 1, "", self._unclosed(text, first_exc))
+                self.recovering = True
+            return i + 1
+        if j > i:
+            try:
+                return self._accept(i, j, decode("\n".join(parts)))
+            except (ValueError, RecursionError) as exc:
+                first_exc, at = exc, i + 1
+        else:
+            at = None
+        if not self.recovering:
+            self.problems.add(i + 1, "", _error_text(first_exc, at))
+        return j + 1
+
+    @staticmethod
+    def _unclosed(text: str, exc: BaseException) -> str:
+        if text.endswith(_CONTINUES):
+            return "invalid JSON: the object starting on this line is never closed"
+        return _error_text(exc)
+
+    def _accept(self, i: int, end: int, value: Any) -> int:
+        if self.recovering and self._is_fragment(end):
+            return end + 1
+        self.recovering = False
+        self.chunks.append(Chunk(i + 1, value))
+        return end + 1
+
+    def _is_fragment(self, end: int) -> bool:
+        """Is the object ending at line index `end` followed by `,`, `]` or `}`?"""
+        for j in range(end + 1, len(self.lines)):
+            text = self.lines[j].strip()
+            if text and not text.startswith("//"):
+                return text.startswith(_FRAGMENT_NEXT)
+        return False
+
+
+def scan(text: str, problems: Problems) -> Iterator[Chunk]:
+    """Every JSON object of a JSONL text (single-line or pretty-printed), in file order.
+
+    Syntax problems are added to `problems` as the scan passes them.
+    """
+    return _Scanner(text.split("\n"), problems).run()
