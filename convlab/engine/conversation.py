@@ -39,6 +39,22 @@ class Env:
     judge: Agent | None = None
     emit: Callable[[Event], None] = lambda event: None
     timeout_s: float = 120.0
+    simulators: dict[str, Any] = field(default_factory=dict)
+    """Simulators built from cases' `use` specs, one per spec, closed at the end."""
+
+    def case_simulator(self, spec: str) -> Any:
+        """The simulator a case names (built once per spec for the whole run)."""
+        if spec not in self.simulators:
+            self.simulators[spec] = resolve_simulator(spec)
+        return self.simulators[spec]
+
+    async def aclose(self) -> None:
+        """Release the agent's, the judge's and the simulators' resources."""
+        objs = (self.agent, self.judge, self.simulator, *self.simulators.values())
+        for obj in {id(o): o for o in objs if o is not None}.values():
+            close = getattr(obj, "aclose", None)
+            if close is not None:
+                await close()
 
 
 def resolve_simulator(simulator: Any) -> Any:

@@ -11,12 +11,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from convlab.engine.conversation import (
-    Conversation,
-    TurnFailed,
-    resolve_simulator,
-    status_of,
-)
+from convlab.engine.conversation import Conversation, TurnFailed, status_of
 from convlab.engine.events import CheckpointReached
 from convlab.model.conversation import Message
 from convlab.model.results import AssertionResult, CheckpointResult
@@ -140,7 +135,7 @@ def _simulator(conv: Conversation) -> object:
     spec = conv.case.simulator
     if spec is not None and spec.use:
         try:
-            return resolve_simulator(spec.use)
+            return conv.env.case_simulator(spec.use)
         except Exception:
             pass
     if conv.env.simulator is None:

@@ -127,7 +127,7 @@ class Runner:
             self.run.suite_assertions = await _suite_checks(self.run)
         self.run.finished_at = _now()
         await call_hook(resolve_hook(s.after), self.run, before_data)
-        await self.env.agent.aclose()
+        await self.env.aclose()
         self.emit(RunFinished(self.run))
         return self.run
 
