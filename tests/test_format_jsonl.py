@@ -401,6 +401,23 @@ def test_message_errors(tmp_path: Path) -> None:
     ]
 
 
+def test_content_errors(tmp_path: Path) -> None:
+    assert problems(
+        tmp_path,
+        jsonl(
+            {"id": "a", "input": {"content": [1, {"type": "text", "text": "t"}, "x"]}},
+            {"id": "b", "input": [{"content": 5}]},
+            {"id": "c", "input": {"content": "x", "tool_calls": "no"}},
+        ),
+    ) == [
+        "t.jsonl:1: input.content[0]: a content part must be an object, got number",
+        "t.jsonl:1: input.content[2]: a content part must be an object, got string",
+        "t.jsonl:2: input[0].content: 'content' must be a string or a list of content parts, "
+        "got number",
+        "t.jsonl:3: input.tool_calls: Input should be a valid list",
+    ]
+
+
 def test_missing_attachment_names_the_path_and_the_file(tmp_path: Path) -> None:
     parts = [{"type": "text", "text": "t"}, {"type": "audio", "source": "file://./none.wav"}]
     (got,) = problems(tmp_path, jsonl({"id": "a", "input": [{"content": parts}]}))

@@ -10,7 +10,6 @@ Yao ignores them and a typo such as `asert` would silently drop a case's checks.
 
 from __future__ import annotations
 
-import difflib
 import os
 from pathlib import Path
 from typing import Any
@@ -19,12 +18,13 @@ from pydantic import ValidationError
 
 from convlab._util import parse_duration
 from convlab.formats._base import Problems
-from convlab.formats._jsonl_assert import assertion_from, assertions_from
+from convlab.formats._jsonl_assert import assertions_from
 from convlab.formats._jsonl_compact import FieldSets
+from convlab.formats._jsonl_dynamic import DynamicFields, did_you_mean, shown
 from convlab.formats._jsonl_scan import json_type
-from convlab.model.assertions import All, Assertion, Equals
+from convlab.model.assertions import Equals
 from convlab.model.conversation import Message
-from convlab.model.suite import Case, Checkpoint, Hooks, Limits, SimulatorSpec, Source
+from convlab.model.suite import Case, Hooks, Limits, Source
 
 __all__ = ["CASE_KEYS", "CaseReader"]
 
@@ -37,18 +37,11 @@ CASE_KEYS = frozenset(
 )  # fmt: skip
 _CORE_KEYS = frozenset({"id", "input", "assert", "assertions", "expected"})
 """Keys read by every case; the others are looked at only when present (speed)."""
-_CHECKPOINT_KEYS = ("id", "description", "assert", "assertion", "after", "required")
-_SIMULATOR_KEYS = ("use", "options")
 _FILE_PARTS = ("image", "audio", "file")
 _STRINGS = ("name", "description", "before", "after", "user", "team")
 
 
-def _did_you_mean(key: str, known: Any) -> str:
-    close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.6)
-    return f" Did you mean {close[0]!r}?" if close else ""
-
-
-class CaseReader:
+class CaseReader(DynamicFields):
     """Reads the cases of one file; problems go to `problems` at each case's first line."""
 
     def __init__(self, problems: Problems, path: Path) -> None:
@@ -57,9 +50,6 @@ class CaseReader:
         self.folder = Path(os.path.abspath(path)).parent
         self.line = 0
         self.sets = FieldSets()
-
-    def add(self, path: str, message: str) -> None:
-        self.problems.add(self.line, path, message)
 
     def read(self, obj: dict[str, Any], line: int) -> Case | None:
         """The case, or None when it has problems (all of them recorded)."""
@@ -113,7 +103,7 @@ class CaseReader:
 
     def _unknown_keys(self, obj: dict[str, Any]) -> None:
         for key in [k for k in obj if k not in CASE_KEYS]:
-            hint = _did_you_mean(key, CASE_KEYS)
+            hint = did_you_mean(key, CASE_KEYS)
             if not hint:
                 hint = f" (known fields: {', '.join(sorted(CASE_KEYS))})"
             self.add(key, f"unknown field {key!r}.{hint}")
@@ -122,7 +112,7 @@ class CaseReader:
         if case_id is None:
             self.add("id", "missing required field 'id'")
         else:
-            self.add("id", f"'id' must be a non-empty string, got {_shown(case_id)}")
+            self.add("id", f"'id' must be a non-empty string, got {shown(case_id)}")
 
     def _assertions(self, obj: dict[str, Any], fields: dict[str, Any]) -> None:
         key = "assert"
@@ -202,14 +192,14 @@ class CaseReader:
             except (ValueError, TypeError, AttributeError):
                 self.add(
                     "timeout",
-                    f"invalid duration {_shown(timeout)}: use a Go duration such as "
+                    f"invalid duration {shown(timeout)}: use a Go duration such as "
                     "'30s', '2m30s' or '1h'",
                 )
             else:
                 if seconds > 0:
                     limits["timeout_s"] = seconds
                 else:
-                    self.add("timeout", f"the timeout must be positive, got {_shown(timeout)}")
+                    self.add("timeout", f"the timeout must be positive, got {shown(timeout)}")
         max_turns = obj.get("max_turns")
         if max_turns is not None:
             if isinstance(max_turns, int) and not isinstance(max_turns, bool) and max_turns >= 1:
@@ -229,11 +219,11 @@ class CaseReader:
                     "required checkpoint is reached (add checkpoints or remove the simulator)",
                 )
             else:
-                spec = self._simulator(simulator)
+                spec = self.simulator(simulator)
                 if spec is not None:
                     fields["simulator"] = spec
         if dynamic:
-            fields["checkpoints"] = self._checkpoints(obj["checkpoints"])
+            fields["checkpoints"] = self.checkpoints(obj["checkpoints"])
 
     # -- input -------------------------------------------------------------------------------
 
@@ -274,6 +264,14 @@ class CaseReader:
         content = obj["content"]
         if isinstance(content, list):
             content = self._parts(content, f"{path}.content")
+        elif content is not None and not isinstance(content, str):
+            self.add(
+                f"{path}.content",
+                f"'content' must be a string or a list of content parts, got {json_type(content)}",
+            )
+            return None
+        if content is None and obj["content"] is not None:
+            return None
         data = {**obj, "role": obj.get("role", "user"), "content": content}
         try:
             return Message.model_validate(data)
@@ -281,16 +279,20 @@ class CaseReader:
             self.problems.add_validation(exc, self.line, prefix=path)
             return None
 
-    def _parts(self, parts: list[Any], path: str) -> list[Any]:
+    def _parts(self, parts: list[Any], path: str) -> list[Any] | None:
         """Content parts; `file://` sources of image/audio/file parts resolved and checked."""
-        out = []
+        out, ok = [], True
         for i, part in enumerate(parts):
-            if isinstance(part, dict) and part.get("type") in _FILE_PARTS:
+            if not isinstance(part, dict):
+                self.add(f"{path}[{i}]", f"a content part must be an object, got {json_type(part)}")
+                ok = False
+                continue
+            if part.get("type") in _FILE_PARTS:
                 source = part.get("source")
                 if isinstance(source, str) and source.startswith("file://"):
                     part = {**part, "source": self._file(source, f"{path}[{i}].source")}
             out.append(part)
-        return out
+        return out if ok else None
 
     def _file(self, source: str, path: str) -> str:
         raw = source[len("file://") :]
@@ -299,113 +301,3 @@ class CaseReader:
             self.add(path, f"file not found: {full} (from {source!r})")
             return source
         return f"file://{full}"
-
-    # -- dynamic mode ------------------------------------------------------------------------
-
-    def _simulator(self, value: Any) -> SimulatorSpec | None:
-        if not isinstance(value, dict):
-            self.add("simulator", f"'simulator' must be an object, got {json_type(value)}")
-            return None
-        ok = True
-        for key in [k for k in value if k not in _SIMULATOR_KEYS]:
-            hint = _did_you_mean(key, _SIMULATOR_KEYS)
-            if key in ("persona", "goal", "metadata", "connector"):
-                hint = f" Put it in simulator.options{'' if key == 'metadata' else '.metadata'}."
-            self.add(f"simulator.{key}", f"unknown simulator field {key!r}.{hint}")
-            ok = False
-        use = value.get("use")
-        if use is not None and (not isinstance(use, str) or not use):
-            self.add("simulator.use", "'use' must name the simulator agent")
-            ok = False
-        raw = value.get("options")
-        options = dict(raw) if isinstance(raw, dict) else {}
-        if raw is not None and not isinstance(raw, dict):
-            self.add("simulator.options", f"'options' must be an object, got {json_type(raw)}")
-            ok = False
-        metadata = options.pop("metadata", None)
-        if metadata is not None and not isinstance(metadata, dict):
-            self.add("simulator.options.metadata", "'metadata' must be an object")
-            return None
-        metadata = dict(metadata or {})
-        persona, goal = metadata.pop("persona", None), metadata.pop("goal", None)
-        for key, text in (("persona", persona), ("goal", goal)):
-            if text is not None and not isinstance(text, str):
-                self.add(f"simulator.options.metadata.{key}", f"{key!r} must be a string")
-                ok = False
-        if not ok:
-            return None
-        return SimulatorSpec(
-            use=use, persona=persona, goal=goal, metadata=metadata, options=options
-        )
-
-    def _checkpoints(self, value: Any) -> list[Checkpoint]:
-        if not isinstance(value, list):
-            self.add("checkpoints", f"'checkpoints' must be a list, got {json_type(value)}")
-            return []
-        if not value:
-            self.add("checkpoints", "'checkpoints' is empty: a dynamic case needs at least one")
-            return []
-        out: list[Checkpoint] = []
-        seen: dict[str, str] = {}
-        for i, item in enumerate(value):
-            path = f"checkpoints[{i}]"
-            cp = self._checkpoint(item, path)
-            if cp is None:
-                continue
-            if cp.id in seen:
-                self.add(f"{path}.id", f"duplicate checkpoint id {cp.id!r} (also {seen[cp.id]})")
-            seen.setdefault(cp.id, path)
-            out.append(cp)
-        return out
-
-    def _checkpoint(self, obj: Any, path: str) -> Checkpoint | None:
-        if not isinstance(obj, dict):
-            self.add(path, f"a checkpoint must be an object, got {json_type(obj)}")
-            return None
-        before = len(self.problems.items)
-        for key in [k for k in obj if k not in _CHECKPOINT_KEYS]:
-            hint = _did_you_mean(key, _CHECKPOINT_KEYS)
-            self.add(f"{path}.{key}", f"unknown checkpoint field {key!r}.{hint}")
-        cp_id = obj.get("id")
-        if cp_id is None:
-            self.add(f"{path}.id", "missing required field 'id'")
-        elif not isinstance(cp_id, str) or not cp_id:
-            self.add(f"{path}.id", f"'id' must be a non-empty string, got {_shown(cp_id)}")
-        description = obj.get("description")
-        if description is not None and not isinstance(description, str):
-            self.add(f"{path}.description", "'description' must be a string")
-        assertion = self._checkpoint_assertion(obj, path)
-        after = obj.get("after", [])
-        if after is None:
-            after = []
-        if not isinstance(after, list) or not all(isinstance(a, str) for a in after):
-            self.add(f"{path}.after", "'after' must be a list of checkpoint ids")
-        required = obj.get("required", True)
-        if not isinstance(required, bool):
-            self.add(f"{path}.required", f"'required' must be true or false, got {required!r}")
-        if len(self.problems.items) > before:
-            return None
-        return Checkpoint(
-            id=cp_id, description=description, assertion=assertion, after=after, required=required
-        )
-
-    def _checkpoint_assertion(self, obj: dict[str, Any], path: str) -> Assertion | None:
-        key = "assertion" if obj.get("assertion") is not None else "assert"
-        if obj.get("assert") is not None and obj.get("assertion") is not None:
-            self.add(f"{path}.assertion", "give either 'assert' or 'assertion', not both")
-            return None
-        raw = obj.get(key)
-        if raw is None:
-            self.add(f"{path}.assert", "missing required field 'assert' (what reaches it)")
-            return None
-        if not isinstance(raw, list):
-            return assertion_from(raw, self.problems, self.line, f"{path}.{key}")
-        specs = assertions_from(raw, self.problems, self.line, f"{path}.{key}")
-        if not raw:
-            self.add(f"{path}.{key}", "an empty assertion list: give at least one")
-            return None
-        return specs[0] if len(specs) == 1 else All(assertions=specs) if specs else None
-
-
-def _shown(value: Any) -> str:
-    return repr(value) if isinstance(value, str) else f"{json_type(value)} {value!r}"[:80]

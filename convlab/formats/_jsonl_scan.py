@@ -71,6 +71,10 @@ def _depth(line: str) -> int:
     return bare.count("{") + bare.count("[") - bare.count("}") - bare.count("]")
 
 
+def _is_comment(line: str) -> bool:
+    return line.lstrip().startswith("//")
+
+
 def _error_text(exc: BaseException, first_line: int | None = None) -> str:
     """`invalid JSON: <cause> (line L, column C)`; the line only for multi-line objects."""
     if isinstance(exc, RecursionError):
@@ -90,6 +94,8 @@ class _Scanner:
     """The object just read (at most one, taken by `run` at once)."""
     recovering: bool = False
     stray: tuple[int, int, str] | None = None
+    closes: list[int] | None = None
+    """For each line index, where an object starting there closes (-1: never); lazy."""
     """(first index, last index, message) of the current run of lines outside any object."""
 
     def run(self) -> Iterator[Chunk]:
@@ -150,23 +156,15 @@ class _Scanner:
         return self._accept(i, i, value)
 
     def _multi(self, i: int, text: str, first_exc: BaseException) -> int:
-        parts, depth, j, n = [], 0, i, len(self.lines)
-        while j < n:
-            line = self.lines[j]
-            if line.lstrip().startswith("//"):
-                parts.append("")  # a comment line inside a pretty-printed object
-            else:
-                parts.append(line)
-                depth += _depth(line)
-                if depth <= 0:
-                    break
-            j += 1
-        if depth > 0:  # never closed: report, then look for the next whole object
+        j = self._closing_line(i)
+        if j < 0:  # never closed: report, then look for the next whole object
             if not self.recovering:
                 self.problems.add(i + 1, "", self._unclosed(text, first_exc))
                 self.recovering = True
             return i + 1
         if j > i:
+            # comment lines inside a pretty-printed object become blank (line numbers kept)
+            parts = ["" if _is_comment(line) else line for line in self.lines[i : j + 1]]
             try:
                 return self._accept(i, j, decode("\n".join(parts)))
             except (ValueError, RecursionError) as exc:
@@ -176,6 +174,27 @@ class _Scanner:
         if not self.recovering:
             self.problems.add(i + 1, "", _error_text(first_exc, at))
         return j + 1
+
+    def _closing_line(self, i: int) -> int:
+        """The line index where brackets opened from line i balance again, or -1.
+
+        Computed for all lines at once on first use (a "next smaller or equal" pass over the
+        running depth), so a file of many unclosed lines is still read in linear time.
+        """
+        if self.closes is None:
+            running = [0]
+            for line in self.lines:
+                running.append(running[-1] + (0 if _is_comment(line) else _depth(line)))
+            closes = [-1] * len(self.lines)
+            stack: list[int] = []  # indices of `running`, their values increasing
+            for k in range(len(running) - 1, -1, -1):
+                while stack and running[stack[-1]] > running[k]:
+                    stack.pop()
+                if k < len(self.lines) and stack:
+                    closes[k] = stack[-1] - 1
+                stack.append(k)
+            self.closes = closes
+        return self.closes[i]
 
     @staticmethod
     def _unclosed(text: str, exc: BaseException) -> str:
