@@ -81,6 +81,15 @@ def _run(args: argparse.Namespace) -> int:
     return 1 if bad or run.status == "cancelled" else 0
 
 
+def _demo(args: argparse.Namespace) -> int:
+    from convlab._demo import find_examples, run_examples
+
+    ok, lines = run_examples(find_examples(args.path), runs=args.runs)
+    print("\n".join(lines))
+    print("every example ended as expected" if ok else "some examples did NOT end as expected")
+    return 0 if ok else 1
+
+
 def _assertions(args: argparse.Namespace) -> int:
     from convlab.checks.api import describe_kinds
 
@@ -121,6 +130,10 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--allow-external-writes", action="store_true")
     r.add_argument("-v", "--verbose", action="store_true")
     r.set_defaults(fn=_run)
+    d = sub.add_parser("demo", help="run every example suite on its built-in demo agent")
+    d.add_argument("path", nargs="?", help="examples folder (default: ./examples)")
+    d.add_argument("--runs", type=int, default=1)
+    d.set_defaults(fn=_demo)
     a = sub.add_parser("assertions", help="list the assertion kinds")
     a.set_defaults(fn=_assertions)
     s = sub.add_parser("serve-demo", help="serve the demo agents as an OpenAI-compatible API")
