@@ -94,9 +94,9 @@ class _Scanner:
     """The object just read (at most one, taken by `run` at once)."""
     recovering: bool = False
     stray: tuple[int, int, str] | None = None
+    """(first index, last index, message) of the current run of lines outside any object."""
     closes: list[int] | None = None
     """For each line index, where an object starting there closes (-1: never); lazy."""
-    """(first index, last index, message) of the current run of lines outside any object."""
 
     def run(self) -> Iterator[Chunk]:
         i, n, chunks = 0, len(self.lines), self.chunks

@@ -27,7 +27,7 @@ from convlab.formats._jsonl_case import CaseReader
 from convlab.formats._jsonl_scan import decode, scan
 from convlab.model.suite import Case, Source, Suite
 
-__all__ = ["load_jsonl", "parse_jsonl_assertion", "sniff"]
+__all__ = ["load", "load_jsonl", "parse_jsonl_assertion", "sniff"]
 
 _RECORD_TYPES = ("header", "start", "result", "stability", "summary")
 """Top-level `type` values of result streams (convlab's store, Yao's JSONL reporter)."""
@@ -100,3 +100,7 @@ def load_jsonl(path: Path, text: str) -> Suite:
     return Suite.model_construct(
         id=path.stem, cases=cases, sources=[Source(file=str(path), line=None, format="jsonl")]
     )
+
+
+load = load_jsonl
+"""The format's loader under its generic name: `load(path, text) -> Suite`."""
