@@ -124,6 +124,7 @@ def _load(file: str, text: str) -> Suite:
     native = _suite(data, issues)
     if issues or native is None:
         raise _error(file, text, issues)
+    del data  # the raw objects the native form does not share: lowers peak memory
     found = locate(text, [("scenarios", ANY)])
     for i, case in enumerate(native["cases"]):
         case["source"] = {"file": file, "line": found.get(("scenarios", i)), "format": FORMAT}
