@@ -175,6 +175,17 @@ def test_native_json_is_not_claimed_and_round_trips(shared: Path, tmp_path: Path
     assert again == s
 
 
+def test_detection_in_a_folder(shared: Path, tmp_path: Path) -> None:
+    from convlab.formats import suite_json
+
+    write(tmp_path, json.loads((shared / CORPUS).read_text()), "catalogue.json")
+    write(tmp_path, {"name": "package", "scenarios": "not a suite"}, "package.json")
+    s = cl.load(tmp_path)  # the unrelated .json is not claimed, so it is skipped
+    assert [c.id for c in s.cases] == ["choose-product", "availability"]
+    assert suite_json.sniff(tmp_path / "catalogue.json", (tmp_path / "catalogue.json").read_text())
+    assert suite_json.load is suite_json.load_suite_json
+
+
 def test_trimmed_strings_and_whole_numbers(tmp_path: Path) -> None:
     data = suite(name="  S  ", scenarios=[scenario(name=" Sc ", skipReason=" later ")])
     data["schemaVersion"] = 1.0
