@@ -175,6 +175,13 @@ def test_native_json_is_not_claimed_and_round_trips(shared: Path, tmp_path: Path
     assert again == s
 
 
+def test_equals_null_survives_the_native_round_trip(tmp_path: Path) -> None:
+    data = suite()
+    data["scenarios"][0]["steps"][0]["assertions"] = [check(value=None)]
+    s = cl.load(write(tmp_path, data))
+    assert cl.load(write(tmp_path, s.to_json(), "native.json")) == s
+
+
 def test_detection_in_a_folder(shared: Path, tmp_path: Path) -> None:
     from convlab.formats import suite_json
 

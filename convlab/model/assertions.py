@@ -234,6 +234,17 @@ class Check(_Spec):
             raise ValueError(f"operator 'length' needs a non-negative integer, got {v!r}")
         return data
 
+    @model_serializer(mode="wrap")
+    def _keep_kind(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # `equals null` is a real operand: keep `value` even when dumping with
+        # exclude_defaults, or the native form (to_json/to_yaml) would not load back.
+        data = handler(self)
+        if isinstance(data, dict):
+            data = {"kind": self.kind, **data}
+            if self.operator not in ("exists", "absent") and "value" not in data:
+                data["value"] = self.value
+        return data
+
 
 class All(_Spec):
     """Every child passes (all children are evaluated; an error makes the parent an error)."""
