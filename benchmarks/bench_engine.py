@@ -31,12 +31,18 @@ SHARED = ROOT.parent / "shared"
 def _suite(n: int, checks: int = 3):
     from convlab.model import Case, Message, Suite
 
-    specs = [{"kind": "contains", "value": "ok"}, {"kind": "regex", "pattern": r"o\w"},
-             {"kind": "not_contains", "value": "error"}][:checks]
-    return Suite(id="bench", cases=[
-        Case(id=f"c{i}", input=[Message(content=f"message {i}")], assertions=specs)
-        for i in range(n)
-    ])
+    specs = [
+        {"kind": "contains", "value": "ok"},
+        {"kind": "regex", "pattern": r"o\w"},
+        {"kind": "not_contains", "value": "error"},
+    ][:checks]
+    return Suite(
+        id="bench",
+        cases=[
+            Case(id=f"c{i}", input=[Message(content=f"message {i}")], assertions=specs)
+            for i in range(n)
+        ],
+    )
 
 
 def overhead(n: int) -> None:
@@ -52,8 +58,10 @@ def overhead(n: int) -> None:
         dt = time.perf_counter() - t0
     ok = sum(r.status == "passed" for r in run.results)
     rate = n / dt
-    print(f"(a) overhead: {n} cases x 3 assertions, store on: {dt:.2f} s, "
-          f"{rate:,.0f} cases/s ({ok} passed); target >= 3,000/s -> {rate / 3000:.2f}x target")
+    print(
+        f"(a) overhead: {n} cases x 3 assertions, store on: {dt:.2f} s, "
+        f"{rate:,.0f} cases/s ({ok} passed); target >= 3,000/s -> {rate / 3000:.2f}x target"
+    )
 
 
 def _free_port() -> int:
@@ -82,22 +90,39 @@ def http(n: int, conc: int, latency_ms: int) -> None:
     port = _free_port()
     server = subprocess.Popen(
         [sys.executable, str(mock), "--port", str(port), "--latency-ms", str(latency_ms)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
         _wait(port)
         ideal = n * latency_ms / 1000 / conc
         base = subprocess.run(
-            [sys.executable, str(SHARED / "bench" / "anchor_ideal.py"), "--client", "aiohttp",
-             "--base-url", f"http://127.0.0.1:{port}/v1", "-n", str(n), "-c", str(conc)],
-            capture_output=True, text=True, timeout=300,
+            [
+                sys.executable,
+                str(SHARED / "bench" / "anchor_ideal.py"),
+                "--client",
+                "aiohttp",
+                "--base-url",
+                f"http://127.0.0.1:{port}/v1",
+                "-n",
+                str(n),
+                "-c",
+                str(conc),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
         )
         base_s = _seconds_from(base.stdout)
         agent = cl.agents.openai("mock", base_url=f"http://127.0.0.1:{port}/v1", api_key="x")
         suite = _suite(n, checks=3)
         for c in suite.cases:
-            c.assertions = [a.model_copy(update={"kind": "not_contains", "value": "zzz"})
-                            if a.kind != "not_contains" else a for a in c.assertions]
+            c.assertions = [
+                a.model_copy(update={"kind": "not_contains", "value": "zzz"})
+                if a.kind != "not_contains"
+                else a
+                for a in c.assertions
+            ]
         t0 = time.perf_counter()
         run = cl.run(suite, agent, parallel=conc, progress=False)
         dt = time.perf_counter() - t0
@@ -107,8 +132,11 @@ def http(n: int, conc: int, latency_ms: int) -> None:
             print(f"    raw aiohttp baseline: {base_s:.2f} s = {base_s / ideal:.2f}x ideal")
         else:
             print(f"    raw aiohttp baseline: could not read its output: {base.stdout[-300:]!r}")
-        print(f"    convlab.run + 3 assertions: {dt:.2f} s = {dt / ideal:.2f}x ideal"
-              + (f", {dt / base_s:.2f}x baseline" if base_s else "") + f" ({ok}/{n} passed)")
+        print(
+            f"    convlab.run + 3 assertions: {dt:.2f} s = {dt / ideal:.2f}x ideal"
+            + (f", {dt / base_s:.2f}x baseline" if base_s else "")
+            + f" ({ok}/{n} passed)"
+        )
     finally:
         server.terminate()
         server.wait()
@@ -143,12 +171,14 @@ line = r.model_dump_json()
 with open(p, "w") as fh:
     fh.write(json.dumps({{"type": "header", "run": {{}}}}) + "\\n")
     for i in range({n}):
-        fh.write('{{"type":"result",' + line[1:].replace('"case_id":"c"', f'"case_id":"c{{i}}"') + "\\n")
+        rec = line[1:].replace('"case_id":"c"', f'"case_id":"c{{i}}"')
+        fh.write('{{"type":"result",' + rec + "\\n")
 t0 = time.perf_counter()
 _, results = read_store(p)
 dt = time.perf_counter() - t0
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-print(f"(c) memory: {{len(results):,}} stored results read back in {{dt:.2f}} s, peak RSS {{peak:.0f}} MB")
+print(f"(c) memory: {{len(results):,}} stored results read back in {{dt:.2f}} s, "
+      f"peak RSS {{peak:.0f}} MB")
 """
     subprocess.run([sys.executable, "-c", code], check=False)
 

@@ -15,8 +15,11 @@ __all__ = ["find_examples", "run_examples"]
 
 def find_examples(path: str | None = None) -> Path:
     """The examples folder: the given one, ./examples, or the source checkout's."""
-    candidates = [Path(path)] if path else [Path("examples"),
-                                            Path(__file__).resolve().parent.parent / "examples"]
+    candidates = (
+        [Path(path)]
+        if path
+        else [Path("examples"), Path(__file__).resolve().parent.parent / "examples"]
+    )
     for c in candidates:
         if (c / "expected.yaml").exists():
             return c
@@ -37,7 +40,8 @@ def run_examples(root: Path, runs: int = 1) -> tuple[bool, list[str]]:
         run = cl.run(suite, spec["agent"], runs=runs, simulator=spec.get("simulator"))
         mismatches = [
             f"    {r.case_id}: expected {spec['cases'].get(r.case_id)}, got {r.status}"
-            for r in run.results if spec["cases"].get(r.case_id) != r.status
+            for r in run.results
+            if spec["cases"].get(r.case_id) != r.status
         ]
         on_purpose = sum(1 for s in spec["cases"].values() if s != "passed")
         verdict = "as expected" if not mismatches else "NOT as expected"

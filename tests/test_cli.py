@@ -33,14 +33,27 @@ def test_run_exit_codes_and_json_output(tmp_path, capsys):
     data = json.loads(out.read_text())
     statuses = {r["case_id"]: r["status"] for r in data["results"]}
     assert statuses["percentage-as-text"] == "failed" and statuses["convfinqa-0"] == "passed"
-    code = main(["run", "-i", str(EXAMPLES / "finance"), "-n", "demo:finance",
-                 "--run", "^convfinqa-0$"])
+    code = main(
+        ["run", "-i", str(EXAMPLES / "finance"), "-n", "demo:finance", "--run", "^convfinqa-0$"]
+    )
     assert code == 0
 
 
 def test_run_usage_errors_exit_2(tmp_path, capsys):
-    assert main(["run", "-i", str(EXAMPLES / "finance"), "-n", "demo:finance",
-                 "--run", "nothing-matches"]) == 2
+    assert (
+        main(
+            [
+                "run",
+                "-i",
+                str(EXAMPLES / "finance"),
+                "-n",
+                "demo:finance",
+                "--run",
+                "nothing-matches",
+            ]
+        )
+        == 2
+    )
     assert "no test cases match" in capsys.readouterr().err
     assert main(["run", "-i", str(EXAMPLES / "finance")]) == 2
     assert "-n AGENT" in capsys.readouterr().err
@@ -68,8 +81,12 @@ def test_assertions_lists_every_kind(capsys):
 
 
 def test_demo_command_in_a_real_process():
-    proc = subprocess.run([sys.executable, "-m", "convlab", "demo", str(EXAMPLES)],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "convlab", "demo", str(EXAMPLES)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "every example ended as expected" in proc.stdout
     assert "Pass rate" in proc.stderr  # progress and summaries go to stderr

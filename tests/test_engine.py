@@ -31,27 +31,40 @@ def contains(value: str) -> dict:
 
 
 def test_statuses_of_standard_cases():
-    suite = Suite(id="s", cases=[
-        std("p", "Hello", contains("echo: Hello")),
-        std("f", "Hello", contains("nope")),
-        std("t", "tool please", {"kind": "tool_called", "value": "lookup"}),
-        std("e", "boom", contains("x")),
-        std("s", "x", skip="skip: true"),
-    ])
+    suite = Suite(
+        id="s",
+        cases=[
+            std("p", "Hello", contains("echo: Hello")),
+            std("f", "Hello", contains("nope")),
+            std("t", "tool please", {"kind": "tool_called", "value": "lookup"}),
+            std("e", "boom", contains("x")),
+            std("s", "x", skip="skip: true"),
+        ],
+    )
     run = cl.run(suite, echo, parallel=2, progress=False)
     by = {r.case_id: r for r in run.results}
     assert {k: r.status for k, r in by.items()} == {
-        "p": "passed", "f": "failed", "t": "passed", "e": "error", "s": "skipped"}
+        "p": "passed",
+        "f": "failed",
+        "t": "passed",
+        "e": "error",
+        "s": "skipped",
+    }
     assert "agent exploded" in by["e"].error
     assert "nope" in by["f"].error
     assert [r.case_id for r in run.results] == ["p", "f", "t", "e", "s"]  # suite order
 
 
 def test_turns_go_on_after_a_failed_check_and_final_checks_see_the_last_turn():
-    case = Case(id="c", mode="turns", turns=[
-        {"input": {"text": "one"}, "assertions": [contains("zzz")]},
-        {"input": {"text": "two"}, "assertions": [contains("echo: two")]},
-    ], assertions=[contains("echo: two")])
+    case = Case(
+        id="c",
+        mode="turns",
+        turns=[
+            {"input": {"text": "one"}, "assertions": [contains("zzz")]},
+            {"input": {"text": "two"}, "assertions": [contains("echo: two")]},
+        ],
+        assertions=[contains("echo: two")],
+    )
     [res] = cl.run(Suite(id="s", cases=[case]), echo, progress=False).results
     assert res.status == "failed"
     assert [t.status for t in res.turns] == ["failed", "passed"]
@@ -60,8 +73,9 @@ def test_turns_go_on_after_a_failed_check_and_final_checks_see_the_last_turn():
 
 
 def test_an_agent_error_stops_the_remaining_turns():
-    case = Case(id="c", mode="turns", turns=[
-        {"input": {"text": "boom"}}, {"input": {"text": "never sent"}}])
+    case = Case(
+        id="c", mode="turns", turns=[{"input": {"text": "boom"}}, {"input": {"text": "never sent"}}]
+    )
     [res] = cl.run(Suite(id="s", cases=[case]), echo, progress=False).results
     assert res.status == "error" and len(res.turns) == 1
     assert "agent error at turn 1" in res.error
@@ -89,19 +103,37 @@ def test_transient_failures_are_retried_and_counted():
             raise AgentHTTPError(429, "http://127.0.0.1/x", "slow down", retry_after=0.01)
         return "fine"
 
-    [res] = cl.run(Suite(id="s", cases=[std("a", "hi", contains("fine"))]), flaky,
-                   progress=False).results
+    [res] = cl.run(
+        Suite(id="s", cases=[std("a", "hi", contains("fine"))]), flaky, progress=False
+    ).results
     assert res.status == "passed" and res.attempts == 2
 
 
 def test_variants_repetitions_and_runs_are_keyed_instances():
-    case = Case(id="c", mode="turns", repetitions=2, turns=[
-        {"id": "a", "input": {"text": "x"},
-         "variants": [{"id": "v1", "input": {"text": "1"}}, {"id": "v2", "input": {"text": "2"}}]},
-        {"id": "b", "input": {"text": "y"},
-         "variants": [{"id": "w1", "input": {"text": "3"}}, {"id": "w2", "input": {"text": "4"}},
-                      {"id": "w3", "input": {"text": "5"}}]},
-    ])
+    case = Case(
+        id="c",
+        mode="turns",
+        repetitions=2,
+        turns=[
+            {
+                "id": "a",
+                "input": {"text": "x"},
+                "variants": [
+                    {"id": "v1", "input": {"text": "1"}},
+                    {"id": "v2", "input": {"text": "2"}},
+                ],
+            },
+            {
+                "id": "b",
+                "input": {"text": "y"},
+                "variants": [
+                    {"id": "w1", "input": {"text": "3"}},
+                    {"id": "w2", "input": {"text": "4"}},
+                    {"id": "w3", "input": {"text": "5"}},
+                ],
+            },
+        ],
+    )
     run = cl.run(Suite(id="s", cases=[case]), echo, runs=2, progress=False)
     keys = {r.key for r in run.results}
     assert len(run.results) == len(keys) == 2 * 3 * 2 * 2
@@ -113,14 +145,16 @@ def test_external_writes_are_blocked_unless_allowed():
     case = std("w", "hi", write_policy="external")
     [res] = cl.run(Suite(id="s", cases=[case]), echo, progress=False).results
     assert res.status == "blocked" and "EXTERNAL_WRITES_NOT_AUTHORIZED" in res.error
-    [res] = cl.run(Suite(id="s", cases=[case]), echo, progress=False,
-                   allow_external_writes=True).results
+    [res] = cl.run(
+        Suite(id="s", cases=[case]), echo, progress=False, allow_external_writes=True
+    ).results
     assert res.status == "passed"
 
 
 def test_fail_fast_starts_nothing_after_the_first_failure():
-    suite = Suite(id="s", cases=[std("f", "x", contains("nope"))] +
-                  [std(f"p{i}", "x") for i in range(5)])
+    suite = Suite(
+        id="s", cases=[std("f", "x", contains("nope"))] + [std(f"p{i}", "x") for i in range(5)]
+    )
     run = cl.run(suite, echo, parallel=1, fail_fast=True, progress=False)
     statuses = [r.status for r in run.results]
     assert statuses[0] == "failed" and set(statuses[1:]) == {"cancelled"}
@@ -130,25 +164,37 @@ def test_case_hooks_run_and_after_always_runs(tmp_path, monkeypatch):
     (tmp_path / "env_hooks.py").write_text(
         "LOG = []\n"
         "def before(case):\n    LOG.append(('before', case.id)); return 42\n"
-        "def after(case, outcome, data):\n    LOG.append(('after', case.id, outcome.status, data))\n"
+        "def after(case, outcome, data):\n"
+        "    LOG.append(('after', case.id, outcome.status, data))\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
-    suite = Suite(id="s", cases=[
-        std("ok", "hi", hooks={"before": "env_hooks:before", "after": "env_hooks:after"}),
-        std("bad", "boom", hooks={"before": "env_hooks:before", "after": "env_hooks:after"}),
-    ])
+    suite = Suite(
+        id="s",
+        cases=[
+            std("ok", "hi", hooks={"before": "env_hooks:before", "after": "env_hooks:after"}),
+            std("bad", "boom", hooks={"before": "env_hooks:before", "after": "env_hooks:after"}),
+        ],
+    )
     cl.run(suite, echo, parallel=1, progress=False)
     import env_hooks
 
-    assert env_hooks.LOG == [("before", "ok"), ("after", "ok", "passed", 42),
-                             ("before", "bad"), ("after", "bad", "error", 42)]
+    assert env_hooks.LOG == [
+        ("before", "ok"),
+        ("after", "ok", "passed", 42),
+        ("before", "bad"),
+        ("after", "bad", "error", 42),
+    ]
 
 
 def test_run_level_hooks():
     seen = []
-    cl.run(Suite(id="s", cases=[std("a", "hi")]), echo, progress=False,
-           before=lambda suite: seen.append(suite.id) or "data",
-           after=lambda run, data: seen.append((len(run.results), data)))
+    cl.run(
+        Suite(id="s", cases=[std("a", "hi")]),
+        echo,
+        progress=False,
+        before=lambda suite: seen.append(suite.id) or "data",
+        after=lambda run, data: seen.append((len(run.results), data)),
+    )
     assert seen == ["s", (1, "data")]
 
 
@@ -161,8 +207,9 @@ def test_store_and_resume_do_not_run_anything_twice(tmp_path):
 
     suite = Suite(id="s", cases=[std(f"c{i}", f"m{i}") for i in range(6)])
     store = tmp_path / "run.jsonl"
-    cl.run(suite.model_copy(update={"cases": suite.cases[:3]}), counting, store=store,
-           progress=False)
+    cl.run(
+        suite.model_copy(update={"cases": suite.cases[:3]}), counting, store=store, progress=False
+    )
     lines = [json.loads(x) for x in store.read_text().splitlines()]
     assert lines[0]["type"] == "header" and len(lines) == 4
     with pytest.raises(Exception, match="different suite"):
@@ -194,15 +241,20 @@ def test_start_stop_keeps_finished_results_and_cancels_the_rest():
 
 def test_run_works_inside_a_running_event_loop():
     async def cell():
-        return cl.run(Suite(id="s", cases=[std("a", "hi", contains("echo"))]), echo,
-                      progress=False)
+        return cl.run(Suite(id="s", cases=[std("a", "hi", contains("echo"))]), echo, progress=False)
 
     run = asyncio.run(cell())
     assert run.results[0].status == "passed"
 
 
 def test_events_come_in_order():
-    from convlab.engine.events import CaseFinished, CaseStarted, RunFinished, RunStarted, TurnCompleted
+    from convlab.engine.events import (
+        CaseFinished,
+        CaseStarted,
+        RunFinished,
+        RunStarted,
+        TurnCompleted,
+    )
 
     seen = []
     cl.run(Suite(id="s", cases=[std("a", "hi")]), echo, progress=seen.append)
@@ -213,19 +265,37 @@ def test_events_come_in_order():
 def test_selection_resolves_against_the_previous_interaction():
     def shop(messages, ctx):
         if ctx.turn == 0:
-            return cl.Reply(text="pick", interaction={"kind": "choice", "options": [
-                {"id": "a", "label": "Lamp"}, {"id": "b", "label": "Desk"}]})
+            return cl.Reply(
+                text="pick",
+                interaction={
+                    "kind": "choice",
+                    "options": [{"id": "a", "label": "Lamp"}, {"id": "b", "label": "Desk"}],
+                },
+            )
         return f"you chose {ctx.metadata['selected_option']['label']}"
 
-    ok = Case(id="ok", mode="turns", turns=[
-        {"input": {"text": "show"}},
-        {"input": {"text": "first", "selection": {"option_index": 1}},
-         "assertions": [contains("you chose Desk")]}])
-    bad = Case(id="bad", mode="turns", turns=[
-        {"input": {"text": "show"}},
-        {"input": {"text": "x", "selection": {"option_label": "Chair"}}}])
-    by = {r.case_id: r for r in cl.run(Suite(id="s", cases=[ok, bad]), shop,
-                                       progress=False).results}
+    ok = Case(
+        id="ok",
+        mode="turns",
+        turns=[
+            {"input": {"text": "show"}},
+            {
+                "input": {"text": "first", "selection": {"option_index": 1}},
+                "assertions": [contains("you chose Desk")],
+            },
+        ],
+    )
+    bad = Case(
+        id="bad",
+        mode="turns",
+        turns=[
+            {"input": {"text": "show"}},
+            {"input": {"text": "x", "selection": {"option_label": "Chair"}}},
+        ],
+    )
+    by = {
+        r.case_id: r for r in cl.run(Suite(id="s", cases=[ok, bad]), shop, progress=False).results
+    }
     assert by["ok"].status == "passed"
     assert by["bad"].status == "error" and "EVALUATION_SELECTION_UNAVAILABLE" in by["bad"].error
 
@@ -235,8 +305,13 @@ def test_each_instance_gets_its_own_world():
         ctx.world.setdefault("log", []).append(messages[-1]["content"])
         return str(len(ctx.world["log"]))
 
-    case = Case(id="w", mode="turns", world={"log": []}, repetitions=3,
-                turns=[{"input": {"text": "a"}}, {"input": {"text": "b"}}])
+    case = Case(
+        id="w",
+        mode="turns",
+        world={"log": []},
+        repetitions=3,
+        turns=[{"input": {"text": "a"}}, {"input": {"text": "b"}}],
+    )
     run = cl.run(Suite(id="s", cases=[case]), mutate, progress=False)
     for r in run.results:
         assert [t.observation.text for t in r.turns] == ["1", "2"]

@@ -41,8 +41,9 @@ class FaultServer:
         word = body["messages"][-1]["content"]
         n = self.seen[word] = self.seen.get(word, 0) + 1
         if word == "429" and n == 1:
-            return web.json_response({"error": "slow down"}, status=429,
-                                     headers={"Retry-After": "0"})
+            return web.json_response(
+                {"error": "slow down"}, status=429, headers={"Retry-After": "0"}
+            )
         if word == "500":
             return web.json_response({"error": "boom"}, status=500)
         if word == "drop":
@@ -56,11 +57,15 @@ class FaultServer:
         if word == "empty":
             return web.json_response({"choices": []})
         reply = {"role": "assistant", "content": f"echo: {word}"}
-        return web.json_response({
-            "id": "x", "object": "chat.completion", "model": body.get("model", "m"),
-            "choices": [{"index": 0, "message": reply, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5},
-        })
+        return web.json_response(
+            {
+                "id": "x",
+                "object": "chat.completion",
+                "model": body.get("model", "m"),
+                "choices": [{"index": 0, "message": reply, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5},
+            }
+        )
 
     def close(self) -> None:
         self.loop.call_soon_threadsafe(self.loop.stop)
@@ -81,12 +86,18 @@ def server():
 
 def test_each_fault_ends_as_its_own_case_status(server):
     words = ["ok", "429", "500", "drop", "slow", "badjson", "empty", "ok2"]
-    suite = Suite(id="faults", cases=[
-        Case(id=w, input=[Message(content=w)],
-             assertions=[{"kind": "contains", "value": "echo"}]) for w in words
-    ])
-    agent = cl.agents.openai("m", base_url=f"http://127.0.0.1:{server.port}/v1",
-                             api_key="sk-test-secret")
+    suite = Suite(
+        id="faults",
+        cases=[
+            Case(
+                id=w, input=[Message(content=w)], assertions=[{"kind": "contains", "value": "echo"}]
+            )
+            for w in words
+        ],
+    )
+    agent = cl.agents.openai(
+        "m", base_url=f"http://127.0.0.1:{server.port}/v1", api_key="sk-test-secret"
+    )
     run = cl.run(suite, agent, parallel=8, timeout=1.5, retries=1, progress=False)
     by = {r.case_id: r for r in run.results}
     assert by["ok"].status == by["ok2"].status == "passed"
@@ -107,12 +118,21 @@ def test_an_evaluator_that_raises_is_an_error_of_that_case_only():
     def explodes(ctx, parameters):
         raise ValueError("evaluator bug")
 
-    suite = Suite(id="s", cases=[
-        Case(id="bad", input=[Message(content="hi")],
-             assertions=[{"kind": "custom", "evaluator": "explodes"}]),
-        Case(id="good", input=[Message(content="hi")],
-             assertions=[{"kind": "contains", "value": "hi"}]),
-    ])
+    suite = Suite(
+        id="s",
+        cases=[
+            Case(
+                id="bad",
+                input=[Message(content="hi")],
+                assertions=[{"kind": "custom", "evaluator": "explodes"}],
+            ),
+            Case(
+                id="good",
+                input=[Message(content="hi")],
+                assertions=[{"kind": "contains", "value": "hi"}],
+            ),
+        ],
+    )
     by = {r.case_id: r for r in cl.run(suite, lambda m: "hi", progress=False).results}
     assert by["bad"].status == "error" and "evaluator bug" in by["bad"].error
     assert by["good"].status == "passed"
@@ -120,8 +140,16 @@ def test_an_evaluator_that_raises_is_an_error_of_that_case_only():
 
 def test_unknown_custom_evaluator_is_rejected_before_any_case_runs():
     calls = []
-    suite = Suite(id="s", cases=[Case(id="a", input=[Message(content="hi")],
-                                      assertions=[{"kind": "custom", "evaluator": "nope"}])])
+    suite = Suite(
+        id="s",
+        cases=[
+            Case(
+                id="a",
+                input=[Message(content="hi")],
+                assertions=[{"kind": "custom", "evaluator": "nope"}],
+            )
+        ],
+    )
     with pytest.raises(cl.SuiteError, match="nope"):
         cl.run(suite, lambda m: calls.append(m) or "x", progress=False)
     assert calls == []

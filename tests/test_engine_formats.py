@@ -23,45 +23,116 @@ def statuses(path) -> dict[str, str]:
 
 def test_jsonl(tmp_path):
     f = tmp_path / "cases.jsonl"
-    f.write_text("\n".join(json.dumps(x) for x in [
-        {"id": "pass", "input": "Hello", "assert": {"type": "contains", "value": "echo: Hello"}},
-        {"id": "fail", "input": "Hello",
-         "assert": [{"type": "contains", "value": "echo"}, {"type": "regex", "value": "^bye"}]},
-        {"id": "tool", "input": "please add", "assert": {"type": "tool_called",
-                                                        "value": {"name": "add", "arguments": {"a": 2}}}},
-        {"id": "dyn", "input": "start", "max_turns": 2,
-         "checkpoints": [{"id": "a", "assert": {"type": "contains", "value": "echo: start"}}]},
-        {"id": "skip", "input": "x", "skip": True},
-    ]) + "\n")
-    assert statuses(f) == {"pass": "passed", "fail": "failed", "tool": "passed",
-                           "dyn": "passed", "skip": "skipped"}
+    f.write_text(
+        "\n".join(
+            json.dumps(x)
+            for x in [
+                {
+                    "id": "pass",
+                    "input": "Hello",
+                    "assert": {"type": "contains", "value": "echo: Hello"},
+                },
+                {
+                    "id": "fail",
+                    "input": "Hello",
+                    "assert": [
+                        {"type": "contains", "value": "echo"},
+                        {"type": "regex", "value": "^bye"},
+                    ],
+                },
+                {
+                    "id": "tool",
+                    "input": "please add",
+                    "assert": {
+                        "type": "tool_called",
+                        "value": {"name": "add", "arguments": {"a": 2}},
+                    },
+                },
+                {
+                    "id": "dyn",
+                    "input": "start",
+                    "max_turns": 2,
+                    "checkpoints": [
+                        {"id": "a", "assert": {"type": "contains", "value": "echo: start"}}
+                    ],
+                },
+                {"id": "skip", "input": "x", "skip": True},
+            ]
+        )
+        + "\n"
+    )
+    assert statuses(f) == {
+        "pass": "passed",
+        "fail": "failed",
+        "tool": "passed",
+        "dyn": "passed",
+        "skip": "skipped",
+    }
 
 
 def test_json_suite(tmp_path):
     f = tmp_path / "suite.json"
     check = {"kind": "check", "path": ["response", "text"], "operator": "equals"}
-    f.write_text(json.dumps({
-        "schemaVersion": 1, "id": "s", "name": "S",
-        "scenarios": [
-            {"id": "ok", "name": "ok", "writePolicy": "read_only", "steps": [
-                {"id": "one", "input": {"text": "a"}, "assertions": [{**check, "id": "c", "value": "echo: a"}]},
-                {"id": "two", "input": {"text": "b"}, "assertions": [{**check, "id": "c", "value": "echo: b"}]},
-            ]},
-            {"id": "bad", "name": "bad", "writePolicy": "read_only", "steps": [
-                {"id": "one", "input": {"text": "a"}, "assertions": [{**check, "id": "c", "value": "nope"}]},
-            ]},
-            {"id": "ext", "name": "ext", "writePolicy": "external", "steps": [
-                {"id": "one", "input": {"text": "a"}}]},
-            {"id": "skp", "name": "skp", "writePolicy": "read_only", "skipReason": "reviewed",
-             "steps": [{"id": "one", "input": {"text": "a"}}]},
-        ],
-    }))
+    f.write_text(
+        json.dumps(
+            {
+                "schemaVersion": 1,
+                "id": "s",
+                "name": "S",
+                "scenarios": [
+                    {
+                        "id": "ok",
+                        "name": "ok",
+                        "writePolicy": "read_only",
+                        "steps": [
+                            {
+                                "id": "one",
+                                "input": {"text": "a"},
+                                "assertions": [{**check, "id": "c", "value": "echo: a"}],
+                            },
+                            {
+                                "id": "two",
+                                "input": {"text": "b"},
+                                "assertions": [{**check, "id": "c", "value": "echo: b"}],
+                            },
+                        ],
+                    },
+                    {
+                        "id": "bad",
+                        "name": "bad",
+                        "writePolicy": "read_only",
+                        "steps": [
+                            {
+                                "id": "one",
+                                "input": {"text": "a"},
+                                "assertions": [{**check, "id": "c", "value": "nope"}],
+                            },
+                        ],
+                    },
+                    {
+                        "id": "ext",
+                        "name": "ext",
+                        "writePolicy": "external",
+                        "steps": [{"id": "one", "input": {"text": "a"}}],
+                    },
+                    {
+                        "id": "skp",
+                        "name": "skp",
+                        "writePolicy": "read_only",
+                        "skipReason": "reviewed",
+                        "steps": [{"id": "one", "input": {"text": "a"}}],
+                    },
+                ],
+            }
+        )
+    )
     assert statuses(f) == {"ok": "passed", "bad": "failed", "ext": "blocked", "skp": "skipped"}
 
 
 def test_yaml_cases(tmp_path):
     f = tmp_path / "agent.yaml"
-    f.write_text(textwrap.dedent("""\
+    f.write_text(
+        textwrap.dedent("""\
         name: calc
         test_cases:
           - name: sums
@@ -82,7 +153,8 @@ def test_yaml_cases(tmp_path):
                 evaluations:
                   - type: standard
                     metric: equality
-        """))
+        """)
+    )
     assert statuses(f) == {"sums": "passed", "wrong": "failed"}
 
 
@@ -90,8 +162,10 @@ def test_python_tests(tmp_path):
     (tmp_path / "scenario").mkdir()
     (tmp_path / "test_case").mkdir()
     (tmp_path / "scenario" / "calc.yaml").write_text(
-        "world_state:\n  calc: {sums: [1]}\ntools:\n  - name: add\n")
-    (tmp_path / "test_case" / "calc.py").write_text(textwrap.dedent('''\
+        "world_state:\n  calc: {sums: [1]}\ntools:\n  - name: add\n"
+    )
+    (tmp_path / "test_case" / "calc.py").write_text(
+        textwrap.dedent('''\
         """!
         scenario: calc
         """
@@ -117,11 +191,14 @@ def test_python_tests(tmp_path):
             query: hello
             """
             return 0.25
-        '''))
+        ''')
+    )
     run = cl.run(cl.load(tmp_path), agent, progress=False)
     by = {r.case_id: r for r in run.results}
     assert {k: r.status for k, r in by.items()} == {
-        "calc.py:test_adds": "passed", "calc.py:test_wrong": "failed",
-        "calc.py:test_reward": "passed"}
+        "calc.py:test_adds": "passed",
+        "calc.py:test_wrong": "failed",
+        "calc.py:test_reward": "passed",
+    }
     assert "got 'echo: hello'" in by["calc.py:test_wrong"].error
     assert by["calc.py:test_reward"].reward == 0.25

@@ -60,8 +60,14 @@ def test_sigkill_then_resume(tmp_path):
     finally:
         sys.path.remove(str(tmp_path))
     calls.write_text("")
-    run = cl.run(killme.SUITE, killme.make_agent(str(calls)), parallel=4, store=store,
-                 resume=True, progress=False)
+    run = cl.run(
+        killme.SUITE,
+        killme.make_agent(str(calls)),
+        parallel=4,
+        store=store,
+        resume=True,
+        progress=False,
+    )
     again = calls.read_text().split()
     assert len(run.results) == 40 and all(r.status == "passed" for r in run.results)
     assert not {f"m{int(c[1:])}" for c in stored} & set(again)  # nothing stored ran twice

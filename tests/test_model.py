@@ -26,7 +26,9 @@ def _suite() -> cl.Suite:
                         "variants": [{"id": "v", "input": {"text": "2"}}],
                     },
                 ],
-                assertions=[{"kind": "check", "path": ["response", "status"], "operator": "exists"}],
+                assertions=[
+                    {"kind": "check", "path": ["response", "status"], "operator": "exists"}
+                ],
             ),
             cl.Case(
                 id="c",

@@ -101,8 +101,9 @@ async def run_turns(conv: Conversation) -> Outcome:
         results = [] if skip else await conv.check(step.assertions, turn, "turn")
         conv.finish_turn(turn, results)
         previous = turn
-        stop = next((r for r in results if r.status == "error" and r.details.get("fail_on_error")),
-                    None)
+        stop = next(
+            (r for r in results if r.status == "error" and r.details.get("fail_on_error")), None
+        )
         if stop is not None:  # HoloDeck `fail_on_error: true`: the remaining turns are skipped
             return Outcome("error", f"turn {turn.index + 1}: {_first_problem([stop])}")
     for status in ("error", "failed"):
