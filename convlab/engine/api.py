@@ -50,46 +50,31 @@ def _check_evaluators(suite: Suite) -> None:
         raise SuiteError(problems)
 
 
-def _runner(
-    suite: Suite | str | Path,
-    agent: Any,
-    *,
-    runs: int,
-    parallel: int,
-    timeout: str | float,
-    simulator: Any,
-    judge: Any,
-    store: str | Path | None,
-    resume: bool,
-    fail_fast: bool,
-    progress: Any,
-    retries: int,
-    allow_external_writes: bool,
-    before: Any,
-    after: Any,
-) -> Runner:
-    the_suite = _suite(suite)
-    _check_evaluators(the_suite)
+def _runner(opts: dict[str, Any]) -> Runner:
+    """Build the runner from the keyword arguments of run()/arun()/start() (their locals)."""
+    suite = _suite(opts["suite"])
+    _check_evaluators(suite)
     settings = Settings(
-        runs=runs,
-        parallel=parallel,
-        timeout_s=parse_duration(timeout),
-        fail_fast=fail_fast,
-        allow_external_writes=allow_external_writes,
-        store=str(store) if store else None,
-        resume=resume,
-        before=before,
-        after=after,
+        runs=opts["runs"],
+        parallel=opts["parallel"],
+        timeout_s=parse_duration(opts["timeout"]),
+        fail_fast=opts["fail_fast"],
+        allow_external_writes=opts["allow_external_writes"],
+        store=str(opts["store"]) if opts["store"] else None,
+        resume=opts["resume"],
+        before=opts["before"],
+        after=opts["after"],
     )
+    judge = opts["judge"]
     env = Env(
-        agent=as_agent(agent),
-        suite=the_suite,
-        policy=RetryPolicy(retries=retries),
-        simulator=resolve_simulator(simulator),
+        agent=as_agent(opts["agent"]),
+        suite=suite,
+        policy=RetryPolicy(retries=opts["retries"]),
+        simulator=resolve_simulator(opts["simulator"]),
         judge=as_agent(judge) if judge is not None else None,
         timeout_s=settings.timeout_s,
     )
-    return Runner(env, settings, _progress(progress))
+    return Runner(env, settings, _progress(opts["progress"]))
 
 
 async def arun(
@@ -130,23 +115,7 @@ async def arun(
         before: A run-level hook called with the suite before any case.
         after: A run-level hook called with the Run and the before hook's result.
     """
-    runner = _runner(
-        suite,
-        agent,
-        runs=runs,
-        parallel=parallel,
-        timeout=timeout,
-        simulator=simulator,
-        judge=judge,
-        store=store,
-        resume=resume,
-        fail_fast=fail_fast,
-        progress=progress,
-        retries=retries,
-        allow_external_writes=allow_external_writes,
-        before=before,
-        after=after,
-    )
+    runner = _runner(locals())
     return await runner.execute()
 
 
@@ -174,23 +143,7 @@ def run(
     loop in a worker thread; interrupting the kernel stops it and returns the partial Run
     (finished instances kept, the rest `cancelled`).
     """
-    runner = _runner(
-        suite,
-        agent,
-        runs=runs,
-        parallel=parallel,
-        timeout=timeout,
-        simulator=simulator,
-        judge=judge,
-        store=store,
-        resume=resume,
-        fail_fast=fail_fast,
-        progress=progress,
-        retries=retries,
-        allow_external_writes=allow_external_writes,
-        before=before,
-        after=after,
-    )
+    runner = _runner(locals())
     return run_sync(runner.execute)
 
 
@@ -244,23 +197,7 @@ def start(
     after: Any = None,
 ) -> RunHandle:
     """Start a run in the background and return a handle (`stop()`, `wait()`, `results`)."""
-    runner = _runner(
-        suite,
-        agent,
-        runs=runs,
-        parallel=parallel,
-        timeout=timeout,
-        simulator=simulator,
-        judge=judge,
-        store=store,
-        resume=resume,
-        fail_fast=fail_fast,
-        progress=progress,
-        retries=retries,
-        allow_external_writes=allow_external_writes,
-        before=before,
-        after=after,
-    )
+    runner = _runner(locals())
     return RunHandle(runner)
 
 

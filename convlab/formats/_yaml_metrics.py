@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from convlab._util import import_callable
 from convlab.formats._yaml_common import At, did_you_mean, plain, validate_model
-from convlab.model.assertions import GRADER_RE, Grader, Metric
+from convlab.model.assertions import GRADER_RE, Grader, Metric, StandardMetric
 
 __all__ = ["GraderImporter", "MetricSpec", "parse_metrics", "pick_level", "with_truth"]
 
@@ -37,17 +37,7 @@ class _Common(BaseModel):
 
 class _Standard(_Common):
     type: Literal["standard"] = "standard"
-    metric: Literal[
-        "groundedness",
-        "relevance",
-        "coherence",
-        "fluency",
-        "bleu",
-        "rouge",
-        "meteor",
-        "equality",
-        "numeric",
-    ]
+    metric: StandardMetric
     threshold: float | None = None
     scale: int | None = Field(default=None, gt=0)
     retry_on_failure: int | None = Field(default=None, ge=1, le=3)

@@ -16,7 +16,7 @@ Format spellings map onto kinds as follows:
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal, TypeAlias
+from typing import Annotated, Any, Literal, TypeAlias, get_args
 
 from pydantic import (
     BaseModel,
@@ -59,7 +59,7 @@ __all__ = [
 OPERATORS = ("equals", "matches", "contains", "exists", "absent", "gte", "lte", "length")
 GRADER_RE = re.compile(r"^[\w.]+:[\w_]+$")
 RESPONSE_PATH_RE = re.compile(r"^[A-Za-z_][\w-]*(\[\d+\])*(\.[A-Za-z_][\w-]*(\[\d+\])*)*$")
-STANDARD_METRICS = (
+StandardMetric = Literal[
     "groundedness",
     "relevance",
     "coherence",
@@ -69,7 +69,8 @@ STANDARD_METRICS = (
     "meteor",
     "equality",
     "numeric",
-)
+]
+STANDARD_METRICS: tuple[str, ...] = get_args(StandardMetric)
 
 
 def _compile(pattern: str) -> str:
