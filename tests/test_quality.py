@@ -1,0 +1,38 @@
+"""The codebase stays lint-clean, type-clean and made of modules a person can read."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _tool(name: str) -> list[str]:
+    if shutil.which(name) is None:
+        pytest.skip(f"{name} is not installed")
+    return [sys.executable, "-m", name]
+
+
+def test_ruff_is_clean():
+    out = subprocess.run([*_tool("ruff"), "check", "."], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout[-3000:]
+
+
+@pytest.mark.slow
+def test_mypy_strict_is_clean():
+    out = subprocess.run(_tool("mypy"), cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout[-3000:]
+
+
+def test_no_module_is_over_500_lines():
+    big = {
+        str(p.relative_to(ROOT)): n
+        for p in (ROOT / "convlab").rglob("*.py")
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > 500
+    }
+    assert not big, big
