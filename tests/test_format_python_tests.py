@@ -794,6 +794,22 @@ def test_test_list_problems_point_at_the_lists_lines(dataset: Path) -> None:
     ]
 
 
+def test_a_listed_name_that_is_a_path_is_a_problem_not_a_crash(dataset: Path) -> None:
+    # found by hypothesis in CI: "/:0" made the error message itself crash
+    listed = write(
+        dataset / "path_list.yaml",
+        """
+        - "/:0"
+        - ../cloud_drive.py:test_append_ok
+        """,
+    )
+    found = problems(listed)
+    assert found == [
+        f"{listed}:1: [0]: test file '/' must be a file name, not a path",
+        f"{listed}:2: [1]: test file '../cloud_drive.py' must be a file name, not a path",
+    ]
+
+
 def test_a_listed_files_own_problems_keep_its_lines(dataset: Path) -> None:
     write(
         dataset / "test_case" / "oops.py",

@@ -73,6 +73,8 @@ def resolve_test_file(root: Path, name: str) -> Path:
     Raises:
         FileNotFoundError: When no candidate exists; the message lists every place tried.
     """
+    if not name or name in (".", "..") or Path(name).name != name or "\\" in name:
+        raise FileNotFoundError(f"test file {name!r} must be a file name, not a path")
     candidates = test_file_candidates(root, name)
     for path in candidates:
         if path.is_file():
