@@ -788,7 +788,7 @@ def _loads_or_suite_error(path: Path, text: str) -> None:
 
 
 @settings(
-    max_examples=150, deadline=2000, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=150, deadline=10_000, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(lines=st.lists(_LINE, max_size=6))
 def test_random_documents_load_or_raise_suite_error(tmp_path: Path, lines: list[str]) -> None:
@@ -796,7 +796,7 @@ def test_random_documents_load_or_raise_suite_error(tmp_path: Path, lines: list[
 
 
 @settings(
-    max_examples=150, deadline=2000, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=150, deadline=10_000, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
     cases=st.lists(_CASE, min_size=1, max_size=3),
