@@ -72,3 +72,41 @@ def test_sigkill_then_resume(tmp_path):
     assert len(run.results) == 40 and all(r.status == "passed" for r in run.results)
     assert not {f"m{int(c[1:])}" for c in stored} & set(again)  # nothing stored ran twice
     assert len(again) == 40 - len(stored)
+
+
+INTERRUPT = textwrap.dedent("""
+    import asyncio, sys
+    import convlab as cl
+    from convlab.model import Case, Message, Suite
+
+    async def agent(messages):
+        with open(sys.argv[1], "a") as fh:
+            fh.write("x\\n")
+        await asyncio.sleep(0.05 if messages[-1]["content"] != "m39" else 60)
+        return "ok"
+
+    suite = Suite(id="int", cases=[Case(id=f"c{i:02d}", input=[Message(content=f"m{i}")])
+                                   for i in range(40)])
+    run = cl.run(suite, agent, parallel=1, progress=False)
+    counts = {}
+    for r in run.results:
+        counts[r.status] = counts.get(r.status, 0) + 1
+    print(run.status, counts.get("passed", 0), counts.get("cancelled", 0), flush=True)
+""")
+
+
+def test_ctrl_c_keeps_finished_results_and_cancels_the_rest(tmp_path):
+    script = tmp_path / "interrupt.py"
+    script.write_text(INTERRUPT)
+    calls = tmp_path / "calls.txt"
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(calls)], stdout=subprocess.PIPE, text=True
+    )
+    deadline = time.time() + 60
+    while time.time() < deadline and (not calls.exists() or calls.read_text().count("x") < 4):
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=30)
+    status, passed, cancelled = out.split()
+    assert status == "cancelled"
+    assert int(passed) >= 1 and int(passed) + int(cancelled) == 40
