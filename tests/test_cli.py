@@ -90,3 +90,34 @@ def test_demo_command_in_a_real_process():
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "every example ended as expected" in proc.stdout
     assert "Pass rate" in proc.stderr  # progress and summaries go to stderr
+
+
+def test_serve_demo_command_answers_an_openai_agent():
+    import socket
+    import time
+
+    import convlab as cl
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "convlab", "serve-demo", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.05)
+        agent = cl.agents.openai(
+            "demo:finance", base_url=f"http://127.0.0.1:{port}/v1", api_key="x"
+        )
+        answer = cl.ask(agent, "what is the net cash from operating activities in 2009?")
+        assert "206588" in answer.text
+    finally:
+        proc.terminate()
+        proc.wait(10)
