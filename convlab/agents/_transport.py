@@ -50,7 +50,8 @@ try:
 
     def dumps(obj: Any) -> bytes:
         """JSON bytes (orjson when installed: it is several times faster)."""
-        return orjson.dumps(obj, default=str)
+        out: bytes = orjson.dumps(obj, default=str)
+        return out
 
     def loads(data: bytes | str) -> Any:
         """Parse JSON bytes or text."""
