@@ -8,6 +8,8 @@ instances already stored (cancelled ones run again).
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import os
 from pathlib import Path
@@ -19,6 +21,10 @@ from convlab.model.results import CaseResult, Run
 __all__ = ["ResultStore", "StoreError", "read_store"]
 
 
+_RESULT = '{"type":"result",'
+"""How every result line starts (written by `ResultStore.append`)."""
+
+
 class StoreError(ConvlabError):
     """The results store cannot be used (another suite's store, unreadable file)."""
 
@@ -27,19 +33,24 @@ def read_store(path: str | Path) -> tuple[dict[str, Any] | None, list[CaseResult
     """The header's run dict and every complete result line (torn lines are skipped)."""
     header: dict[str, Any] | None = None
     results: list[CaseResult] = []
-    with open(path, encoding="utf-8") as fh:
-        for raw in fh:
-            if not raw.endswith("\n"):
-                break  # a torn last line from a crash
-            try:
-                rec = json.loads(raw)
-            except json.JSONDecodeError:
-                continue
-            kind = rec.pop("type", None)
-            if kind == "header":
-                header = rec.get("run")
-            elif kind == "result":
-                results.append(CaseResult.model_validate(rec))
+    paused = gc.isenabled()
+    gc.disable()  # building many small objects: the collector would rescan them all
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for raw in fh:
+                if not raw.endswith("\n"):
+                    break  # a torn last line from a crash
+                if raw.startswith(_RESULT):
+                    with contextlib.suppress(ValueError):
+                        results.append(CaseResult.model_validate_json("{" + raw[len(_RESULT):]))
+                    continue
+                with contextlib.suppress(json.JSONDecodeError):
+                    rec = json.loads(raw)
+                    if rec.get("type") == "header":
+                        header = rec.get("run")
+    finally:
+        if paused:
+            gc.enable()
     return header, results
 
 
@@ -93,7 +104,7 @@ class ResultStore:
 
     def append(self, result: CaseResult) -> None:
         """Write one finished instance and flush it to the OS."""
-        line = result.model_dump_json()
+        line = result.model_dump_json(exclude_defaults=True)  # defaults come back on read
         self._write_raw('{"type":"result",' + line[1:] + "\n")
 
     def close(self) -> None:
