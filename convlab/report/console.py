@@ -25,11 +25,18 @@ MARKS = {
 
 
 class ConsoleProgress:
-    """Prints `► [case] ... STATUS (1.2s)` per instance and a summary at the end."""
+    """Prints `► [case] ... STATUS (1.2s)` per instance and a summary at the end.
 
-    def __init__(self, stream: TextIO | None = None, verbose: bool = False) -> None:
+    `quiet` prints only the instances that did not pass (and the summary): the default in
+    a notebook kernel, where a thousand lines would bury the cell's output.
+    """
+
+    def __init__(
+        self, stream: TextIO | None = None, verbose: bool = False, quiet: bool | None = None
+    ) -> None:
         self.stream = stream or sys.stderr
         self.verbose = verbose
+        self.quiet = ("ipykernel" in sys.modules) if quiet is None else quiet
         self.total = self.done = 0
         self.t0 = time.perf_counter()
 
@@ -42,6 +49,8 @@ class ConsoleProgress:
         elif isinstance(event, CaseFinished):
             self.done += 1
             r = event.result
+            if self.quiet and r.status in ("passed", "skipped"):
+                return
             line = f"► [{event.label or r.case_id}] {MARKS.get(r.status, r.status)}"
             line += f" ({r.duration_ms / 1000:.1f}s)" if r.duration_ms else ""
             if r.status not in ("passed", "skipped") and r.error:
