@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import re
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["import_callable", "parse_duration"]
+__all__ = ["import_callable", "in_daemon_thread", "parse_duration"]
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
 _UNIT_S = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -62,3 +63,37 @@ def import_callable(spec: str) -> Callable[..., Any]:
     if not callable(obj):
         raise ImportError(f"{spec!r} is not callable")
     return obj  # type: ignore[no-any-return]
+
+
+async def in_daemon_thread(fn: Callable[..., Any], *args: Any) -> Any:
+    """Run a blocking callable in a daemon thread and await its result.
+
+    Unlike `asyncio.to_thread`, a callable that never returns cannot hold up the end of
+    the run or the interpreter: the per-case timeout abandons it and the process exits.
+    """
+    import asyncio
+    import threading
+
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+
+    def settle(ok: bool, value: Any) -> None:
+        if future.done():
+            return
+        if ok:
+            future.set_result(value)
+        else:
+            future.set_exception(value)
+
+    def main() -> None:
+        try:
+            out = fn(*args)
+        except BaseException as exc:
+            ok, value = False, exc
+        else:
+            ok, value = True, out
+        with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits any more
+            loop.call_soon_threadsafe(settle, ok, value)
+
+    threading.Thread(target=main, name="convlab-call", daemon=True).start()
+    return await future
