@@ -1,0 +1,263 @@
+"""Review findings turned into tests: nothing is lost and nothing is mislabelled when
+hooks fail, runs are stopped, checks error or simulators are misnamed."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import textwrap
+import time
+
+import convlab as cl
+from convlab.cli import main
+from convlab.model import Case, Message, Suite
+from convlab.plan import fingerprint
+
+
+def std(case_id: str, text: str = "hi", **kw) -> Case:
+    return Case(id=case_id, input=[Message(content=text)], **kw)
+
+
+class Closing:
+    """A function agent that records whether the run closed it."""
+
+    def __init__(self, reply: str = "ok", delay: float = 0.0) -> None:
+        self.closed = False
+        self.agent = cl.agents.function(self.answer)
+        self.agent.aclose = self._aclose  # type: ignore[method-assign]
+        self.reply, self.delay = reply, delay
+
+    async def answer(self, messages):
+        await asyncio.sleep(self.delay)
+        return self.reply
+
+    async def _aclose(self) -> None:
+        self.closed = True
+
+
+def test_a_failing_before_hook_errors_every_instance_runs_after_and_closes_the_agent():
+    seen, agent = [], Closing()
+
+    def before(suite):
+        raise RuntimeError("db down")
+
+    run = cl.run(
+        Suite(id="s", cases=[std("a"), std("b")]),
+        agent.agent,
+        progress=False,
+        before=before,
+        after=lambda run, data: seen.append(run.status),
+    )
+    assert run.status == "failed" and "before hook failed: RuntimeError: db down" in run.error
+    assert [r.status for r in run.results] == ["error", "error"]
+    assert seen == ["failed"] and agent.closed
+
+
+def test_a_failing_after_hook_keeps_the_run():
+    def after(run, data):
+        raise ValueError("cleanup broke")
+
+    run = cl.run(Suite(id="s", cases=[std("a")]), lambda m: "ok", progress=False, after=after)
+    assert run.results[0].status == "passed"
+    assert run.status == "failed" and "cleanup broke" in run.error
+
+
+def test_stopping_while_the_run_finishes_still_returns_the_run():
+    async def slow_after(run, data):
+        await asyncio.sleep(0.5)
+
+    handle = cl.start(Suite(id="s", cases=[std("a")]), lambda m: "ok", after=slow_after)
+    deadline = time.time() + 10
+    while not handle.results and time.time() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.1)
+    run = handle.stop()
+    assert run.results[0].status == "passed"
+
+
+def test_an_instance_stopped_mid_conversation_keeps_its_turns_and_runs_after(tmp_path, monkeypatch):
+    (tmp_path / "stophooks.py").write_text(
+        "CALLS = []\ndef after(case, outcome, data):\n    CALLS.append(outcome.status)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    async def agent(messages):
+        await asyncio.sleep(0.02 if messages[-1]["content"] == "one" else 30)
+        return "ok"
+
+    case = Case(
+        id="c",
+        mode="turns",
+        hooks={"after": "stophooks:after"},
+        turns=[{"input": {"text": "one"}}, {"input": {"text": "two"}}],
+    )
+    handle = cl.start(Suite(id="s", cases=[case]), agent)
+    time.sleep(0.5)
+    run = handle.stop()
+    [res] = run.results
+    assert res.status == "cancelled" and res.started_at is not None
+    assert res.turns[0].observation.text == "ok" and len(res.turns) == 2
+    import stophooks
+
+    assert stophooks.CALLS == ["cancelled"]
+
+
+def test_a_dynamic_case_that_times_out_keeps_the_checkpoints_it_reached():
+    async def agent(messages):
+        if len(messages) > 1:
+            await asyncio.sleep(30)
+        return "hello there"
+
+    case = Case(
+        id="d",
+        mode="dynamic",
+        input=[Message(content="hi")],
+        limits={"max_turns": 5},
+        checkpoints=[
+            {"id": "greet", "assertion": {"kind": "contains", "value": "hello"}},
+            {"id": "never", "assertion": {"kind": "contains", "value": "zzz"}},
+        ],
+    )
+    keep_going = lambda messages, ctx: "tell me more"  # noqa: E731 - a user who never stops
+    [res] = cl.run(
+        Suite(id="s", cases=[case]), agent, timeout=1, simulator=keep_going, progress=False
+    ).results
+    assert res.status == "timeout"
+    assert {c.id: c.reached_at_turn for c in res.checkpoints} == {"greet": 1, "never": None}
+
+
+def test_a_checkpoint_whose_check_errors_is_an_error_not_max_turns():
+    case = Case(
+        id="d",
+        mode="dynamic",
+        input=[Message(content="hi")],
+        limits={"max_turns": 3},
+        checkpoints=[{"id": "judged", "assertion": {"kind": "judge", "question": "Polite?"}}],
+    )
+    [res] = cl.run(Suite(id="s", cases=[case]), lambda m: "hello", progress=False).results
+    assert res.status == "error" and "checkpoint judged" in res.error and "judge" in res.error
+    assert len(res.turns) == 1
+
+
+def test_a_misnamed_case_simulator_is_an_error_not_the_default():
+    case = Case(
+        id="d",
+        mode="dynamic",
+        simulator={"use": "nosuchmodule_xyz:sim"},
+        checkpoints=[{"id": "k", "assertion": {"kind": "contains", "value": "x"}}],
+    )
+    [res] = cl.run(Suite(id="s", cases=[case]), lambda m: "x", progress=False).results
+    assert res.status == "error" and "nosuchmodule_xyz:sim" in res.error
+
+
+def test_an_erroring_step_stops_the_remaining_steps():
+    @cl.evaluator("always_breaks")
+    def breaks(ctx, parameters):
+        raise RuntimeError("broken evaluator")
+
+    sent = []
+    case = Case(
+        id="c",
+        mode="turns",
+        turns=[
+            {
+                "input": {"text": "one"},
+                "assertions": [{"kind": "custom", "evaluator": "always_breaks"}],
+            },
+            {"input": {"text": "two"}},
+        ],
+    )
+    [res] = cl.run(
+        Suite(id="s", cases=[case]), lambda m: sent.append(m[-1]["content"]) or "ok", progress=False
+    ).results
+    assert res.status == "error" and sent == ["one"]
+
+
+def test_an_empty_reply_still_checks_expected_tools(tmp_path):
+    f = tmp_path / "agent.yaml"
+    f.write_text(
+        textwrap.dedent("""\
+        test_cases:
+          - name: calc
+            turns:
+              - input: "what is 2+2?"
+                ground_truth: "4"
+                expected_tools: [calculator]
+        """)
+    )
+    [res] = cl.run(cl.load(f), lambda m: "", progress=False).results
+    assert res.status == "failed" and "calculator" in res.error
+
+
+def test_suite_assertions_see_a_zero_filled_summary_and_fail_the_cli(tmp_path, capsys):
+    f = tmp_path / "s.json"
+    f.write_text(
+        json.dumps(
+            {
+                "schemaVersion": 1,
+                "id": "s",
+                "name": "S",
+                "scenarios": [
+                    {
+                        "id": "a",
+                        "name": "a",
+                        "writePolicy": "read_only",
+                        "steps": [{"id": "x", "input": {"text": "hi"}}],
+                    }
+                ],
+                "assertions": [
+                    {
+                        "id": "none-failed",
+                        "kind": "check",
+                        "path": ["summary", "failed"],
+                        "operator": "equals",
+                        "value": 0,
+                    },
+                    {
+                        "id": "done",
+                        "kind": "check",
+                        "path": ["status"],
+                        "operator": "equals",
+                        "value": "completed",
+                    },
+                    {
+                        "id": "two",
+                        "kind": "check",
+                        "path": ["summary", "passed"],
+                        "operator": "equals",
+                        "value": 2,
+                    },
+                ],
+            }
+        )
+    )
+    run = cl.run(cl.load(f), lambda m: "ok", progress=False)
+    assert [a.status for a in run.suite_assertions] == ["passed", "passed", "failed"]
+    (tmp_path / "agentmod.py").write_text("def agent(messages):\n    return 'ok'\n")
+    import sys
+
+    sys.path.insert(0, str(tmp_path))
+    try:
+        assert main(["run", "-i", str(f), "-n", "agentmod:agent"]) == 1
+    finally:
+        sys.path.remove(str(tmp_path))
+
+
+def test_resume_fingerprint_does_not_depend_on_where_the_suite_was_read_from(tmp_path, monkeypatch):
+    f = tmp_path / "c.jsonl"
+    f.write_text('{"id": "a", "input": "hi"}\n')
+    monkeypatch.chdir(tmp_path)
+    assert fingerprint(cl.load("c.jsonl")) == fingerprint(cl.load(f))
+
+
+def test_cli_usage_errors_are_reported_before_running(tmp_path, capsys):
+    ex = "examples/finance"
+    assert main(["run", "-i", ex, "-n", "demo:finance", "--timeout", "5x"]) == 2
+    assert "--timeout" in capsys.readouterr().err
+    assert main(["run", "-i", ex, "-n", "demo:finance", "--run", "("]) == 2
+    assert "invalid regex" in capsys.readouterr().err
+    assert main(["run", "-i", ex, "-n", "demo:finance", "-o", str(tmp_path / "r.pdf")]) == 2
+    assert "supported suffixes" in capsys.readouterr().err
+    assert main(["run", "-i", "examples/expens.jsonl", "-n", "demo:expense"]) == 2
+    assert "no such file" in capsys.readouterr().err
+    assert main(["run", "-i", ex, "-n", "nosuchmodule_q:agent"]) == 2
