@@ -37,17 +37,47 @@ def _validate(args: argparse.Namespace) -> int:
     return 0
 
 
+SUITE_SUFFIXES = (".jsonl", ".json", ".yaml", ".yml", ".py")
+
+
 def _is_path(text: str) -> bool:
-    return Path(text).exists()
+    """A suite path (existing, or looking like one); anything else is a quick message."""
+    looks = text.endswith(SUITE_SUFFIXES) or ("/" in text and " " not in text.strip())
+    return Path(text).exists() or looks
+
+
+def _check_options(args: argparse.Namespace) -> None:
+    """Usage errors before anything runs (exit 2), not after a long run."""
+    import re
+
+    from convlab._util import parse_duration
+    from convlab.results import SAVERS
+
+    try:
+        parse_duration(args.timeout)
+    except ValueError as exc:
+        raise ConvlabError(f"--timeout: {exc}") from None
+    if args.run:
+        try:
+            re.compile(args.run)
+        except re.error as exc:
+            raise ConvlabError(f"--run: invalid regex {args.run!r}: {exc}") from None
+    if args.output and Path(args.output).suffix.lower() not in SAVERS:
+        supported = ", ".join(sorted(SAVERS))
+        raise ConvlabError(f"-o: cannot write {args.output!r}; supported suffixes: {supported}")
 
 
 def _run(args: argparse.Namespace) -> int:
     import convlab as cl
+    from convlab.report.console import ConsoleProgress
 
+    _check_options(args)
     if not _is_path(args.input):
         answer = cl.ask(args.name or "demo:expense", args.input)
         print(answer)
         return 0 if answer.passed else 1
+    if not Path(args.input).exists():
+        raise ConvlabError(f"{args.input}: no such file or folder")
     suite = cl.load(args.input)
     if args.run:
         suite = suite.filter(run=args.run)
@@ -73,11 +103,13 @@ def _run(args: argparse.Namespace) -> int:
         resume=args.resume,
         fail_fast=args.fail_fast,
         allow_external_writes=args.allow_external_writes,
+        progress=ConsoleProgress(verbose=args.verbose, quiet=False),
     )
     if args.output:
         run.save(args.output)
         print(f"results written to {args.output}", file=sys.stderr)
     bad = sum(r.status in ("failed", "error", "timeout") for r in run.results)
+    bad += sum(a.status in ("failed", "error") for a in run.suite_assertions)
     return 1 if bad or run.status == "cancelled" else 0
 
 
@@ -151,7 +183,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SuiteError as err:
         print(str(err), file=sys.stderr)
         return 2
-    except ConvlabError as err:
+    except (ConvlabError, ValueError, ImportError) as err:
+        # bad options, an agent spec that does not import, a store of another suite
         print(f"convlab: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

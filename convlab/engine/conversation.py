@@ -17,7 +17,7 @@ from convlab.checks import CheckContext, evaluate
 from convlab.engine.calls import Attempts, RetryPolicy, call_agent
 from convlab.engine.events import Event, TurnCompleted
 from convlab.model.conversation import Message, Observation, Usage
-from convlab.model.results import AssertionResult, TurnResult
+from convlab.model.results import AssertionResult, CheckpointResult, TurnResult
 
 if TYPE_CHECKING:
     from convlab.model.assertions import Assertion
@@ -96,6 +96,8 @@ class Conversation:
         self.attempts = Attempts()
         self.usage: Usage | None = None
         self.session: AgentSession | None = None
+        self.checkpoints: list[CheckpointResult] = []
+        """Dynamic cases: checkpoint states (kept when the case times out)."""
 
     async def open(self) -> None:
         """Open the agent session for this instance."""
@@ -127,11 +129,12 @@ class Conversation:
             obs = await call_agent(
                 self.session, self.messages, self.ctx, self.env.policy, self.attempts
             )
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:  # a sync agent calling sys.exit() too
             turn.status, turn.error = "error", _agent_error(exc, index)
             turn.duration_ms = (time.perf_counter() - start) * 1000
             raise TurnFailed(turn.error) from exc
-        obs.effects = copy.deepcopy(self.ctx.world)
+        if obs.effects is None:  # agents that copy the world themselves are trusted with it
+            obs.effects = copy.deepcopy(self.ctx.world)
         self.messages.extend(obs.messages)
         self._add_usage(obs)
         turn.observation = obs

@@ -96,16 +96,11 @@ async def run_turns(conv: Conversation) -> Outcome:
         except TurnFailed as exc:
             conv.finish_turn(conv.turns[-1], [])
             return Outcome("error", str(exc))
-        # HoloDeck: an empty reply runs no metric at all
-        skip = _empty_reply(turn) and step.ground_truth is not None
-        results = [] if skip else await conv.check(step.assertions, turn, "turn")
+        results = await conv.check(step.assertions, turn, "turn")
         conv.finish_turn(turn, results)
         previous = turn
-        stop = next(
-            (r for r in results if r.status == "error" and r.details.get("fail_on_error")), None
-        )
-        if stop is not None:  # HoloDeck `fail_on_error: true`: the remaining turns are skipped
-            return Outcome("error", f"turn {turn.index + 1}: {_first_problem([stop])}")
+        if turn.status == "error":  # an error stops the remaining turns; a failure does not
+            return Outcome("error", f"turn {turn.index + 1}: {_first_problem(results)}")
     for status in ("error", "failed"):
         bad = next((t for t in conv.turns if t.status == status), None)
         if bad is not None:
@@ -113,11 +108,6 @@ async def run_turns(conv: Conversation) -> Outcome:
     final = await conv.check(conv.case.assertions, None, "final")
     status = status_of(final)
     return Outcome(status, None if status == "passed" else _first_problem(final), final)
-
-
-def _empty_reply(turn: object) -> bool:
-    obs = getattr(turn, "observation", None)
-    return obs is not None and obs.text == "" and obs.data is None and not obs.tool_calls
 
 
 def _stop_with(conv: Conversation, step: Turn, error: str) -> Outcome:
@@ -133,12 +123,14 @@ def _stop_with(conv: Conversation, step: Turn, error: str) -> Outcome:
 
 def _simulator(conv: Conversation) -> object:
     """The case's own simulator (`use`) when it resolves, else the run's."""
-    spec = conv.case.simulator
-    if spec is not None and spec.use:
+    use = conv.case.simulator.use if conv.case.simulator else None
+    # a convlab spec must resolve; a foreign id (e.g. a Yao agent name) leaves the user
+    # to the run's simulator
+    if use and (":" in use or use == "scripted"):
         try:
-            return conv.env.case_simulator(spec.use)
-        except Exception:
-            pass
+            return conv.env.case_simulator(use)
+        except Exception as exc:
+            raise TurnFailed(f"simulator {use!r}: {type(exc).__name__}: {exc}") from exc
     if conv.env.simulator is None:
         raise TurnFailed(
             "no user simulator configured: pass run(simulator=...) (a function, an agent or "
@@ -172,6 +164,7 @@ async def run_dynamic(conv: Conversation) -> Outcome:
     checkpoints = {
         cp.id: CheckpointResult(id=cp.id, required=cp.required) for cp in case.checkpoints
     }
+    conv.checkpoints = list(checkpoints.values())
     max_turns = case.limits.max_turns or 20
     try:
         sim = None if case.input else _simulator(conv)
@@ -241,7 +234,10 @@ async def _check_checkpoints(
             passed, message = True, None
         else:
             [res] = await conv.check([cp.assertion], turn, "checkpoint")  # type: ignore[arg-type]
-            passed, message = res.passed, res.error or res.message
+            if res.status == "error":  # e.g. no judge configured: not "unreached", an error
+                state.message = res.error or res.message
+                raise TurnFailed(f"checkpoint {cp.id}: {state.message}")
+            passed, message = res.passed, res.message
         if passed:
             state.reached = state.passed = True
             state.reached_at_turn = turn.index + 1  # type: ignore[attr-defined]

@@ -8,7 +8,7 @@ import asyncio
 import contextlib
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -91,42 +91,63 @@ class Runner:
             status="running",
             fingerprint=fingerprint(suite),
         )
-        store = ResultStore(s.store, self.run, s.resume) if s.store else None
+        try:
+            store = ResultStore(s.store, self.run, s.resume) if s.store else None
+        except BaseException:
+            await self.env.aclose()
+            raise
         if store is not None:
             self.results.update(store.done)
         total = count(suite, s.runs)
         self.emit(RunStarted(self.run.id, total, self.run.agent, s.public(), len(self.results)))
-        cancelled = False
+        cancelled, before_data, failure = False, None, None
         try:
-            before_data = await call_hook(resolve_hook(s.before), suite)
-            todo = (
-                i
-                for i in expand(suite, s.runs, s.allow_external_writes)
-                if i.key not in self.results
-            )
-            await asyncio.gather(*(self._worker(todo, store) for _ in range(max(1, s.parallel))))
+            try:
+                before_data = await call_hook(resolve_hook(s.before), suite)
+            except Exception as exc:
+                failure = f"before hook failed: {type(exc).__name__}: {exc}"
+            if failure is None:
+                todo = (
+                    i
+                    for i in expand(suite, s.runs, s.allow_external_writes)
+                    if i.key not in self.results
+                )
+                workers = (self._worker(todo, store) for _ in range(max(1, s.parallel)))
+                await asyncio.gather(*workers)
         except asyncio.CancelledError:
             cancelled = True
-            task = asyncio.current_task()
-            if task is not None:
-                task.uncancel()
+            _uncancel()
         finally:
             if store is not None:
                 store.close()
-        return await self._finish(cancelled, before_data if not cancelled else None)
+        # finishing (suite checks, the after hook, closing agents) survives a second stop
+        finish = asyncio.ensure_future(self._finish(cancelled, before_data, failure))
+        while True:
+            try:
+                return await asyncio.shield(finish)
+            except asyncio.CancelledError:
+                _uncancel()
+                self.run.status = "cancelled"
 
-    async def _finish(self, cancelled: bool, before_data: Any) -> Run:
+    async def _finish(self, cancelled: bool, before_data: Any, failure: str | None) -> Run:
         suite, s = self.env.suite, self.settings
-        for inst in expand(suite, s.runs, s.allow_external_writes):
+        order: dict[tuple[str, str, int, int], int] = {}
+        why = failure or "run stopped before it ran"
+        for n, inst in enumerate(expand(suite, s.runs, s.allow_external_writes)):
+            order[inst.key] = n
             if inst.key not in self.results:
-                self.results[inst.key] = _closed(inst, "cancelled", "run stopped before it ran")
-        order = {inst.key: n for n, inst in enumerate(expand(suite, s.runs))}
+                self.results[inst.key] = _closed(inst, "error" if failure else "cancelled", why)
         self.run.results = sorted(self.results.values(), key=lambda r: order.get(r.key, 1 << 60))
-        self.run.status = "cancelled" if cancelled else "completed"
-        if suite.assertions and not cancelled:
+        self.run.status = "failed" if failure else "cancelled" if cancelled else "completed"
+        self.run.error = failure
+        if suite.assertions:
             self.run.suite_assertions = await _suite_checks(self.run)
         self.run.finished_at = _now()
-        await call_hook(resolve_hook(s.after), self.run, before_data)
+        try:
+            await call_hook(resolve_hook(s.after), self.run, before_data)
+        except Exception as exc:
+            self.run.status = "failed"
+            self.run.error = f"after hook failed: {type(exc).__name__}: {exc}"
         await self.env.aclose()
         self.emit(RunFinished(self.run))
         return self.run
@@ -138,7 +159,9 @@ class Runner:
             try:
                 result = await self.run_instance(inst)
             except asyncio.CancelledError:
-                self.results[inst.key] = _closed(inst, "cancelled", "run stopped while it ran")
+                self.results.setdefault(
+                    inst.key, _closed(inst, "cancelled", "run stopped while it ran")
+                )
                 raise
             self.results[inst.key] = result
             if store is not None:
@@ -158,30 +181,23 @@ class Runner:
         self.emit(CaseStarted(inst.key, inst.label, case.mode, case.name))
         conv = Conversation(inst, self.env)
         timeout = case.limits.timeout_s or self.env.timeout_s
-        outcome = await self._converse(conv, timeout)
-        return CaseResult(
-            case_id=case.id,
-            variant=inst.variant,
-            repetition=inst.repetition,
-            run=inst.run,
-            status=outcome.status,  # type: ignore[arg-type]
-            reward=_reward(outcome),
-            turns=conv.turns,
-            assertions=outcome.assertions,
-            checkpoints=outcome.checkpoints,
-            error=outcome.error,
-            duration_ms=(time.perf_counter() - t0) * 1000,
-            attempts=conv.attempts.calls or 1,
-            usage=conv.usage,
-            started_at=started,
-            finish_reason=outcome.finish_reason,
-        )
+        try:
+            outcome = await self._converse(conv, timeout)
+        except asyncio.CancelledError:  # keep what the conversation got to
+            stopped = Outcome("cancelled", "run stopped while it ran", checkpoints=conv.checkpoints)
+            self.results[inst.key] = _result(inst, conv, stopped, started, t0)
+            raise
+        return _result(inst, conv, outcome, started, t0)
 
     async def _converse(self, conv: Conversation, timeout: float) -> Outcome:
         case = conv.case
         near = case.source.file if case.source else None
         outcome = Outcome("error", "not run")
         data = None
+
+        async def after(outcome: Outcome) -> None:
+            await call_hook(resolve_hook(case.hooks.after, near), case, outcome, data)
+
         try:
             data = await call_hook(resolve_hook(case.hooks.before, near), case)
             async with asyncio.timeout(timeout):
@@ -192,10 +208,16 @@ class Runner:
                     await conv.close()
         except TimeoutError:
             outcome = _timeout(conv, timeout)
+        except asyncio.CancelledError:
+            # `after` always runs, also for an instance stopped mid-way
+            stopped = Outcome("cancelled", "run stopped while it ran")
+            with contextlib.suppress(Exception):
+                await asyncio.shield(after(stopped))
+            raise
         except Exception as exc:
             outcome = Outcome("error", f"{type(exc).__name__}: {exc}")
         try:
-            await call_hook(resolve_hook(case.hooks.after, near), case, outcome, data)
+            await after(outcome)
         except Exception as exc:
             if outcome.status == "passed":
                 outcome = Outcome(
@@ -207,34 +229,58 @@ class Runner:
         return outcome
 
 
+def _result(
+    inst: Instance, conv: Conversation, outcome: Outcome, started: str, t0: float
+) -> CaseResult:
+    return CaseResult(
+        case_id=inst.case.id,
+        variant=inst.variant,
+        repetition=inst.repetition,
+        run=inst.run,
+        status=outcome.status,  # type: ignore[arg-type]
+        reward=_reward(outcome),
+        turns=conv.turns,
+        assertions=outcome.assertions,
+        checkpoints=outcome.checkpoints,
+        error=outcome.error,
+        duration_ms=(time.perf_counter() - t0) * 1000,
+        attempts=conv.attempts.calls or 1,
+        usage=conv.usage,
+        started_at=started,
+        finish_reason=outcome.finish_reason,
+    )
+
+
 async def _suite_checks(run: Run) -> list[Any]:
-    """Suite-scope assertions see `{summary, status}` and every case result."""
+    """Suite-scope assertions see `{summary, status}` (seed 001) and every case result."""
     from convlab.checks import CheckContext, evaluate
 
-    counts: dict[str, int] = {}
+    summary = {"total": len(run.results), "pending": 0, "running": 0}
+    summary |= dict.fromkeys(
+        ("passed", "failed", "error", "skipped", "blocked", "cancelled", "timeout"), 0
+    )
     for r in run.results:
-        counts[r.status] = counts.get(r.status, 0) + 1
-    summary = {
-        "total": len(run.results),
-        "pending": 0,
-        "running": 0,
-        **counts,
-        "error": counts.get("error", 0),
-    }
-    status = "passed" if all(r.status in ("passed", "skipped") for r in run.results) else "failed"
+        summary[r.status] += 1
     ctx = CheckContext(
-        scope="suite", summary=summary, cases=list(run.results), extra={"status": status}
+        scope="suite", summary=summary, cases=list(run.results), extra={"status": run.status}
     )
     assert run.suite is not None
     return [await evaluate(spec, ctx) for spec in run.suite.assertions]
 
 
 def _timeout(conv: Conversation, timeout: float) -> Outcome:
-    from convlab.engine.modes import Outcome as _O
-
     if conv.turns and conv.turns[-1].observation is None and conv.turns[-1].status != "error":
         conv.turns[-1].status, conv.turns[-1].error = "error", "timeout"
-    return _O("timeout", f"timeout after {_fmt_duration(timeout)}")
+    return Outcome(
+        "timeout", f"timeout after {_fmt_duration(timeout)}", checkpoints=conv.checkpoints
+    )
+
+
+def _uncancel() -> None:
+    """The run handles its own cancellation: it finishes and returns the partial Run."""
+    task = asyncio.current_task()
+    if task is not None:
+        task.uncancel()
 
 
 def _fmt_duration(seconds: float) -> str:
@@ -262,6 +308,3 @@ def _closed(inst: Instance, status: str, why: str) -> CaseResult:
         status=status,
         error=why,
     )  # type: ignore[arg-type]
-
-
-Callback = Callable[[Event], None]

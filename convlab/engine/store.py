@@ -42,7 +42,7 @@ def read_store(path: str | Path) -> tuple[dict[str, Any] | None, list[CaseResult
                     break  # a torn last line from a crash
                 if raw.startswith(_RESULT):
                     with contextlib.suppress(ValueError):
-                        results.append(CaseResult.model_validate_json("{" + raw[len(_RESULT):]))
+                        results.append(CaseResult.model_validate_json("{" + raw[len(_RESULT) :]))
                     continue
                 with contextlib.suppress(json.JSONDecodeError):
                     rec = json.loads(raw)

@@ -161,6 +161,8 @@ class Run(BaseModel):
     started_at: str | None = None
     finished_at: str | None = None
     status: Literal["running", "completed", "cancelled", "failed"] = "completed"
+    error: str | None = None
+    """Why the run did not complete normally (a run-level hook failed)."""
     fingerprint: str = ""
     """Hash of the suite definition; a resumed store must match it."""
 

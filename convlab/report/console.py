@@ -9,7 +9,14 @@ import sys
 import time
 from typing import TextIO
 
-from convlab.engine.events import CaseFinished, Event, RunFinished, RunStarted
+from convlab.engine.events import (
+    CaseFinished,
+    CheckpointReached,
+    Event,
+    RunFinished,
+    RunStarted,
+    TurnCompleted,
+)
 
 __all__ = ["ConsoleProgress"]
 
@@ -56,11 +63,23 @@ class ConsoleProgress:
             if r.status not in ("passed", "skipped") and r.error:
                 line += f" - {r.error[:200]}"
             self._say(f"{line}  [{self.done}/{self.total}]")
+        elif self.verbose and isinstance(event, TurnCompleted):
+            t = event.turn
+            said = " / ".join(m.text() for m in t.messages) or "-"
+            reply = (t.observation.text if t.observation else None) or t.error or "-"
+            self._say(f"  [{event.key[0]}] turn {t.index + 1}: {_clip(said)!r} -> {_clip(reply)!r}")
+        elif self.verbose and isinstance(event, CheckpointReached):
+            self._say(f"  [{event.key[0]}] ✓ checkpoint {event.checkpoint} (turn {event.turn})")
         elif isinstance(event, RunFinished):
             self._say(summary_line(event.run.results, time.perf_counter() - self.t0))
 
     def _say(self, text: str) -> None:
         print(text, file=self.stream, flush=True)
+
+
+def _clip(text: str, limit: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def summary_line(results: list, seconds: float) -> str:  # type: ignore[type-arg]
