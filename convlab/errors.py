@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = [
     "AgentError",
@@ -56,6 +57,9 @@ class SuiteError(ConvlabError):
         self.problems: list[Problem] = list(problems)
         super().__init__("\n".join(str(p) for p in self.problems) or "invalid suite")
 
+    def __reduce__(self) -> tuple[Any, ...]:  # survives pickling (process pools, xdist)
+        return (type(self), (self.problems,))
+
     @classmethod
     def one(cls, file: str, line: int | None, path: str, message: str) -> SuiteError:
         """Build an error holding a single problem."""
@@ -71,6 +75,9 @@ class UnknownNameError(ConvlabError, KeyError):
         hint = f" Did you mean {' or '.join(repr(s) for s in suggestions)}?" if suggestions else ""
         names = ", ".join(available[:30]) + (", ..." if len(available) > 30 else "")
         super().__init__(f"unknown {kind} {name!r}.{hint} Registered: {names}")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.kind, self.name, self.suggestions, self.available))
 
     def __str__(self) -> str:  # KeyError would print the repr of the message
         return str(self.args[0])
@@ -92,6 +99,9 @@ class AgentHTTPError(AgentError):
         self.retryable = status == 429 or status >= 500
         super().__init__(f"HTTP {status} from {url}" + (f": {self.body}" if self.body else ""))
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.status, self.url, self.body, self.retry_after))
+
 
 class AgentTimeoutError(AgentError, TimeoutError):
     """The agent did not answer within its timeout."""
@@ -107,4 +117,8 @@ class MissingDependencyError(ConvlabError, ImportError):
     """An optional dependency is missing; the message gives the pip command."""
 
     def __init__(self, feature: str, extra: str) -> None:
+        self.feature, self.extra = feature, extra
         super().__init__(f"{feature} needs an optional extra: pip install 'convlab[{extra}]'")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.feature, self.extra))

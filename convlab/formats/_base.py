@@ -85,7 +85,7 @@ class Problems:
     ) -> None:
         """Record each error of a pydantic ValidationError with its field path."""
         for err in exc.errors():
-            loc = tuple(p for p in err["loc"] if not _is_union_tag(p))
+            loc = drop_union_tags(err["loc"])
             msg = err["msg"].removeprefix("Value error, ")
             at = lines(loc) if lines else None
             self.add(at if at is not None else line, dotted(loc, prefix), msg)
@@ -102,9 +102,23 @@ class Problems:
         return iter(self.items)
 
 
-def _is_union_tag(part: int | str) -> bool:
-    # pydantic puts the discriminator value or a function-after[...] wrapper in the loc
-    return isinstance(part, str) and ("[" in part and "]" in part and "(" in part)
+def drop_union_tags(loc: tuple[int | str, ...]) -> tuple[int | str, ...]:
+    """A pydantic error location without the union's tags, as the user wrote the path.
+
+    pydantic inserts the discriminator value (`regex`, `check`, ...) after the list index or
+    the `assertion` key that holds a union member, and `function-after[...]` wrappers.
+    """
+    from convlab.model.assertions import KIND_NAMES
+
+    out: list[int | str] = []
+    for part in loc:
+        if isinstance(part, str) and "[" in part and "(" in part:
+            continue
+        follows_union = bool(out) and (isinstance(out[-1], int) or out[-1] == "assertion")
+        if isinstance(part, str) and part in KIND_NAMES and follows_union:
+            continue
+        out.append(part)
+    return tuple(out)
 
 
 class LineDict(dict[str, Any]):
@@ -132,6 +146,8 @@ def _map(loader: _LineLoader, node: yaml.MappingNode) -> LineDict:
     loader.flatten_mapping(node)
     for key_node, value_node in node.value:
         key = loader.construct_object(key_node, deep=True)
+        if key is None or isinstance(key, int | float | bool):
+            key = str(key)  # JSON keys are strings: what a native round trip can keep
         try:
             hash(key)
         except TypeError:
@@ -150,8 +166,14 @@ def _seq(loader: _LineLoader, node: yaml.SequenceNode) -> LineList:
     return out
 
 
+def _timestamp_as_text(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> str:
+    """Dates stay the text written: JSON has no dates, and a date never equals a JSON value."""
+    return str(loader.construct_scalar(node))
+
+
 _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _map)
 _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _seq)
+_LineLoader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_as_text)
 
 
 def yaml_with_lines(text: str, problems: Problems) -> Any:

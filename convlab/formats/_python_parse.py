@@ -59,6 +59,7 @@ class _FastLineLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: i
 
 _FastLineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _base._map)
 _FastLineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _base._seq)
+_FastLineLoader.add_constructor("tag:yaml.org,2002:timestamp", _base._timestamp_as_text)
 
 
 def load_yaml(text: str, problems: Problems) -> Any:

@@ -17,6 +17,7 @@ Suite id = the file stem; `Case.source` = file:line of the object's first line.
 from __future__ import annotations
 
 import gc
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,7 +25,7 @@ from pathlib import Path
 from convlab.formats._base import Problems, register_format
 from convlab.formats._jsonl_assert import parse_jsonl_assertion
 from convlab.formats._jsonl_case import CaseReader
-from convlab.formats._jsonl_scan import decode, scan
+from convlab.formats._jsonl_scan import scan
 from convlab.model.suite import Case, Source, Suite
 
 __all__ = ["load", "load_jsonl", "parse_jsonl_assertion", "sniff"]
@@ -33,18 +34,16 @@ _RECORD_TYPES = ("header", "start", "result", "stability", "summary")
 """Top-level `type` values of result streams (convlab's store, Yao's JSONL reporter)."""
 
 
+_STREAM = re.compile(
+    r'\s*(?://[^\n]*\n\s*)*\{\s*"type"\s*:\s*"(?:' + "|".join(sorted(_RECORD_TYPES)) + ')"'
+)
+"""A result stream (convlab's store, saved runs, Yao's report) starts with a typed record."""
+
+
 def sniff(path: Path, text: str) -> bool:
-    """Claim every `.jsonl` file except result streams (first record has a `type`)."""
-    for line in text[:20000].split("\n"):
-        line = line.strip()
-        if not line or line.startswith("//"):
-            continue
-        try:
-            first = decode(line)
-        except (ValueError, RecursionError):
-            return True  # broken or pretty-printed: claim it, so load() reports the problems
-        return not (isinstance(first, dict) and first.get("type") in _RECORD_TYPES)
-    return True
+    """Claim every `.jsonl` file except result streams (read from the start of the text: a
+    store's header line can be far longer than any prefix worth decoding)."""
+    return _STREAM.match(text) is None
 
 
 _SETTLE_AT = 5000

@@ -39,12 +39,45 @@ def load_native(path: Path, text: str) -> Suite:
     if version != 1:
         problems.add(1, NATIVE_TAG, f"unsupported native suite version {version!r} (expected 1)")
         problems.raise_if_any()
+    _unique_ids(data, problems)
     try:
         suite = Suite.model_validate(data)
     except ValidationError as exc:
         problems.add_validation(exc, None, lines=lambda loc: line_of(data, loc))
         problems.raise_if_any()
         raise AssertionError("unreachable") from None
+    problems.raise_if_any()
     if not suite.sources:
         suite.sources.append(Source(file=str(path), line=None, format="native"))
     return suite
+
+
+def _unique_ids(data: Any, problems: Problems) -> None:
+    """Case ids are unique in a suite, checkpoint ids within their case (as in every format).
+
+    Read from the raw data, so a duplicate is reported alongside any other problem.
+    """
+    cases = data.get("cases") if isinstance(data, dict) else None
+    first: dict[Any, int] = {}
+    for i, case in enumerate(cases if isinstance(cases, list) else []):
+        if not isinstance(case, dict):
+            continue
+        cid = case.get("id")
+        if isinstance(cid, str) and cid in first:
+            problems.add(
+                line_of(data, ("cases", i, "id")),
+                f"cases[{i}].id",
+                f"duplicate case id {cid!r} (also cases[{first[cid]}])",
+            )
+        first.setdefault(cid, i)
+        seen: set[Any] = set()
+        checkpoints = case.get("checkpoints")
+        for j, cp in enumerate(checkpoints if isinstance(checkpoints, list) else []):
+            cpid = cp.get("id") if isinstance(cp, dict) else None
+            if isinstance(cpid, str) and cpid in seen:
+                problems.add(
+                    line_of(data, ("cases", i, "checkpoints", j, "id")),
+                    f"cases[{i}].checkpoints[{j}].id",
+                    f"duplicate checkpoint id {cpid!r}",
+                )
+            seen.add(cpid)

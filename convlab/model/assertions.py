@@ -76,7 +76,7 @@ STANDARD_METRICS: tuple[str, ...] = get_args(StandardMetric)
 def _compile(pattern: str) -> str:
     try:
         re.compile(pattern)
-    except re.error as exc:
+    except (re.error, OverflowError, RecursionError, ValueError) as exc:
         raise ValueError(f"cannot compile regex {pattern!r}: {exc}") from None
     return pattern
 
@@ -415,3 +415,8 @@ ASSERTION_ADAPTER: TypeAdapter[Assertion] = TypeAdapter(Assertion)
 def parse_assertion(data: dict[str, Any]) -> Assertion:
     """Validate one assertion dict in convlab's native spelling."""
     return ASSERTION_ADAPTER.validate_python(data)
+
+KIND_NAMES: frozenset[str] = frozenset(
+    m.model_fields["kind"].default for m in get_args(get_args(Assertion)[0])
+)
+"""Every assertion kind's name (the union's tags)."""
