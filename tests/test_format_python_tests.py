@@ -392,7 +392,6 @@ def test_history_is_resolved_from_the_meta_file_beside_the_test() -> None:
     assert msgs[2]["tool_call_id"] == "call_config_001"
     assert msgs[-1]["content"] == "Append 'timeout=30' to the configuration"
     assert case.metadata["history"] == {"key": "create_then_update_config", "start": 0, "end": ""}
-    assert case.metadata["history_resolved"] is True
 
 
 def test_history_slices_by_index_and_message_id(dataset: Path) -> None:
@@ -415,12 +414,6 @@ def test_history_slices_by_index_and_message_id(dataset: Path) -> None:
             """!
             history: "create_then_update_config:t1:"
             """
-
-
-        def test_unknown_key(x):
-            """!
-            history: "not_there:0:"
-            """
         ''',
     )
     suite = convlab.load(path)
@@ -430,10 +423,49 @@ def test_history_slices_by_index_and_message_id(dataset: Path) -> None:
         "user",
     ]
     assert len(suite.case("cloud_drive.py:test_by_id").input or []) == 5
-    kept = suite.case("cloud_drive.py:test_unknown_key")
-    assert [m.role for m in kept.input or []] == ["user"]
-    assert kept.metadata["history"]["key"] == "not_there"
-    assert kept.metadata["history_resolved"] is False
+
+
+def test_an_unknown_history_key_is_a_problem_at_the_history_line(dataset: Path) -> None:
+    # thinkingbox fails on it (KeyError): loading it with only the query would test another thing
+    path = write(
+        dataset / "test_case" / "cloud_drive.py",
+        '''
+        def test_unknown_key(x):
+            """!
+            scenario: cloud_drive
+            query: q
+            history: "not_there:0:"
+            """
+        ''',
+    )
+    meta = dataset / "test_case" / "cloud_drive.meta.yaml"
+    assert problems(path) == [
+        f"{path}:5: history: history not_there:0:: key 'not_there' is not in the $history of "
+        f"{meta} (keys: create_then_update_config)"
+    ]
+
+
+def test_a_history_without_a_meta_file_is_a_problem_at_the_history_line(dataset: Path) -> None:
+    path = write(
+        dataset / "test_case" / "no_meta.py",
+        '''
+        """!
+        scenario: cloud_drive
+        """
+
+
+        def test_nokey(x):
+            """!
+            query: q
+            history: "nokey:0:"
+            """
+        ''',
+    )
+    meta = dataset / "test_case" / "no_meta.meta.yaml"
+    assert problems(path) == [
+        f"{path}:9: history: history nokey:0:: history file {meta} does not exist "
+        "(it holds the $history)"
+    ]
 
 
 def test_a_bad_history_slice_is_a_problem_at_the_history_line(dataset: Path) -> None:

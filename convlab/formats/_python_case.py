@@ -229,10 +229,15 @@ def _scenario(spec: TestSpec, name: str, dataset: Dataset, problems: Problems) -
 def _history(
     spec: TestSpec, ref: HistoryRef, dataset: Dataset, problems: Problems
 ) -> list[Message] | None:
-    """The referenced messages, or None when the meta file has no such entry (kept as a ref)."""
-    found = dataset.history(spec.file, ref)
-    if found is None:
+    """The referenced messages; a problem at the `history:` line when they cannot be found."""
+    at = ("history",)
+    try:
+        found = dataset.history(spec.file, ref)
+    except LookupError as exc:
+        problems.add(spec.locate(at), spec.where(at), f"history {ref.text}: {exc.args[0]}")
         return None
+    if found is None:
+        return None  # an invalid meta file: its problems are recorded in it
     meta, section = found
     raw = section[ref.key]
     if not isinstance(raw, list):
@@ -244,7 +249,6 @@ def _history(
     try:
         first, last = ref.bounds(raw)
     except ValueError as exc:
-        at = ("history",)
         problems.add(spec.locate(at), spec.where(at), f"history {ref.text}: {exc}")
         return []
     lines = raw.item_lines if isinstance(raw, LineList) else None
@@ -279,7 +283,6 @@ def build_case(spec: TestSpec, dataset: Dataset, problems: Problems) -> Case | N
         metadata["bot_instructions"] = f.bot_instructions
     if f.history is not None:
         metadata["history"] = f.history.as_dict()
-        metadata["history_resolved"] = history is not None
     parts = [s for s in (scenario.bot_instructions, f.bot_instructions) if s is not None]
     skip = None
     if f.tag_info["skip"]:

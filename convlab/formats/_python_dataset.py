@@ -243,13 +243,25 @@ class Dataset:
         return scenario
 
     def history(self, test_file: Path, ref: HistoryRef) -> tuple[Path, Any] | None:
-        """The `$history` mapping of the meta file beside `test_file`, when it has `ref.key`."""
+        """The meta file beside `test_file` and its `$history` mapping, which holds `ref.key`.
+
+        None when the meta file is invalid (its own problems are recorded). A reference that
+        cannot be resolved fails in thinkingbox (KeyError), so it is a problem here too.
+
+        Raises:
+            LookupError: Naming what is missing: the meta file, or the key in it.
+        """
         meta = test_file.parent / f"{test_file.stem}.meta.yaml"
         if meta not in self._metas:
             self._metas[meta] = self._read_meta(meta)
         found = self._metas[meta]
-        if found is None or not isinstance(found[1], dict) or ref.key not in found[1]:
-            return None
+        if found is None:
+            if meta.is_file():
+                return None
+            raise LookupError(f"history file {meta} does not exist (it holds the $history)")
+        if ref.key not in found[1]:
+            keys = ", ".join(map(str, found[1])) or "none"
+            raise LookupError(f"key {ref.key!r} is not in the $history of {meta} (keys: {keys})")
         return found
 
     def _read_meta(self, meta: Path) -> tuple[Path, Any] | None:
