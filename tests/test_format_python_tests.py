@@ -858,6 +858,36 @@ def test_a_listed_files_own_problems_keep_its_lines(dataset: Path) -> None:
     assert problems(listed) == [f"{oops}:4: querry: YAML config contains invalid key: 'querry'"]
 
 
+def test_a_listed_tests_problems_are_reported_in_its_file_once(dataset: Path) -> None:
+    # they were reported against the list with the test file's line numbers (twice in a folder)
+    drive = write(
+        dataset / "test_case" / "drive.py",
+        '''
+        """!
+        scenario: cloud_drive
+        """
+
+
+        def test_good(x):
+            """!
+            query: fine
+            """
+
+
+        def test_bad(x):
+            """!
+            query: q
+            max_user_sim_turns: many
+            """
+        ''',
+    )
+    listed = write(dataset / "list.yaml", "- drive.py:test_good\n- drive.py:test_bad\n")
+    line = line_of(drive, "max_user_sim_turns")
+    expected = f"{drive}:{line}: max_user_sim_turns: must be a whole number, got a string"
+    assert problems(listed) == [expected]
+    assert problems(dataset) == [expected]
+
+
 # -- YAML test-case files ------------------------------------------------------------------------
 
 

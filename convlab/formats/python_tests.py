@@ -266,35 +266,33 @@ def _list_file(
         for _, line, i in entries:
             problems.add(line, f"[{i}]", str(exc.args[0]))
         return {}
-    specs = _file_specs(file, problems)
-    if specs is None:
+    own = Problems(str(file))  # the test file's problems, with its lines, reported there
+    specs = _file_specs(file, own)
+    if own:  # the file cannot be read as a whole: its problems are reported, not its tests
+        problems.items.extend(own)
         return {}
-    by_name = {s.name: s for s in specs}
     out: dict[int, Case] = {}
+    by_name = {s.name: s for s in specs}
     for test, line, i in entries:
         spec = by_name.get(test)
         if spec is None:
             known = ", ".join(by_name) or "none"
             problems.add(line, f"[{i}]", f"no test {test!r} in {file} (tests there: {known})")
             continue
-        case = build_case(spec, dataset, problems)
+        case = build_case(spec, dataset, own)
         if case is not None:
             out[i] = case
+    problems.items.extend(own)
     return out
 
 
-def _file_specs(file: Path, problems: Problems) -> list[TestSpec] | None:
-    """The specs of a listed test file; its own problems are reported with its own lines."""
-    own = Problems(str(file))
+def _file_specs(file: Path, own: Problems) -> list[TestSpec]:
+    """The specs of a listed test file; problems go to the file's own collector `own`."""
     try:
         text = file.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         own.add(None, "", f"cannot read: {exc}")
-        text = None
-    specs: list[TestSpec] = []
-    if text is not None and file.suffix.lower() == ".py":
-        specs = _py_specs(file, text, own)
-    elif text is not None:
-        specs = _yaml_specs(file, _yaml(text, own), own)
-    problems.items.extend(own)
-    return None if own else specs
+        return []
+    if file.suffix.lower() == ".py":
+        return _py_specs(file, text, own)
+    return _yaml_specs(file, _yaml(text, own), own)
