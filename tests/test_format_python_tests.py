@@ -328,6 +328,21 @@ def test_scenario_labels_come_first_and_a_mapping_skip_skips() -> None:
     assert legacy.skip == "tagged skip" and legacy.tags == ["legacy"]
 
 
+def test_scenario_tags_with_any_other_prefix_stay_labels(dataset: Path) -> None:
+    # only domain:, eval:, category: and skip are fields in thinkingbox; team:billing was dropped
+    scenario = dataset / "scenario" / "cloud_drive.yaml"
+    data = yaml.safe_load(scenario.read_text())
+    data["tags"] = ["team:billing", "smoke", "Domain:files", "eval:judge", "category:x", "SKIP"]
+    scenario.write_text(yaml.safe_dump(data))
+    case = convlab.load(dataset / "test_case" / "cloud_drive.py").case(
+        "cloud_drive.py:test_append_ok"
+    )
+    assert case.tags == ["team:billing", "smoke"]
+    assert case.metadata["tags"]["labels"] == ["team:billing", "smoke"]
+    assert case.metadata["tags"]["domain"] == "files"
+    assert case.skip == "scenario 'cloud_drive' is tagged skip"
+
+
 def test_async_functions_methods_and_empty_yaml_are_not_tests(dataset: Path) -> None:
     suite = convlab.load(DATA / "test_case" / "mcs_defaults.py")
     assert {c.name for c in suite.cases} == {

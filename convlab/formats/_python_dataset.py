@@ -26,6 +26,7 @@ __all__ = [
     "Scenario",
     "find_root",
     "history_messages",
+    "is_label",
     "merge_world",
     "plain",
     "recursive_merge",
@@ -319,11 +320,22 @@ def _check_scenario(name: str, path: Path, data: Any, problems: Problems) -> Sce
     return Scenario(name, path, plain(world), plain(tools), instructions, labels, domain, skip)
 
 
+TAG_PREFIXES = ("domain:", "eval:", "category:")
+"""Tag prefixes thinkingbox reads into fields of their own (any case)."""
+
+
+def is_label(tag: str) -> bool:
+    """thinkingbox keeps as a label every tag that is not `skip` nor has a field's prefix
+    (`team:billing` stays a label)."""
+    low = tag.lower()
+    return low != "skip" and not low.startswith(TAG_PREFIXES)
+
+
 def _scenario_tags(tags: Any, data: Any, problems: Problems) -> tuple[list[str], str | None, bool]:
     if tags is None:
         return [], None, False
     if isinstance(tags, list) and all(isinstance(t, str) for t in tags):
-        labels = [t for t in tags if ":" not in t and t.lower() != "skip"]
+        labels = [t for t in tags if is_label(t)]
         domains = [t[7:].lower() for t in tags if t.lower().startswith("domain:")]
         return labels, (domains[-1] if domains else None), any(t.lower() == "skip" for t in tags)
     if isinstance(tags, dict):
