@@ -8,7 +8,15 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["import_callable", "in_daemon_thread", "parse_duration"]
+__all__ = [
+    "VARIADIC",
+    "call_user",
+    "import_callable",
+    "in_daemon_thread",
+    "is_async_callable",
+    "parse_duration",
+    "positional_arity",
+]
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
 _UNIT_S = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -97,3 +105,49 @@ async def in_daemon_thread(fn: Callable[..., Any], *args: Any) -> Any:
 
     threading.Thread(target=main, name="convlab-call", daemon=True).start()
     return await future
+
+
+VARIADIC = 1 << 30
+"""What `positional_arity` answers for a callable taking `*args` (any number)."""
+
+
+def positional_arity(fn: Callable[..., Any]) -> int | None:
+    """How many positional parameters `fn` declares: `VARIADIC` with `*args`, None if unknown.
+
+    User callables come in several shapes (`f(messages)` or `f(messages, ctx)`, `ev(ctx)` or
+    `ev(ctx, parameters)`); this is how convlab decides which arguments to pass.
+    """
+    import inspect
+
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return VARIADIC
+    return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
+
+
+def is_async_callable(fn: Any) -> bool:
+    """Whether calling `fn` gives a coroutine: an async function, or an object with an
+    async `__call__`."""
+    import inspect
+
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None)  # noqa: B004 - async callable objects
+    )
+
+
+async def call_user(fn: Callable[..., Any], *args: Any) -> Any:
+    """Call user code (an agent, simulator, script, grader, evaluator) without blocking the loop.
+
+    An async callable is awaited; a sync one runs in a daemon thread (`in_daemon_thread`), so
+    one that blocks neither stalls the other cases in flight nor, once its case timed out,
+    keeps the run from ending. An awaitable a sync callable returns is awaited too.
+    """
+    import inspect
+
+    if is_async_callable(fn):
+        return await fn(*args)
+    value = await in_daemon_thread(fn, *args)
+    return await value if inspect.isawaitable(value) else value

@@ -358,3 +358,59 @@ def test_details_stay_storable_whatever_the_test_keeps() -> None:
     assert res.passed and res.details["metadata"]["n"] == 1
     assert res.details["metadata"]["obj"].startswith("<object object")
     res.model_dump_json()  # a run is saved as JSON
+
+
+# ---------------------------------------------------------------- in a run
+
+
+def python_test_case(case_id: str, code: str, world: dict[str, Any] | None = None) -> Case:
+    spec = {"kind": "python_test", "function": "test_t", "code": code, "file": f"{case_id}.py"}
+    return Case(
+        id=case_id,
+        input=[Message(role="user", content="add a file")],
+        world=world or {},
+        assertions=[{**spec, "line": 1}],
+    )
+
+
+def adds_a_file(messages: list[dict[str, Any]], ctx: Any) -> str:
+    ctx.world["drive"]["files"].append("a.txt")
+    return "added"
+
+
+def test_init_result_is_the_world_before_the_conversation() -> None:
+    import convlab as cl
+
+    code = (
+        "def test_t(x, judge):\n"
+        "    assert x.init_result == {'drive': {'files': []}}, x.init_result\n"
+        "    assert x.effects == {'drive': {'files': ['a.txt']}}, x.effects\n"
+    )
+    case = python_test_case("c", code, {"drive": {"files": []}})
+    run = cl.run(cl.Suite(id="s", cases=[case]), adds_a_file, progress=False)
+    [row] = run.df.to_dict("records")
+    assert row["status"] == "passed", row["error"]
+
+
+@pytest.mark.parametrize(
+    ("code", "error"),
+    [
+        ("import sys\n\ndef test_t(x, judge):\n    sys.exit(1)\n", "SystemExit: 1"),
+        ("import pytest\n\ndef test_t(x, judge):\n    pytest.fail('nope')\n", "Failed: nope"),
+    ],
+)
+def test_a_test_that_exits_is_its_own_error_not_the_runs(code: str, error: str) -> None:
+    import convlab as cl
+
+    ok = "def test_t(x, judge):\n    assert x.response == 'added'\n"
+    world = {"drive": {"files": []}}
+    cases = [python_test_case("exits", code, world), python_test_case("fine", ok, world)]
+    run = cl.run(cl.Suite(id="s", cases=cases), adds_a_file, progress=False)
+    rows = {r["case_id"]: r for r in run.df.to_dict("records")}
+    assert rows["fine"]["status"] == "passed"
+    assert rows["exits"]["status"] == "error"
+    assert rows["exits"]["error"] == f"python_test: {error}"
+    [exits] = [r for r in run.results if r.case_id == "exits"]
+    [res] = exits.turns[-1].assertions
+    assert res.status == "error" and res.message == error
+    assert res.details["location"] == "exits.py:4"

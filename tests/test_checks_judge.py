@@ -13,6 +13,7 @@ import pytest
 from convlab.agents.protocol import Agent, AgentContext, AgentSession, as_agent
 from convlab.checks import CheckContext, evaluate
 from convlab.checks.judge import parse_score, parse_yesno
+from convlab.errors import AgentHTTPError
 from convlab.model.assertions import parse_assertion
 from convlab.model.conversation import Message, Observation
 from convlab.model.results import AssertionResult
@@ -195,3 +196,31 @@ def test_validator_gets_output_input_criteria_and_metadata() -> None:
 def test_validator_answers_that_fail(answer: str, message: str) -> None:
     res = ev({"kind": "agent", "value": "polite"}, "x", judge=judge_saying(answer))
     assert res.status == "failed" and res.message == message
+
+
+def busy_then(answer: str, calls: list[int], status: int = 429) -> Agent:
+    """A judge model that is rate-limited (or down) on its first call, then answers."""
+
+    def fn(messages: list[dict[str, Any]]) -> str:
+        calls.append(1)
+        if len(calls) == 1:
+            raise AgentHTTPError(status, "https://judge.example/v1", "busy", retry_after=0)
+        return answer
+
+    return as_agent(fn)
+
+
+@pytest.mark.parametrize("status", [429, 503])
+def test_a_judge_rate_limited_once_is_retried_not_an_error(status: int) -> None:
+    calls: list[int] = []
+    judge = busy_then('{"answer": "yes", "reason": "polite"}', calls, status)
+    res = ev({"kind": "judge", "question": "Is it polite?"}, "Thank you!", judge=judge)
+    assert res.passed and res.message == "judge answered yes: polite"
+    assert len(calls) == 2
+
+
+def test_a_judge_refusing_the_request_is_not_retried() -> None:
+    calls: list[int] = []
+    res = ev({"kind": "judge", "question": "ok?"}, "hi", judge=busy_then("yes", calls, 400))
+    assert res.status == "error" and "HTTP 400" in res.message
+    assert len(calls) == 1

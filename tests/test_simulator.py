@@ -216,3 +216,22 @@ def test_a_dynamic_case_runs_with_an_llm_simulator():
     [row] = run.df.to_dict("records")
     assert row["status"] == "passed", row["error"]
     assert "Checkpoints reached: ask_type. Checkpoints pending: filed." in prompts[1]
+
+
+def test_an_llm_simulator_rate_limited_or_down_once_is_retried():
+    calls: list[int] = []
+
+    def flaky_llm(messages):
+        calls.append(1)
+        if len(calls) in (1, 3):  # each user turn: a 429 or a 503 first, then the answer
+            status = 429 if len(calls) == 1 else 503
+            raise cl.AgentHTTPError(status, "https://sim.example/v1", "busy", retry_after=0)
+        prompt = messages[-1]["content"]
+        said = "Travel, $3500" if "Assistant:" in prompt else "I need to file an expense"
+        return json.dumps({"message": said, "goal_achieved": False})
+
+    simulator = LLMSimulator(flaky_llm)
+    run = cl.run(dynamic_suite(), expense_agent, simulator=simulator, progress=False)
+    [row] = run.df.to_dict("records")
+    assert row["status"] == "passed", row["error"]
+    assert row["turns"] == 2 and len(calls) == 4

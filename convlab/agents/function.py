@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
-import inspect
+import json
 import time
 from collections.abc import Callable
 from typing import Any
 
-from convlab._util import import_callable
+from convlab._util import call_user, import_callable, is_async_callable, positional_arity
 from convlab.agents.protocol import Agent, AgentContext, AgentSession
 from convlab.model.conversation import Message, Observation, Reply, ToolCall
 
@@ -16,14 +15,41 @@ __all__ = ["FunctionAgent", "import_callable", "to_observation"]
 
 
 def _wants_ctx(fn: Callable[..., Any]) -> bool:
-    try:
-        params = list(inspect.signature(fn).parameters.values())
-    except (TypeError, ValueError):
-        return False
-    if any(p.kind is p.VAR_POSITIONAL for p in params):
-        return True
-    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    return len(positional) >= 2
+    arity = positional_arity(fn)
+    return arity is not None and arity >= 2
+
+
+def _json_text(value: Any) -> str:
+    """A value as a chat-completions message string: text as it is, anything else as JSON."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _call_messages(text: str, calls: list[ToolCall]) -> list[Message]:
+    """The assistant message with its tool calls, then one `tool` message per call.
+
+    A chat-completions API rejects a history whose tool calls lack `arguments` or their
+    results (CONFORMANCE §1.7 step 5), and functions often forward `messages` to one.
+    """
+    ids = [c.id or f"call_{i}" for i, c in enumerate(calls)]
+    requested = [
+        {
+            "type": "function",
+            "id": call_id,
+            "function": {"name": c.name, "arguments": _json_text(c.arguments)},
+        }
+        for call_id, c in zip(ids, calls, strict=True)
+    ]
+    results = [
+        Message(
+            role="tool",
+            tool_call_id=call_id,
+            content=f"error: {c.error}" if c.error else _json_text(c.result),
+        )
+        for call_id, c in zip(ids, calls, strict=True)
+    ]
+    return [Message(role="assistant", content=text, tool_calls=requested), *results]
 
 
 def to_observation(value: Any) -> Observation:
@@ -43,17 +69,15 @@ def to_observation(value: Any) -> Observation:
             f"an agent must return str, dict or convlab.Reply, got {type(value).__name__}"
         )
     calls = [c if isinstance(c, ToolCall) else ToolCall.model_validate(c) for c in reply.tool_calls]
-    message = Message(role="assistant", content=reply.text or "")
     if calls:
-        message.tool_calls = [
-            {"type": "function", "id": c.id or f"call_{i}", "function": {"name": c.name}}
-            for i, c in enumerate(calls)
-        ]
+        messages = _call_messages(reply.text or "", calls)
+    else:
+        messages = [Message(role="assistant", content=reply.text or "")]
     return Observation(
         text=reply.text,
         data=reply.data,
         tool_calls=calls,
-        messages=[message],
+        messages=messages,
         status=reply.status,
         interaction=reply.interaction,
         facts=list(reply.facts),
@@ -70,12 +94,7 @@ class _FunctionSession(AgentSession):
         payload = [m.model_dump(exclude_none=True) for m in messages]
         args: tuple[Any, ...] = (payload, ctx) if self.agent.wants_ctx else (payload,)
         start = time.perf_counter()
-        if self.agent.is_async:
-            value = await fn(*args)
-        else:
-            value = await asyncio.to_thread(fn, *args)
-            if inspect.isawaitable(value):
-                value = await value
+        value = await call_user(fn, *args)
         obs = to_observation(value)
         obs.latency_ms = (time.perf_counter() - start) * 1000
         return obs
@@ -84,16 +103,15 @@ class _FunctionSession(AgentSession):
 class FunctionAgent(Agent):
     """A Python function answering `messages` (OpenAI-style dicts), optionally with `ctx`.
 
-    Sync functions run in a worker thread so the event loop never blocks.
+    Sync functions run in a daemon thread so the event loop never blocks, and one that
+    hangs past its case's timeout does not keep the run from ending.
     """
 
     def __init__(self, fn: Callable[..., Any], name: str | None = None) -> None:
         self.fn = fn
         self.name = name or getattr(fn, "__qualname__", None) or repr(fn)
         self.wants_ctx = _wants_ctx(fn)
-        self.is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
-            getattr(fn, "__call__", None)  # noqa: B004 - async callable objects
-        )
+        self.is_async = is_async_callable(fn)
 
     async def open(self, ctx: AgentContext) -> AgentSession:
         """Functions keep no per-conversation state: the session just calls the function."""

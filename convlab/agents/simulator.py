@@ -17,14 +17,13 @@ context holding `ctx.persona`, `ctx.goal` and, in `ctx.metadata`, `turn_number`,
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from convlab._util import call_user
 from convlab.agents.function import FunctionAgent
 from convlab.agents.protocol import Agent, AgentContext, as_agent
 from convlab.errors import AgentResponseError
@@ -192,9 +191,12 @@ class LLMSimulator:
             goal=ctx.goal,
             metadata=dict(ctx.metadata or {}),
         )
+        # imported here so that module-level imports keep pointing from the engine to agents
+        from convlab.engine.calls import Attempts, RetryPolicy, call_agent
+
         session = await self.agent.open(sim_ctx)
-        try:
-            obs = await session.send(prompt, sim_ctx)
+        try:  # a 429/5xx from the model playing the user is retried like the agent's own
+            obs = await call_agent(session, prompt, sim_ctx, RetryPolicy(), Attempts())
         finally:
             await session.close()
         if obs.text is None and isinstance(obs.data, dict):
@@ -226,13 +228,7 @@ class FunctionSimulator:
         """Call the function with the conversation (OpenAI-style dicts) and parse its answer."""
         payload = _as_dicts(messages)
         args: tuple[Any, ...] = (payload, ctx) if self.wants_ctx else (payload,)
-        if self.is_async:
-            value = await self.fn(*args)
-        else:
-            value = await asyncio.to_thread(self.fn, *args)
-            if inspect.isawaitable(value):
-                value = await value
-        return parse_reply(value)
+        return parse_reply(await call_user(self.fn, *args))
 
     def describe(self) -> str:
         """The function's name."""

@@ -8,11 +8,9 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
 import inspect
-from collections.abc import Coroutine, Iterator
-from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -35,24 +33,12 @@ __all__ = [
     "output_of",
     "parse_spec",
     "preflight",
-    "run_sync",
     "to_spec",
     "unknown_evaluators",
 ]
 
 SUITE_KINDS = ("check", "all", "any", "not", "custom")
 """`kind` values in the JSON-suite spelling (parsed by convlab.formats.suite_json)."""
-T = TypeVar("T")
-
-
-def run_sync(coro: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine to its end, also from a notebook cell (a loop already running)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coro).result()
 
 
 def check(
@@ -83,7 +69,9 @@ def check(
         messages=convo + list(obs.messages) if messages is not None else list(obs.messages),
         judge=as_agent(judge) if judge is not None else None,
     )
-    return run_sync(evaluate(spec, ctx))
+    from convlab.engine._sync import run_sync  # the engine's loop bridge, as run() uses
+
+    return run_sync(lambda: evaluate(spec, ctx))
 
 
 def _observation(reply: Any) -> Observation:

@@ -1,7 +1,7 @@
 """thinkingbox Python tests: the `python_test` kind and the TestContext `x` it receives.
 
 The test's code (its file with the other tests blanked, so line numbers are the file's)
-is executed in a worker thread and the function called with `x` and `judge`.
+is executed in a daemon thread and the function called with `x` and `judge`.
 Result rules (CONFORMANCE §4.5): returning normally passes (score 1.0); a returned number
 is the reward (`score`); an AssertionError fails with its message; any other exception is
 an error. The details hold the traceback, the failing line number and text, the test's
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import copy
 import inspect
 import linecache
 import os
@@ -24,6 +25,7 @@ import types
 from dataclasses import dataclass, field
 from typing import Any
 
+from convlab._util import in_daemon_thread
 from convlab.checks._core import CheckContext, error_result, kind, result
 from convlab.checks._values import json_safe, reply_text
 from convlab.checks.judge import TestJudge, transcript
@@ -68,6 +70,7 @@ class TestContext:
     metadata: dict[str, Any] = field(default_factory=dict)
     """Writable: what the test stores here is kept in the result's details."""
     init_result: dict[str, Any] | None = None
+    """The world as the case started (before the agent's first turn), a copy."""
     session_id: str | None = None
 
     def transcript(self) -> str:
@@ -99,7 +102,7 @@ def build_test_context(ctx: CheckContext) -> TestContext:
         effects=dict(effects or {}),
         tool_calls=calls,
         messages=[m.model_dump(exclude_none=True) for m in ctx.messages],
-        init_result=ctx.world,
+        init_result=copy.deepcopy(ctx.case.world) if ctx.case is not None else None,
     )
 
 
@@ -181,7 +184,7 @@ def _locate(spec: PythonTest, exc: BaseException, out: _Outcome) -> None:
 
 
 def _run(spec: PythonTest, x: TestContext, judge: TestJudge) -> _Outcome:
-    """Execute the test file's code, then the test function (in a worker thread)."""
+    """Execute the test file's code, then the test function (in a daemon thread)."""
     out = _Outcome()
     if not os.path.exists(spec.file):  # let tracebacks show the lines of in-memory code
         lines = [line + "\n" for line in spec.code.splitlines()]
@@ -191,7 +194,7 @@ def _run(spec: PythonTest, x: TestContext, judge: TestJudge) -> _Outcome:
         exec(compile(spec.code, spec.file, "exec"), namespace)  # the user's own test code
         fn = namespace[spec.function]
         out.value = fn(**_arguments(fn, x, judge))
-    except Exception as exc:
+    except BaseException as exc:  # sys.exit(), pytest.fail(): this test's error, not the run's
         out.exc = exc
         _locate(spec, exc, out)
     return out
@@ -219,7 +222,7 @@ async def python_test(spec: PythonTest, ctx: CheckContext) -> AssertionResult:
     if not isinstance(x, TestContext):
         x = build_test_context(ctx)
     judge = TestJudge(ctx.judge, asyncio.get_running_loop())
-    out = await asyncio.to_thread(_run, spec, x, judge)
+    out = await in_daemon_thread(_run, spec, x, judge)
     details = _details(out, x, judge)
     where = f"{spec.file}:{out.lineno}" if out.lineno else spec.file
     if isinstance(out.exc, AssertionError):

@@ -14,13 +14,11 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from convlab._util import import_callable
+from convlab._util import call_user, import_callable
 from convlab.checks._core import CheckContext, error_result, kind, result
 from convlab.checks._values import reply_text
 from convlab.checks.tools import parse_arguments
@@ -119,13 +117,6 @@ def _normalize(raw: Any) -> GraderResult | None:
     return None
 
 
-async def _call(fn: Any, gctx: GraderContext) -> Any:
-    if inspect.iscoroutinefunction(fn):
-        return await fn(gctx)
-    value = await asyncio.to_thread(fn, gctx)
-    return await value if inspect.isawaitable(value) else value
-
-
 @kind("grader")
 async def grader(spec: Grader, ctx: CheckContext) -> AssertionResult:
     """A code grader `pkg.module:callable` scores the turn (HoloDeck `type: code`).
@@ -142,7 +133,7 @@ async def grader(spec: Grader, ctx: CheckContext) -> AssertionResult:
         return error_result(spec, f"cannot import grader {spec.grader!r}: {exc}", details=base)
     gctx = grader_context(spec, ctx)
     try:
-        raw = await _call(fn, gctx)
+        raw = await call_user(fn, gctx)
     except Exception as exc:
         return error_result(spec, f"{type(exc).__name__}: {exc}", details=base)
     graded = _normalize(raw)

@@ -46,11 +46,19 @@ class JudgeNotConfiguredError(ConvlabError):
 
 
 async def ask(agent: Agent, prompt: str) -> str:
-    """Send one user message to a judge agent in a fresh session; return its answer text."""
+    """Send one user message to a judge agent in a fresh session; return its answer text.
+
+    A transient failure (HTTP 429/5xx, a dropped connection, a timeout) is retried with
+    backoff, as the agent's own calls are, rather than turning the check into an error.
+    """
+    # imported here so that module-level imports keep pointing from the engine to checks
+    from convlab.engine.calls import Attempts, RetryPolicy, call_agent
+
     ctx = AgentContext(metadata={"role": "judge"})
     session = await agent.open(ctx)
     try:
-        obs = await session.send([Message(role="user", content=prompt)], ctx)
+        message = [Message(role="user", content=prompt)]
+        obs = await call_agent(session, message, ctx, RetryPolicy(), Attempts())
     finally:
         await session.close()
     return obs.text if obs.text else to_text(obs.data)

@@ -9,10 +9,10 @@ so `null` is present and a missing key is absent. No operator coerces types.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import traceback
 from typing import Any
 
+from convlab._util import call_user, positional_arity
 from convlab.checks._core import (
     EVALUATORS,
     CheckContext,
@@ -272,21 +272,15 @@ async def not_(spec: Not, ctx: CheckContext) -> AssertionResult:
     return result(spec, True, f"child failed as required: {kid.message}", children=[kid])
 
 
-def _takes_one(fn: Any) -> bool:
-    """Whether `fn` takes exactly one positional argument (then it gets only `ctx`)."""
-    try:
-        params = list(inspect.signature(fn).parameters.values())
-    except (TypeError, ValueError):
-        return False
-    if any(p.kind is p.VAR_POSITIONAL for p in params):
-        return False
-    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    return len(positional) == 1
-
-
 async def _call_evaluator(fn: Any, ctx: CheckContext, parameters: dict[str, Any]) -> Any:
-    value = fn(ctx) if _takes_one(fn) else fn(ctx, parameters)
-    return await value if inspect.isawaitable(value) else value
+    """`fn(ctx)` when it takes exactly one positional argument, else `fn(ctx, parameters)`.
+
+    A sync evaluator runs in a daemon thread: one that blocks stalls neither the other
+    cases in flight nor the end of the run.
+    """
+    if positional_arity(fn) == 1:
+        return await call_user(fn, ctx)
+    return await call_user(fn, ctx, parameters)
 
 
 def _from_evaluator(spec: Custom, value: Any, expected: dict[str, Any]) -> AssertionResult:

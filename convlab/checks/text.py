@@ -8,12 +8,10 @@ output is searched as its JSON text (keys sorted, compact), so `contains "succes
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 import re
 from typing import Any
 
-from convlab._util import import_callable
+from convlab._util import call_user, import_callable
 from convlab.checks._core import CheckContext, error_result, kind, result
 from convlab.checks._extract import extract_json, extract_path
 from convlab.checks._values import deep_equal, json_safe, json_type, output_of, show, to_text
@@ -127,14 +125,6 @@ def input_of(ctx: CheckContext) -> Any:
     return [m.model_dump(exclude_none=True) for m in messages]
 
 
-async def _call(fn: Any, *args: Any) -> Any:
-    """Await an async callable; run a sync one in a worker thread (it may block)."""
-    if inspect.iscoroutinefunction(fn):
-        return await fn(*args)
-    value = await asyncio.to_thread(fn, *args)
-    return await value if inspect.isawaitable(value) else value
-
-
 @kind("script")
 async def script(spec: Script, ctx: CheckContext) -> AssertionResult:
     """A Python callable `module:function(output, input, expected)` decides.
@@ -149,7 +139,7 @@ async def script(spec: Script, ctx: CheckContext) -> AssertionResult:
     except ImportError as exc:
         return error_result(spec, f"cannot import script {spec.script!r}: {exc}")
     out = output_of(ctx.observation, ctx.scope)
-    value = await _call(fn, out, input_of(ctx), spec.value)
+    value = await call_user(fn, out, input_of(ctx), spec.value)
     if isinstance(value, bool):
         msg = f"script assertion {'passed' if value else 'failed'}"
         return result(spec, value, msg, expected=spec.value, actual=out)
