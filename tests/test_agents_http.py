@@ -15,9 +15,9 @@ from aiohttp import web
 import convlab as cl
 from convlab.agents.http import HTTPAgent, get_path, render
 from convlab.agents.protocol import AgentContext, as_agent
-from convlab.errors import AgentHTTPError, AgentResponseError
+from convlab.errors import AgentError, AgentHTTPError, AgentResponseError
 from convlab.model.conversation import Message
-from convlab.model.suite import Case
+from convlab.model.suite import Case, Suite
 
 TOKEN = "tok-VERY-SECRET-42"
 
@@ -49,6 +49,8 @@ async def endpoint(request: web.Request) -> web.Response:
         return web.json_response({"unexpected": True})
     if shape == "busy":
         return web.Response(status=503, text="busy", headers={"Retry-After": "2"})
+    if shape == "leak-query":
+        return web.Response(status=403, text=f"key {request.query['key']} is not valid")
     if shape == "leak":
         return web.Response(status=500, text=f"token was {request.headers['X-Api-Key']}")
     return web.Response(status=404, text="no such shape")
@@ -193,3 +195,45 @@ def test_render_and_get_path_helpers():
     assert get_path(data, "a.1.b") == "y"
     assert get_path(data, "$.a[-1].b") == "y"
     assert get_path(data, "a.2.b") is not None  # the absent sentinel, never an IndexError
+
+
+URL_KEY = "SECRETKEY-in-the-url-9"
+URL_PW = "pw-in-the-url-7"
+
+
+def free_port() -> int:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()  # nothing listens there now
+    return int(port)
+
+
+def test_credentials_in_the_url_never_show():
+    url = f"http://user:{URL_PW}@127.0.0.1:{free_port()}/chat?key={URL_KEY}&v=2"
+    agent = cl.agents.http(url)
+    assert agent.describe() == f"http://user@127.0.0.1:{agent.url.port}/chat?key=***&v=***"
+    for text in (repr(agent), agent.name, repr(as_agent(url))):
+        assert URL_KEY not in text and URL_PW not in text
+    with pytest.raises(AgentError) as info:
+        ask(agent, user("hi"))
+    assert "could not connect to http://user@127.0.0.1:" in str(info.value)
+    assert URL_KEY not in str(info.value) and URL_PW not in str(info.value)
+    suite = Suite(id="s", cases=[Case(id="c", input=user("hi"))])
+    run = cl.run(suite, url, retries=0, progress=False)
+    [row] = run.df.to_dict("records")
+    assert row["status"] == "error" and "key=***" in row["error"]
+    shown = run.agent + row["error"] + run.model_dump_json()
+    assert URL_KEY not in shown and URL_PW not in shown
+    with pytest.raises(ValueError) as bad:
+        cl.agents.http(f"ftp://user:{URL_PW}@host/x?key={URL_KEY}")
+    assert URL_KEY not in str(bad.value) and URL_PW not in str(bad.value)
+
+
+def test_a_url_credential_echoed_in_a_reply_body_is_masked(base):
+    agent = cl.agents.http(f"{base}/leak-query?key={URL_KEY}")
+    with pytest.raises(AgentHTTPError) as info:
+        ask(agent, user("hi"))
+    assert info.value.status == 403
+    assert "key *** is not valid" in str(info.value)
+    assert URL_KEY not in str(info.value) and URL_KEY not in info.value.url

@@ -53,7 +53,8 @@ def _calls(names_args: list[tuple[str, str]]) -> web.Response:
 async def fake_model(request: web.Request) -> web.StreamResponse:
     """A tiny chat model: the last message says what to do (`fault:...`, `tool:NAME{...}`)."""
     body = await request.json()
-    request.app[SEEN].append({"headers": dict(request.headers), "body": body})
+    seen = {"headers": dict(request.headers), "body": body, "path": request.path}
+    request.app[SEEN].append({**seen, "query": dict(request.query)})
     messages = body["messages"]
     last = messages[-1]
     first_user = next(m for m in messages if m["role"] == "user")
@@ -81,6 +82,8 @@ async def fake_model(request: web.Request) -> web.StreamResponse:
         return web.Response(text="<html>oops, not JSON" + "x" * 500, content_type="text/html")
     if text == "fault:nochoices":
         return web.json_response({"id": "x", "choices": []})
+    if text == "fault:echo-url":
+        return web.Response(status=401, text=f"bad api-key: {request.query['api-key']}")
     if text == "fault:echo-key":
         return web.Response(status=401, text=f"bad key: {request.headers['Authorization']}")
     if text.startswith("loop:"):
@@ -305,6 +308,21 @@ def test_the_key_never_shows(server):
     assert "bad key: Bearer ***" in str(err)
     obs = ask(agent, "Hello")
     assert KEY not in obs.model_dump_json()
+
+
+def test_credentials_in_the_base_url_never_show(server):
+    secret = "SECRET2-in-the-query-31"
+    agent = cl.agents.openai("m", base_url=f"{server.url}?api-key={secret}", api_key=KEY)
+    assert agent.describe() == f"openai:m @ {server.url}?api-key=***"
+    assert secret not in repr(agent)
+    server.seen.clear()
+    assert ask(agent, "Hello").text == "You said: Hello"
+    assert server.seen[-1]["path"] == "/v1/chat/completions"  # the query stays a query
+    assert server.seen[-1]["query"] == {"api-key": secret}
+    with pytest.raises(AgentHTTPError) as info:
+        ask(agent, "fault:echo-url")
+    assert "bad api-key: ***" in str(info.value)
+    assert secret not in str(info.value) and "api-key=***" in str(info.value)
 
 
 def test_configuration_from_the_environment(server, monkeypatch):

@@ -19,6 +19,7 @@ import email.utils
 import json
 import os
 import time
+import urllib.parse
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -38,6 +39,8 @@ __all__ = [
     "json_headers",
     "loads",
     "parse_retry_after",
+    "safe_url",
+    "url_secrets",
 ]
 
 MAX_CONNECTIONS = 512
@@ -95,6 +98,63 @@ class Secret:
         return "Secret('***')" if self._value else "Secret(None)"
 
     __str__ = __repr__
+
+
+def _split(url: str) -> urllib.parse.SplitResult | None:
+    try:
+        return urllib.parse.urlsplit(url)
+    except ValueError:
+        return None
+
+
+def safe_url(url: str) -> str:
+    """`url` fit to show: its password dropped, every query value (and a fragment) `***`.
+
+    Agent URLs often carry credentials (`https://user:pw@host/chat?key=...`); this is the
+    form names, descriptions, results and error messages use.
+
+    Example:
+        >>> safe_url("http://me:pw@host/chat?key=abc&v")
+        'http://me@host/chat?key=***&***'
+    """
+    parts = _split(url)
+    if parts is None:
+        return "<unreadable URL>"
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, _, hostport = netloc.rpartition("@")
+        user = userinfo.partition(":")[0]
+        netloc = f"{user}@{hostport}" if user else hostport
+    query = "&".join(
+        f"{item.partition('=')[0]}=***" if "=" in item else "***"
+        for item in parts.query.split("&")
+        if item
+    )
+    fragment = "***" if parts.fragment else ""
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, fragment))
+
+
+def url_secrets(url: str) -> list[str]:
+    """The credentials `url` holds (its password and query values), as written and decoded.
+
+    A `Secret` made with them masks them wherever a server echoes them back. Query values
+    shorter than 4 characters (`v=1`) are left out: masking every "1" in an error body
+    helps nobody.
+    """
+    parts = _split(url)
+    if parts is None:
+        return [url]
+    found: set[str] = set()
+    userinfo = parts.netloc.rpartition("@")[0]
+    if ":" in userinfo:
+        password = userinfo.partition(":")[2]
+        found |= {password, urllib.parse.unquote(password)}
+    for item in [*parts.query.split("&"), parts.fragment]:
+        key, eq, value = item.partition("=")
+        value = value if eq else key
+        if len(value) >= 4:
+            found |= {value, urllib.parse.unquote_plus(value)}
+    return sorted((v for v in found if v), key=len, reverse=True)
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -234,7 +294,8 @@ class HTTPClient:
 
     Errors: HTTP 429/5xx -> retryable AgentHTTPError (with `retry_after` from Retry-After);
     other 4xx -> AgentHTTPError; a connect/read failure -> retryable AgentError; no answer in
-    `timeout` seconds -> AgentTimeoutError. `secret` is redacted from every error text.
+    `timeout` seconds -> AgentTimeoutError. `secret` is redacted from every error text (give
+    it the URL's `url_secrets` too) and the URL is shown as `safe_url` makes it.
     """
 
     def __init__(
@@ -249,7 +310,7 @@ class HTTPClient:
         self.headers = _Headers(json_headers(headers, self.secret).items())
         self.max_connections = max_connections
         self._by_loop: dict[asyncio.AbstractEventLoop, FastTransport] = {}
-        self._urls: dict[str, yarl.URL] = {}
+        self._urls: dict[str, tuple[yarl.URL, str]] = {}
 
     def transport(self) -> FastTransport:
         """The transport bound to the running loop (created on first use)."""
@@ -262,23 +323,27 @@ class HTTPClient:
         return found
 
     async def post(self, url: str, body: bytes) -> RawResponse:
-        """POST `body`; return a response with status < 400, else raise a typed error."""
-        target = self._urls.get(url)
-        if target is None:
-            target = self._urls[url] = yarl.URL(url)
+        """POST `body`; return a response with status < 400, else raise a typed error.
+
+        Errors name the URL as `safe_url` shows it: no password, no query values.
+        """
+        known = self._urls.get(url)
+        if known is None:
+            known = self._urls[url] = (yarl.URL(url), safe_url(url))
+        target, shown = known
         try:
             async with asyncio.timeout(self.timeout):
                 response = await self.transport().request("POST", target, self.headers, body)
         except (TimeoutError, httpx.TimeoutException):
             raise AgentTimeoutError(
-                f"no answer from {url} within {self.timeout:g} s (timeout)"
+                f"no answer from {shown} within {self.timeout:g} s (timeout)"
             ) from None
         except httpx.TransportError as exc:
-            raise self._connection_error(url, exc) from exc
+            raise self._connection_error(shown, exc) from exc
         if response.status >= 400:
             raise AgentHTTPError(
                 response.status,
-                url,
+                shown,
                 self.secret.redact(response.body[:2000].decode("utf-8", "replace")),
                 parse_retry_after(response.headers.get("retry-after")),
             )

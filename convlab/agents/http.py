@@ -21,7 +21,7 @@ from typing import Any
 
 import httpx
 
-from convlab.agents._transport import HTTPClient, Secret, dumps, loads
+from convlab.agents._transport import HTTPClient, Secret, dumps, loads, safe_url, url_secrets
 from convlab.agents.function import to_observation
 from convlab.agents.protocol import Agent, AgentContext, AgentSession
 from convlab.errors import AgentResponseError
@@ -85,15 +85,18 @@ class HTTPAgent(Agent):
         headers: Mapping[str, str] | None = None,
         timeout: float = 60.0,
     ) -> None:
-        self.url = httpx.URL(url)
+        try:
+            self.url = httpx.URL(url)
+        except httpx.InvalidURL:
+            raise ValueError(f"not a valid URL: {safe_url(url)!r}") from None
         if self.url.scheme not in ("http", "https"):
-            raise ValueError(f"not an http(s) URL: {url!r}")
+            raise ValueError(f"not an http(s) URL: {safe_url(url)!r}")
         self.request = DEFAULT_REQUEST if request is None else request
         self.paths = _paths(response)
         self.timeout = timeout
-        self.name = url  # a bare URL is itself a valid agent spec
+        self.name = safe_url(url)  # a bare URL is itself a valid agent spec; no credentials
         hidden = [v for k, v in (headers or {}).items() if _SENSITIVE.search(k)]
-        self._secret = Secret(None, *hidden)
+        self._secret = Secret(None, *hidden, *url_secrets(url))
         self._http = HTTPClient(timeout=timeout, secret=self._secret, headers=headers)
 
     async def open(self, ctx: AgentContext) -> AgentSession:
@@ -165,7 +168,7 @@ class HTTPAgent(Agent):
 
     def _bad(self, what: str, body: bytes) -> AgentResponseError:
         text = self._secret.redact(body[:2000].decode("utf-8", "replace"))[:200]
-        return AgentResponseError(f"reply from {self.url}: {what}: {text!r}")
+        return AgentResponseError(f"reply from {self.name}: {what}: {text!r}")
 
 
 def _paths(response: Mapping[str, str] | str | None) -> dict[str, str]:

@@ -18,10 +18,11 @@ import os
 import sys
 import time
 import types
+import urllib.parse
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from convlab.agents._transport import HTTPClient, Secret, dumps, loads
+from convlab.agents._transport import HTTPClient, Secret, dumps, loads, safe_url, url_secrets
 from convlab.agents.protocol import Agent, AgentContext, AgentSession
 from convlab.agents.tools import Tool, ToolFailed, as_tools
 from convlab.errors import AgentResponseError
@@ -70,21 +71,25 @@ class OpenAIAgent(Agent):
         self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip(
             "/"
         )
-        self._key = Secret(api_key if api_key is not None else os.environ.get("OPENAI_API_KEY"))
+        key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        self._key = Secret(key, *url_secrets(self.base_url))
         self.system = system
         self.tools: dict[str, Tool] = as_tools(tools)
         self.params = params
         self.timeout = timeout
         self.name = f"openai:{self.model}"
-        self.url = self.base_url + "/chat/completions"
+        self.url = _endpoint(self.base_url)
+        self.shown_url = safe_url(self.url)
+        """The endpoint as descriptions and errors show it: no password, no query values."""
         self._http = HTTPClient(timeout=timeout, secret=self._key, headers=headers)
         self._tool_defs = [t.definition() for t in self.tools.values()]
 
     def describe(self) -> str:
-        """`openai:MODEL`, plus the endpoint when it is not OpenAI's own; never the key."""
+        """`openai:MODEL`, plus the endpoint when it is not OpenAI's own; never the key,
+        nor a password or query value in `base_url`."""
         if self.base_url == DEFAULT_BASE_URL:
             return self.name
-        return f"{self.name} @ {self.base_url}"
+        return f"{self.name} @ {safe_url(self.base_url)}"
 
     async def open(self, ctx: AgentContext) -> AgentSession:
         """Chat completions are stateless: a session only carries the conversation it is sent."""
@@ -116,15 +121,15 @@ class OpenAIAgent(Agent):
         try:
             data = loads(body)
         except ValueError:
-            raise self._bad(f"malformed JSON from {self.url}", body) from None
+            raise self._bad(f"malformed JSON from {self.shown_url}", body) from None
         if not isinstance(data, dict):
-            raise self._bad(f"expected a JSON object from {self.url}", body)
+            raise self._bad(f"expected a JSON object from {self.shown_url}", body)
         choices = data.get("choices")
         if not choices or not isinstance(choices, list):
-            raise self._bad(f"no choices in the reply from {self.url}", body)
+            raise self._bad(f"no choices in the reply from {self.shown_url}", body)
         first = choices[0]
         if not isinstance(first, dict) or not isinstance(first.get("message"), dict):
-            raise self._bad(f"choices[0] has no message in the reply from {self.url}", body)
+            raise self._bad(f"choices[0] has no message in the reply from {self.shown_url}", body)
         return data
 
     def _bad(self, what: str, body: bytes) -> AgentResponseError:
@@ -216,6 +221,14 @@ class _OpenAISession(AgentSession):
             return loads(text)
         except ValueError:
             return None
+
+
+def _endpoint(base_url: str) -> str:
+    """`base_url` + `/chat/completions`, put in the path: a query (`?api-version=...`, as
+    Azure wants) stays at the end."""
+    parts = urllib.parse.urlsplit(base_url)
+    path = parts.path.rstrip("/") + "/chat/completions"
+    return urllib.parse.urlunsplit(parts._replace(path=path))
 
 
 def _read_call(raw: Any, index: int) -> tuple[str, Any, str, str | None]:
