@@ -209,6 +209,31 @@ def test_tool_calls_run_locally_and_the_model_is_called_again(server):
     assert [m["role"] for m in sent_back] == ["user", "assistant", "tool", "tool"]
 
 
+def test_a_stuck_sync_tool_times_out_and_the_run_still_ends(server):
+    release = threading.Event()
+    guard = threading.Timer(30.0, release.set)  # a regression fails rather than hangs
+    guard.daemon = True
+    guard.start()
+
+    def wait(seconds: int) -> str:
+        """Wait for something that never comes."""
+        release.wait()
+        return "too late"
+
+    case = cl.Case(id="stuck", input=[Message(role="user", content='tool:wait{"seconds": 1}')])
+    try:
+        run = cl.run(
+            cl.Suite(id="s", cases=[case]), make(server, tools=[wait]), timeout=0.3, progress=False
+        )
+        still_stuck = not release.is_set()
+    finally:
+        guard.cancel()
+        release.set()
+    [row] = run.df.to_dict("records")
+    assert row["status"] == "timeout", row["error"]
+    assert still_stuck, "run() waited for the stuck tool to return"
+
+
 def test_the_tool_loop_stops_at_max_agent_passes(server):
     def add(a: int, b: int) -> int:
         return a + b

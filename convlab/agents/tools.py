@@ -12,7 +12,7 @@ can read and change `ctx.world`.
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import inspect
 import json
 import re
@@ -23,6 +23,7 @@ from typing import Any, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
+from convlab._util import call_user
 from convlab.agents.protocol import AgentContext
 
 __all__ = ["Tool", "ToolFailed", "as_tools", "tool", "tool_from_function"]
@@ -60,7 +61,8 @@ class Tool:
         return {"type": "function", "function": spec}
 
     async def run(self, arguments: Any, ctx: AgentContext) -> Any:
-        """Validate `arguments` and call the function (sync functions run in a thread).
+        """Validate `arguments` and call the function (a sync one in a daemon thread, so one
+        that hangs past its case's timeout does not keep the run from ending).
 
         Raises:
             ToolFailed: If the arguments do not fit the schema or the function raised.
@@ -69,12 +71,7 @@ class Tool:
             raise ToolFailed(f"tool {self.name!r} has no local function")
         args, kwargs = self._bind(arguments, ctx)
         try:
-            if inspect.iscoroutinefunction(self.fn):
-                value = await self.fn(*args, **kwargs)
-            else:
-                value = await asyncio.to_thread(self.fn, *args, **kwargs)
-                if inspect.isawaitable(value):
-                    value = await value
+            value = await call_user(functools.partial(self.fn, *args, **kwargs))
         except Exception as exc:
             raise ToolFailed(f"{type(exc).__name__}: {exc}") from exc
         if isinstance(value, BaseModel):
