@@ -94,8 +94,14 @@ async def in_daemon_thread(fn: Callable[..., Any], *args: Any) -> Any:
             future.set_exception(value)
 
     def main() -> None:
+        value: Any
         try:
             out = fn(*args)
+        except (SystemExit, KeyboardInterrupt) as exc:
+            # raised into the loop these would end the whole run: user code's exit is
+            # that call's error
+            name = getattr(fn, "__qualname__", repr(fn))
+            ok, value = False, RuntimeError(f"{name} raised {type(exc).__name__}({exc})")
         except BaseException as exc:
             ok, value = False, exc
         else:

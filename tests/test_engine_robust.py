@@ -261,3 +261,29 @@ def test_cli_usage_errors_are_reported_before_running(tmp_path, capsys):
     assert main(["run", "-i", "examples/expens.jsonl", "-n", "demo:expense"]) == 2
     assert "no such file" in capsys.readouterr().err
     assert main(["run", "-i", ex, "-n", "nosuchmodule_q:agent"]) == 2
+
+
+def test_sync_user_code_calling_sys_exit_is_that_cases_error():
+    import sys
+
+    def agent(messages):
+        if messages[-1]["content"] == "quit":
+            sys.exit(3)
+        return "ok"
+
+    @cl.evaluator("exits")
+    def exits(ctx, parameters):
+        sys.exit(4)
+
+    suite = Suite(
+        id="s",
+        cases=[
+            std("a", "quit"),
+            std("b", "hi", assertions=[{"kind": "custom", "evaluator": "exits"}]),
+            std("c", "hi"),
+        ],
+    )
+    by = {r.case_id: r for r in cl.run(suite, agent, progress=False).results}
+    assert by["a"].status == "error" and "SystemExit(3)" in by["a"].error
+    assert by["b"].status == "error" and "SystemExit(4)" in by["b"].error
+    assert by["c"].status == "passed"
