@@ -492,6 +492,19 @@ def test_dynamic_mode_errors(tmp_path: Path) -> None:
     ]
 
 
+def test_a_misspelt_simulator_or_tool_result_field_gets_a_hint(tmp_path: Path) -> None:
+    checkpoints = [{"id": "x", "assert": {"type": "tool_result", "value": {"tol": "t"}}}]
+    assert problems(
+        tmp_path, jsonl({"id": "a", "simulator": {"usr": "sim"}, "checkpoints": checkpoints})
+    ) == [
+        "t.jsonl:1: simulator.usr: unknown simulator field 'usr'. Did you mean 'use'?",
+        "t.jsonl:1: checkpoints[0].assert.value.tol: unknown field 'tol' (tool_result reads "
+        "tool and result). Did you mean 'tool'?",
+        "t.jsonl:1: checkpoints[0].assert.value.tool: tool_result needs the tool name in "
+        "'value.tool'",
+    ]
+
+
 def test_duplicate_checkpoint_ids(tmp_path: Path) -> None:
     checkpoints = [{"id": "x", "assert": "contains"}, {"id": "x", "assertion": "contains"}]
     assert problems(tmp_path, jsonl({"id": "c", "checkpoints": checkpoints})) == [

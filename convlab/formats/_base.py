@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import difflib
+import gc
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,8 +23,13 @@ __all__ = [
     "LineDict",
     "LineList",
     "Problems",
+    "closest_name",
+    "did_you_mean",
     "dotted",
+    "gc_paused",
+    "json_type",
     "line_of",
+    "plain",
     "register_format",
     "yaml_with_lines",
 ]
@@ -171,13 +179,27 @@ def _timestamp_as_text(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> str:
     return str(loader.construct_scalar(node))
 
 
-_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _map)
-_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _seq)
-_LineLoader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_as_text)
+class _FastLineLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """libyaml's parser (about 4x faster) with the same line-keeping constructors."""
+
+
+for _loader in (_LineLoader, _FastLineLoader):
+    _loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _map)
+    _loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _seq)
+    _loader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_as_text)
 
 
 def yaml_with_lines(text: str, problems: Problems) -> Any:
-    """Parse YAML keeping line numbers (LineDict/LineList); a syntax error becomes a problem."""
+    """Parse YAML keeping line numbers (LineDict/LineList); a syntax error becomes a problem.
+
+    libyaml parses first (same nodes, same lines); only when it fails does the pure-Python
+    parser read the text again, so a problem is worded (and placed) the same in every format,
+    and a text only libyaml rejects still loads as before.
+    """
+    try:
+        return yaml.load(text, Loader=_FastLineLoader)
+    except Exception:  # the pure-Python parser below says what is wrong, and where
+        pass
     try:
         return yaml.load(text, Loader=_LineLoader)
     except yaml.MarkedYAMLError as exc:
@@ -206,3 +228,95 @@ def line_of(node: Any, loc: tuple[int | str, ...] | list[int | str]) -> int | No
         if inner:
             best = inner if isinstance(node, LineDict) and part is not None else best
     return best
+
+
+def plain(value: Any, _memo: dict[int, Any] | None = None) -> Any:
+    """Copy YAML data into plain dicts/lists (no line bookkeeping), for the model and users.
+
+    Shared YAML aliases stay shared in the copy, so an alias bomb stays linear.
+    """
+    memo = {} if _memo is None else _memo
+    if not isinstance(value, dict | list):
+        return value
+    if id(value) in memo:
+        return memo[id(value)]
+    if isinstance(value, dict):
+        out_d: dict[Any, Any] = {}
+        memo[id(value)] = out_d
+        for k, v in value.items():
+            out_d[k] = plain(v, memo)
+        return out_d
+    out_l: list[Any] = []
+    memo[id(value)] = out_l
+    out_l.extend(plain(v, memo) for v in value)
+    return out_l
+
+
+def json_type(value: Any) -> str:
+    """The JSON name of a value's type, for the JSON formats' messages (`got array`).
+
+    A value JSON cannot hold (only reachable through `convlab.check()` dicts) is named by its
+    Python type.
+    """
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list | tuple):
+        return "array"
+    return "object" if isinstance(value, dict) else type(value).__name__
+
+
+def closest_name(word: Any, choices: Iterable[str], *, fold: bool = False) -> str | None:
+    """The choice closest to `word` (difflib ratio >= 0.6), or None when nothing is close.
+
+    With `fold`, a choice equal to the word once `_` and `-` are dropped and case ignored
+    wins first: `schema_version` -> `schemaVersion`, which difflib alone may miss.
+    """
+    text, options = str(word), list(choices)
+    if fold:
+        squash = text.replace("_", "").replace("-", "").lower()
+        for option in options:
+            if option.lower() == squash:
+                return option
+    close = difflib.get_close_matches(text, options, n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def did_you_mean(
+    word: Any, choices: Iterable[str], form: str = " Did you mean {!r}?", *, fold: bool = False
+) -> str:
+    """A did-you-mean hint in the format's own wording (`form` receives the closest name),
+    or "" when no choice is close."""
+    close = closest_name(word, choices, fold=fold)
+    return "" if close is None else form.format(close)
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a loader builds many small, acyclic objects.
+
+    With the collector on, each burst of allocations makes CPython re-walk the whole growing
+    heap (3-4x slower on a 100,000-line file). Afterwards the new, long-lived suite is moved
+    straight to the oldest generation (`gc.freeze()` + `gc.unfreeze()`, documented to do
+    exactly that) instead of being walked again as young objects; skipped when the host
+    froze objects itself (its permanent generation is left alone).
+
+    No full collection ends the load: measured in a fresh process (pandas imported), it made
+    load + `suite.df` + 300,000 later allocations slower, 3.3 s -> 3.85 s for 100,000 JSONL
+    lines and 2.0 s -> 2.45 s for 10,000 JSON scenarios (the pass it saves later costs less).
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            if gc.get_freeze_count() == 0:
+                gc.freeze()
+                gc.unfreeze()
+            gc.enable()

@@ -11,14 +11,12 @@ so a typo such as `valeu` would otherwise silently turn a check into one that al
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from convlab.formats._base import Problems, dotted
-from convlab.formats._jsonl_scan import json_type
+from convlab.formats._base import Problems, did_you_mean, dotted, json_type
 from convlab.model.assertions import (
     AgentValidator,
     Assertion,
@@ -161,8 +159,7 @@ def _unknown_keys(kind: str, obj: dict[str, Any], at: _At) -> None:
     for key in obj:
         if key in allowed:
             continue
-        close = difflib.get_close_matches(key, sorted(allowed), n=1, cutoff=0.6)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
+        hint = did_you_mean(key, allowed)
         names = ", ".join(sorted(allowed))
         at.add(key, f"unknown field {key!r} for a {kind!r} assertion.{hint} (fields: {names})")
 
@@ -200,11 +197,8 @@ def _custom(kind: str, obj: dict[str, Any], at: _At) -> Assertion | None:
         params = {k: v for k, v in obj.items() if k not in _COMMON}
         return Custom(evaluator=kind, parameters=params, **common)
     known = sorted({*BUILTIN_TYPES, *EVALUATORS})
-    close = difflib.get_close_matches(kind, known, n=1, cutoff=0.6)
-    hint = (
-        f" Did you mean {close[0]!r}?"
-        if close
-        else f" Known types: {', '.join(known)} (or register one with @convlab.evaluator)."
+    hint = did_you_mean(kind, known) or (
+        f" Known types: {', '.join(known)} (or register one with @convlab.evaluator)."
     )
     at.add("type", f"unknown assertion type {kind!r}.{hint}")
     return None
@@ -309,8 +303,7 @@ def _tool_result(obj: dict[str, Any], at: _At) -> Built:
         return None
     extra = sorted(value.keys() - {"tool", "result"})
     for key in extra:
-        close = difflib.get_close_matches(key, ["tool", "result"], n=1, cutoff=0.6)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
+        hint = did_you_mean(key, ("tool", "result"))
         at.add(f"value.{key}", f"unknown field {key!r} (tool_result reads tool and result).{hint}")
     tool = value.get("tool")
     if not isinstance(tool, str) or not tool:

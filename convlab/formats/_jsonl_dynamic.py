@@ -9,25 +9,17 @@ no checkpoint is kept: Yao ignores such ids when it runs.
 
 from __future__ import annotations
 
-import difflib
 from typing import Any
 
-from convlab.formats._base import Problems
+from convlab.formats._base import Problems, did_you_mean, json_type
 from convlab.formats._jsonl_assert import assertion_from, assertions_from
-from convlab.formats._jsonl_scan import json_type
 from convlab.model.assertions import All, Assertion
 from convlab.model.suite import Checkpoint, SimulatorSpec
 
-__all__ = ["DynamicFields", "did_you_mean", "shown"]
+__all__ = ["DynamicFields", "shown"]
 
 _CHECKPOINT_KEYS = ("id", "description", "assert", "assertion", "after", "required")
 _SIMULATOR_KEYS = ("use", "options")
-
-
-def did_you_mean(key: str, known: Any) -> str:
-    """` Did you mean 'x'?` for the closest known name, or ""."""
-    close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.6)
-    return f" Did you mean {close[0]!r}?" if close else ""
 
 
 def shown(value: Any) -> str:

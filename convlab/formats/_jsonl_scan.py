@@ -22,9 +22,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from convlab.formats._base import Problems
+from convlab.formats._base import Problems, json_type
 
-__all__ = ["Chunk", "decode", "json_type", "scan"]
+__all__ = ["Chunk", "decode", "scan"]
 
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 _CONTINUES = ("{", "[", ",", ":")
@@ -47,19 +47,6 @@ class Chunk(NamedTuple):
 
     line: int
     value: dict[str, Any]
-
-
-def json_type(value: Any) -> str:
-    """The JSON name of a Python value's type (for messages)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
 
 
 def _depth(line: str) -> int:

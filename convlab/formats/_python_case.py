@@ -16,14 +16,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from convlab.errors import Problem
-from convlab.formats._base import LineList, Problems, dotted
+from convlab.formats._base import LineList, Problems, dotted, plain
 from convlab.formats._python_dataset import (
     Dataset,
     HistoryRef,
     Scenario,
     history_messages,
     merge_world,
-    plain,
 )
 from convlab.formats._python_parse import kind_of, yaml_line
 from convlab.model.assertions import PythonTest

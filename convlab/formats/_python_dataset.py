@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from convlab.errors import Problem
-from convlab.formats._base import Problems
-from convlab.formats._python_parse import kind_of, load_yaml, yaml_line
+from convlab.formats._base import Problems, plain, yaml_with_lines
+from convlab.formats._python_parse import kind_of, yaml_line
 from convlab.model.conversation import Message
 
 __all__ = [
@@ -28,7 +28,6 @@ __all__ = [
     "history_messages",
     "is_label",
     "merge_world",
-    "plain",
     "recursive_merge",
     "resolve_test_file",
     "test_file_candidates",
@@ -82,24 +81,6 @@ def resolve_test_file(root: Path, name: str) -> Path:
             return path
     tried = ", ".join(str(p.relative_to(root)) for p in candidates)
     raise FileNotFoundError(f"test file {name!r} not found in {root} (tried {tried})")
-
-
-def plain(value: Any, memo: dict[int, Any] | None = None) -> Any:
-    """A copy with plain dicts and lists (no line bookkeeping); shared YAML aliases stay shared."""
-    memo = {} if memo is None else memo
-    if isinstance(value, dict | list) and id(value) in memo:
-        return memo[id(value)]
-    if isinstance(value, dict):
-        out: dict[Any, Any] = {}
-        memo[id(value)] = out
-        out.update((k, plain(v, memo)) for k, v in value.items())
-        return out
-    if isinstance(value, list):
-        items: list[Any] = []
-        memo[id(value)] = items
-        items.extend(plain(v, memo) for v in value)
-        return items
-    return value
 
 
 def recursive_merge(a: Any, b: Any) -> Any:
@@ -286,7 +267,7 @@ def _read_yaml(path: Path, problems: Problems) -> Any:
         problems.add(None, "", f"cannot read: {exc}")
         return None
     try:
-        return load_yaml(text, problems)
+        return yaml_with_lines(text, problems)
     except (ValueError, TypeError, OverflowError, RecursionError) as exc:
         problems.add(None, "", f"invalid YAML: {exc}")
         return None

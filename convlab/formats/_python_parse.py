@@ -15,9 +15,6 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
-from convlab.formats import _base
 from convlab.formats._base import LineDict, LineList, Problems, yaml_with_lines
 
 __all__ = [
@@ -27,7 +24,6 @@ __all__ = [
     "TestFunction",
     "is_bang_string",
     "kind_of",
-    "load_yaml",
     "parse_python",
     "parse_test_file",
     "quiet_parse",
@@ -51,24 +47,6 @@ CONFIG_FIELDS = (
 OVERLAP = "multiple statements overlap or are on the same line in the global scope"
 
 Loc = tuple[int | str, ...]
-
-
-class _FastLineLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    """libyaml's parser with the same line-keeping constructors as `yaml_with_lines`."""
-
-
-_FastLineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _base._map)
-_FastLineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _base._seq)
-_FastLineLoader.add_constructor("tag:yaml.org,2002:timestamp", _base._timestamp_as_text)
-
-
-def load_yaml(text: str, problems: Problems) -> Any:
-    """`yaml_with_lines`, about 4x faster: libyaml first, and only on an error the pure-Python
-    parser again, so problems read exactly as in the other formats."""
-    try:
-        return yaml.load(text, Loader=_FastLineLoader)
-    except yaml.YAMLError:
-        return yaml_with_lines(text, problems)
 
 
 def yaml_line(node: Any, loc: Loc) -> int | None:
@@ -240,7 +218,7 @@ def _doc_yaml(node: ast.stmt, lines: list[str], problems: Problems, where: str) 
     local = Problems(problems.file)
     data: Any = None
     try:
-        data = load_yaml(textwrap.dedent(value[1:]), local)
+        data = yaml_with_lines(textwrap.dedent(value[1:]), local)
     except (ValueError, TypeError, OverflowError) as exc:  # e.g. a timestamp out of range
         local.add(None, "", f"invalid YAML: {exc}")
     except RecursionError:

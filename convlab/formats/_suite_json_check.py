@@ -9,16 +9,16 @@ only when there is a problem.
 
 from __future__ import annotations
 
-import difflib
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from convlab.formats._base import did_you_mean, json_type
 from convlab.formats._suite_json_lines import Loc
 
 __all__ = [
     "CYCLE",
+    "HINT",
     "INVALID",
     "LIMIT",
     "Fields",
@@ -29,12 +29,13 @@ __all__ = [
     "assertion_list",
     "ident",
     "integer",
-    "jtype",
     "obj",
     "string",
-    "suggest",
 ]
 
+HINT = " (did you mean {!r}?)"
+"""This format's did-you-mean wording (`_base.did_you_mean` with `fold=True`, so that
+`write_policy` finds `writePolicy`)."""
 INVALID = "EVALUATION_SUITE_INVALID"
 LIMIT = "EVALUATION_DATA_LIMIT"
 CYCLE = "EVALUATION_DATA_CYCLE"
@@ -61,7 +62,7 @@ class Fields:
             return
         for key in data:
             if key not in self._allowed:
-                hint = suggest(key, self.allowed)
+                hint = did_you_mean(key, self.allowed, HINT, fold=True)
                 names = ", ".join(self.allowed)
                 issues.add(
                     (*loc, key), f"unknown field {key!r}{hint}; allowed fields: {names} [{INVALID}]"
@@ -105,18 +106,6 @@ class Issues(list[Issue]):
         self.append(Issue(loc, message, also))
 
 
-def jtype(value: Any) -> str:
-    """The JSON type name of a value (what a person wrote), or its Python type."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    names: dict[type, str] = {str: "string", list: "array", tuple: "array", dict: "object"}
-    return names.get(type(value)) or type(value).__name__
-
-
 def u16len(text: str) -> int:
     """Length as JavaScript counts it (UTF-16 code units), which the kernel's limits use."""
     if text.isascii():
@@ -124,22 +113,11 @@ def u16len(text: str) -> int:
     return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
 
 
-def suggest(word: str, choices: Iterable[str]) -> str:
-    """' (did you mean 'x'?)' for the closest choice, or ''."""
-    options = list(choices)
-    squash = word.replace("_", "").replace("-", "").lower()
-    for option in options:
-        if option.lower() == squash:
-            return f" (did you mean {option!r}?)"
-    close = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
-
-
 def obj(value: Any, loc: Loc, issues: Issues, what: str = "an object") -> dict[str, Any] | None:
     """The value if it is a JSON object, else a problem."""
     if type(value) is dict:
         return value
-    issues.add(loc, f"expected {what}, got {jtype(value)}")
+    issues.add(loc, f"expected {what}, got {json_type(value)}")
     return None
 
 
@@ -152,7 +130,7 @@ def ident(value: Any, loc: Loc, issues: Issues) -> str | None:
     if type(value) is str and value in _GOOD_IDS:
         return value
     if type(value) is not str:
-        issues.add(loc, f"expected an identifier string, got {jtype(value)}")
+        issues.add(loc, f"expected an identifier string, got {json_type(value)}")
         return None
     if 0 < len(value) <= 160 and _IDENT.fullmatch(value):
         if len(_GOOD_IDS) > 100_000:
@@ -175,7 +153,7 @@ def string(
 ) -> str | None:
     """A string of `least`..`most` characters, trimmed first when `trim` (zod `.trim()`)."""
     if type(value) is not str:
-        issues.add(loc, f"expected a string, got {jtype(value)}")
+        issues.add(loc, f"expected a string, got {json_type(value)}")
         return None
     text = value.strip(JS_SPACE) if trim else value
     size = u16len(text) if len(text) <= most else len(text)
@@ -202,7 +180,7 @@ def array(
 ) -> list[Any]:
     """The value if it is an array within bounds (else a problem); [] when not an array."""
     if type(value) is not list:
-        issues.add(loc, f"expected an array of {what}, got {jtype(value)}")
+        issues.add(loc, f"expected an array of {what}, got {json_type(value)}")
         return []
     if len(value) < least:
         issues.add(loc, f"needs at least {least} {_noun(what, least)}, got {len(value)}")
@@ -267,9 +245,9 @@ def _bad_kind(data: dict[str, Any], loc: Loc, issues: Issues) -> None:
     if "kind" not in data:
         issues.add((*loc, "kind"), f"missing required field 'kind' (one of {kinds})")
     elif type(data["kind"]) is not str:
-        issues.add((*loc, "kind"), f"expected a string, got {jtype(data['kind'])}")
+        issues.add((*loc, "kind"), f"expected a string, got {json_type(data['kind'])}")
     else:
-        hint = suggest(data["kind"], KINDS)
+        hint = did_you_mean(data["kind"], KINDS, HINT, fold=True)
         issues.add((*loc, "kind"), f"unknown assertion kind {data['kind']!r}{hint}; one of {kinds}")
     if "id" in data:
         ident(data["id"], (*loc, "id"), issues)
@@ -315,8 +293,8 @@ def _check(data: dict[str, Any], loc: Loc, issues: Issues, out: dict[str, Any]) 
         out["path"] = _path(data["path"], (*loc, "path"), issues)
     op = data.get("operator")
     if "operator" in data and (type(op) is not str or op not in OPERATORS):
-        got = repr(op) if type(op) is str else jtype(op)
-        hint = suggest(op, OPERATORS) if type(op) is str else ""
+        got = repr(op) if type(op) is str else json_type(op)
+        hint = did_you_mean(op, OPERATORS, HINT, fold=True) if type(op) is str else ""
         issues.add(
             (*loc, "operator"), f"unknown operator {got}{hint}; one of {', '.join(OPERATORS)}"
         )
@@ -336,7 +314,7 @@ def _operand(op: str, value: Any, loc: Loc, issues: Issues) -> Any:
     if op not in NUMERIC:
         return value
     if type(value) not in (int, float):
-        issues.add(loc, f"operator {op!r} needs a number value, got {jtype(value)}")
+        issues.add(loc, f"operator {op!r} needs a number value, got {json_type(value)}")
     elif op == "length":
         whole = integer(value)
         if whole is None or whole < 0:

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from convlab.formats._yaml_common import At, check_keys, expand_env, plain, type_error
+from convlab.formats._base import plain
+from convlab.formats._yaml_common import At, check_keys, expand_env, type_error
 from convlab.formats._yaml_metrics import (
     GraderImporter,
     MetricSpec,

@@ -8,30 +8,29 @@ in front of every problem inside a named test case.
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from convlab.formats._base import LineDict, LineList, Problems, dotted, line_of
+from convlab.formats._base import LineDict, LineList, Problems, did_you_mean, dotted, line_of
 
 __all__ = [
+    "HINT",
     "At",
     "check_keys",
-    "did_you_mean",
     "expand_env",
     "kind_name",
-    "plain",
     "type_error",
     "validate_model",
 ]
 
 M = TypeVar("M", bound=BaseModel)
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+HINT = "; did you mean {!r}?"
+"""How this format words a did-you-mean (`_base.did_you_mean`'s `form`)."""
 
 
 @dataclass(frozen=True)
@@ -69,17 +68,12 @@ class At:
         return replace(self, prefix=f"[{name}] " if name else "")
 
 
-def did_you_mean(word: Any, choices: Iterable[str]) -> str:
-    """`; did you mean 'x'?` for the closest choice, or '' when nothing is close."""
-    close = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
-    return f"; did you mean {close[0]!r}?" if close else ""
-
-
 def check_keys(node: dict[Any, Any], allowed: tuple[str, ...], at: At) -> None:
     """Report every key of `node` outside `allowed` (HoloDeck models use extra='forbid')."""
     for key in node:
         if key not in allowed:
-            at.key(node, key).error("Extra inputs are not permitted" + did_you_mean(key, allowed))
+            hint = did_you_mean(key, allowed, HINT)
+            at.key(node, key).error("Extra inputs are not permitted" + hint)
 
 
 def kind_name(value: Any) -> str:
@@ -99,25 +93,6 @@ def type_error(expected: str, value: Any) -> str:
     if expected == "string" and value is not None and not isinstance(value, dict | list):
         hint = "; quote it in the YAML to make it a string"
     return f"Input should be a valid {expected} (got {kind_name(value)} {shown}{hint})"
-
-
-def plain(value: Any, _memo: dict[int, Any] | None = None) -> Any:
-    """Copy YAML data into plain dicts/lists (shared aliases stay shared, so it stays linear)."""
-    memo = {} if _memo is None else _memo
-    if not isinstance(value, dict | list):
-        return value
-    if id(value) in memo:
-        return memo[id(value)]
-    if isinstance(value, dict):
-        out_d: dict[Any, Any] = {}
-        memo[id(value)] = out_d
-        for k, v in value.items():
-            out_d[k] = plain(v, memo)
-        return out_d
-    out_l: list[Any] = []
-    memo[id(value)] = out_l
-    out_l.extend(plain(v, memo) for v in value)
-    return out_l
 
 
 def expand_env(text: str) -> str:
@@ -141,10 +116,10 @@ def validate_model(model: type[M], raw: Any, at: At) -> M | None:
             loc = tuple(err["loc"])
             msg = str(err["msg"]).removeprefix("Value error, ")
             if err["type"] == "extra_forbidden" and loc:
-                msg += did_you_mean(loc[-1], model.model_fields)
+                msg += did_you_mean(loc[-1], model.model_fields, HINT)
             elif err["type"] == "literal_error":
                 expected = re.findall(r"'([^']*)'", str(err.get("ctx", {}).get("expected", "")))
-                msg += did_you_mean(err.get("input"), expected)
+                msg += did_you_mean(err.get("input"), expected, HINT)
             line = line_of(raw, loc) if loc else None
             target = replace(at, path=dotted(loc, at.path), line=line or at.line)
             target.error(msg)

@@ -18,7 +18,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from convlab._util import import_callable
-from convlab.formats._yaml_common import At, did_you_mean, plain, validate_model
+from convlab.formats._base import did_you_mean, plain
+from convlab.formats._yaml_common import HINT, At, validate_model
 from convlab.model.assertions import GRADER_RE, Grader, Metric, StandardMetric
 
 __all__ = ["GraderImporter", "MetricSpec", "parse_metrics", "pick_level", "with_truth"]
@@ -173,7 +174,7 @@ def _entry(raw: Any, at: At, importer: GraderImporter) -> MetricSpec | None:
         at.key(raw, "type").error(
             f"Input tag {kind!r} found using 'type' does not match any of the expected tags: "
             + ", ".join(repr(t) for t in _TYPES)
-            + did_you_mean(kind, _TYPES)
+            + did_you_mean(kind, _TYPES, HINT)
         )
         return None
     model = validate_model(_MODELS[kind], raw, at)

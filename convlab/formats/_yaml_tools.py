@@ -16,7 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
-from convlab.formats._yaml_common import At, did_you_mean, expand_env, plain, validate_model
+from convlab.formats._base import did_you_mean, plain
+from convlab.formats._yaml_common import HINT, At, expand_env, validate_model
 from convlab.model.assertions import ArgMatcher, ExpectedTool, ExpectedTools
 from convlab.model.suite import FileRef
 
@@ -67,7 +68,8 @@ def _object_tool(raw: dict[Any, Any], at: At) -> ExpectedTool | None:
     args_ok, args = _args(raw.get("args"), at.key(raw, "args"))
     extra = sorted(str(k) for k in raw if k not in _TOOL_KEYS)
     if extra:
-        at.error(f"unknown keys on ExpectedTool: {extra}" + did_you_mean(extra[0], _TOOL_KEYS))
+        hint = did_you_mean(extra[0], _TOOL_KEYS, HINT)
+        at.error(f"unknown keys on ExpectedTool: {extra}{hint}")
     if not (ok and args_ok) or extra:
         return None
     return ExpectedTool(name=str(name), args=args, count=count, bare=False)

@@ -16,13 +16,10 @@ Suite id = the file stem; `Case.source` = file:line of the object's first line.
 
 from __future__ import annotations
 
-import gc
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
-from convlab.formats._base import Problems, register_format
+from convlab.formats._base import Problems, gc_paused, register_format
 from convlab.formats._jsonl_assert import parse_jsonl_assertion
 from convlab.formats._jsonl_case import CaseReader
 from convlab.formats._jsonl_scan import scan
@@ -46,34 +43,11 @@ def sniff(path: Path, text: str) -> bool:
     return _STREAM.match(text) is None
 
 
-_SETTLE_AT = 5000
-"""From this many cases on, one full collection ends the load (see `_gc_paused`)."""
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic GC while building many small, acyclic objects.
-
-    With the GC on, CPython walks the growing heap again and again while a big file loads
-    (3-4x slower on 100,000 lines). Paused, the new objects would all be young when it
-    resumes, and the next few collections would walk them several times more; the caller
-    ends a big load with one full collection instead, which moves them to the oldest
-    generation in a single walk.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 @register_format("jsonl", (".jsonl",), sniff)
 def load_jsonl(path: Path, text: str) -> Suite:
     """Read a Yao JSONL file into a Suite, or raise SuiteError with every problem."""
     problems = Problems(str(path))
-    with _gc_paused():
+    with gc_paused():  # 3-4x faster on 100,000 lines: the objects built have no cycles
         reader = CaseReader(problems, path)
         cases: list[Case] = []
         first_line: dict[str, int] = {}
@@ -93,8 +67,6 @@ def load_jsonl(path: Path, text: str) -> Suite:
         if problems:
             problems.items.sort(key=lambda p: p.line or 0)
             problems.raise_if_any()
-        if len(cases) >= _SETTLE_AT:
-            gc.collect()
     # every case was validated when it was built: construct skips validating them again
     return Suite.model_construct(
         id=path.stem, cases=cases, sources=[Source(file=str(path), line=None, format="jsonl")]

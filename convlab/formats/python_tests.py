@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from convlab.formats._base import Problems, register_format
+from convlab.formats._base import Problems, register_format, yaml_with_lines
 from convlab.formats._python_case import TestSpec, build_case
 from convlab.formats._python_dataset import (
     Dataset,
@@ -31,7 +31,6 @@ from convlab.formats._python_parse import (
     CONFIG_FIELDS,
     is_bang_string,
     kind_of,
-    load_yaml,
     parse_python,
     parse_test_file,
     quiet_parse,
@@ -139,7 +138,7 @@ def _build(specs: list[TestSpec], dataset: Dataset, problems: Problems) -> list[
 
 def _yaml(text: str, problems: Problems) -> Any:
     try:
-        return load_yaml(text, problems)
+        return yaml_with_lines(text, problems)
     except (ValueError, TypeError, OverflowError, RecursionError) as exc:
         problems.add(None, "", f"invalid YAML: {exc}")
         return None

@@ -26,9 +26,9 @@ from typing import Any
 import yaml
 
 from convlab.errors import SuiteError
-from convlab.formats._base import LineList, Problems, register_format, yaml_with_lines
+from convlab.formats._base import LineList, Problems, plain, register_format, yaml_with_lines
 from convlab.formats._yaml_case import CaseContext, build_case, case_name
-from convlab.formats._yaml_common import At, kind_name, plain, type_error
+from convlab.formats._yaml_common import At, kind_name, type_error
 from convlab.formats._yaml_metrics import GraderImporter, parse_metrics
 from convlab.model.suite import NATIVE_TAG, Case, Source, Suite
 
