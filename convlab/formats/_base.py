@@ -207,7 +207,7 @@ def yaml_with_lines(text: str, problems: Problems) -> Any:
         line = mark.line + 1 if mark else None
         problems.add(line, "", f"invalid YAML: {exc.problem or exc}")
     except (yaml.YAMLError, ValueError, TypeError, RecursionError) as exc:
-        # PyYAML raises ValueError for impossible dates such as 2020-13-45
+        # e.g. ValueError for an integer of more than 4,300 digits (dates stay text)
         problems.add(None, "", f"invalid YAML: {exc}")
     return None
 
