@@ -416,6 +416,7 @@ def parse_assertion(data: dict[str, Any]) -> Assertion:
     """Validate one assertion dict in convlab's native spelling."""
     return ASSERTION_ADAPTER.validate_python(data)
 
+
 KIND_NAMES: frozenset[str] = frozenset(
     m.model_fields["kind"].default for m in get_args(get_args(Assertion)[0])
 )
