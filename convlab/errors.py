@@ -7,6 +7,7 @@ ConvlabError                     base of every error convlab raises
 ├── AgentError                   an agent could not answer (recorded on the case during a run)
 │   ├── AgentHTTPError           status, url, first 200 characters of the body; .retryable
 │   ├── AgentTimeoutError        (also a TimeoutError) the agent did not answer in time
+│   ├── SelectionError           a structured selection picks no open option, or several
 │   └── AgentResponseError       the reply could not be read (malformed JSON, missing path)
 └── MissingDependencyError       (also an ImportError) an optional extra is not installed
 ```
@@ -27,6 +28,7 @@ __all__ = [
     "ConvlabError",
     "MissingDependencyError",
     "Problem",
+    "SelectionError",
     "SuiteError",
     "UnknownNameError",
 ]
@@ -107,6 +109,10 @@ class AgentTimeoutError(AgentError, TimeoutError):
     """The agent did not answer within its timeout."""
 
     retryable = True
+
+
+class SelectionError(AgentError):
+    """A structured selection picks no open option, or more than one (seed 001's codes)."""
 
 
 class AgentResponseError(AgentError):

@@ -12,8 +12,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from convlab.errors import SelectionError
 from convlab.model.results import variant_label
-from convlab.model.suite import Case, Suite, Turn
+from convlab.model.suite import Case, Selection, Suite, Turn
 
 __all__ = ["Instance", "SelectionError", "expand", "fingerprint", "resolve_selection"]
 
@@ -96,36 +97,7 @@ def fingerprint(suite: Suite) -> str:
     return hashlib.sha256(body.encode()).hexdigest()[:16]
 
 
-class SelectionError(Exception):
-    """A structured selection could not be resolved against the open interaction."""
-
-
-def resolve_selection(selection: Any, interaction: dict[str, Any] | None) -> dict[str, Any]:
+def resolve_selection(selection: Selection, interaction: dict[str, Any] | None) -> dict[str, Any]:
     """The option a selection picks from the previous turn's interaction (seed 001 rules)."""
-    options = (interaction or {}).get("options") if isinstance(interaction, dict) else None
-    if not isinstance(options, list) or not options:
-        raise SelectionError(
-            "EVALUATION_SELECTION_UNAVAILABLE: no open interaction with options to select from"
-        )
-    if selection.option_index is not None:
-        if selection.option_index >= len(options):
-            raise SelectionError(
-                f"EVALUATION_SELECTION_UNAVAILABLE: optionIndex {selection.option_index} is out of "
-                f"range ({len(options)} option(s))"
-            )
-        return dict(options[selection.option_index])
-    field_name, wanted = (
-        ("label", selection.option_label)
-        if selection.option_label is not None
-        else ("id", selection.option_id)
-    )
-    hits = [o for o in options if isinstance(o, dict) and o.get(field_name) == wanted]
-    if not hits:
-        raise SelectionError(
-            f"EVALUATION_SELECTION_UNAVAILABLE: no option with {field_name} {wanted!r}"
-        )
-    if len(hits) > 1:
-        raise SelectionError(
-            f"EVALUATION_SELECTION_AMBIGUOUS: {len(hits)} options have {field_name} {wanted!r}"
-        )
-    return dict(hits[0])
+    options = interaction.get("options") if isinstance(interaction, dict) else None
+    return selection.pick(options if isinstance(options, list) else None)

@@ -64,6 +64,41 @@ class Selection(_Model):
             raise ValueError("a selection needs exactly one of optionIndex, optionLabel, optionId")
         return self
 
+    def pick(self, options: list[dict[str, Any]] | None) -> dict[str, Any]:
+        """The option this selection picks (seed 001: an index, or exactly one label/id match).
+
+        Raises:
+            SelectionError: EVALUATION_SELECTION_UNAVAILABLE or EVALUATION_SELECTION_AMBIGUOUS.
+        """
+        from convlab.errors import SelectionError
+
+        if not options:
+            raise SelectionError(
+                "EVALUATION_SELECTION_UNAVAILABLE: there is no open choice to select from"
+            )
+        if self.option_index is not None:
+            if self.option_index >= len(options):
+                raise SelectionError(
+                    f"EVALUATION_SELECTION_UNAVAILABLE: optionIndex {self.option_index} is out "
+                    f"of range ({len(options)} option(s))"
+                )
+            return dict(options[self.option_index])
+        key, wanted = (
+            ("label", self.option_label)
+            if self.option_label is not None
+            else ("id", self.option_id)
+        )
+        hits = [o for o in options if isinstance(o, dict) and o.get(key) == wanted]
+        if not hits:
+            raise SelectionError(
+                f"EVALUATION_SELECTION_UNAVAILABLE: no option with {key} {wanted!r}"
+            )
+        if len(hits) > 1:
+            raise SelectionError(
+                f"EVALUATION_SELECTION_AMBIGUOUS: {len(hits)} options have {key} {wanted!r}"
+            )
+        return dict(hits[0])
+
 
 class FileRef(_Model):
     """A file attached to a turn; `path` is resolved against the suite file at load."""

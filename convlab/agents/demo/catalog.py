@@ -20,7 +20,7 @@ import re
 from typing import Any
 
 from convlab.agents.demo._base import Answer, Chat, DemoAgent, DemoSession, Turn
-from convlab.errors import AgentError
+from convlab.errors import SelectionError
 from convlab.model.suite import Selection
 
 __all__ = ["DEFAULT_PRODUCTS", "CatalogAgent", "SelectionError", "resolve_selection"]
@@ -64,36 +64,9 @@ _ORDINAL = re.compile(
 )
 
 
-class SelectionError(AgentError):
-    """A structured selection picks no open option, or more than one (seed 001)."""
-
-
 def resolve_selection(selection: Selection, options: list[dict[str, Any]] | None) -> dict[str, Any]:
     """The option a selection picks; SelectionError with seed 001's code otherwise."""
-    if not options:
-        raise SelectionError(
-            "EVALUATION_SELECTION_UNAVAILABLE: there is no open choice to select from"
-        )
-    if selection.option_index is not None:
-        if selection.option_index >= len(options):
-            raise SelectionError(
-                f"EVALUATION_SELECTION_UNAVAILABLE: optionIndex {selection.option_index} is out "
-                f"of range ({len(options)} option(s))"
-            )
-        return options[selection.option_index]
-    key, wanted = (
-        ("label", selection.option_label)
-        if selection.option_label is not None
-        else ("id", selection.option_id)
-    )
-    hits = [o for o in options if o.get(key) == wanted]
-    if not hits:
-        raise SelectionError(f"EVALUATION_SELECTION_UNAVAILABLE: no option with {key} {wanted!r}")
-    if len(hits) > 1:
-        raise SelectionError(
-            f"EVALUATION_SELECTION_AMBIGUOUS: {len(hits)} options have {key} {wanted!r}"
-        )
-    return hits[0]
+    return selection.pick(options)
 
 
 def _line(product: dict[str, Any]) -> str:
