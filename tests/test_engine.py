@@ -69,6 +69,7 @@ def test_turns_go_on_after_a_failed_check_and_final_checks_see_the_last_turn():
     assert res.status == "failed"
     assert [t.status for t in res.turns] == ["failed", "passed"]
     assert res.error.startswith("turn 1:")
+    assert [a.status for a in res.assertions] == ["passed"]  # final checks still ran
     assert len(res.turns[1].messages) == 1 and res.turns[1].observation.text == "echo: two"
 
 

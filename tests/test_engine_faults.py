@@ -68,7 +68,13 @@ class FaultServer:
         )
 
     def close(self) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
+        def stop() -> None:  # end the handlers still sleeping, then the loop
+            for task in asyncio.all_tasks(self.loop):
+                task.cancel()
+            self.loop.call_later(0.1, self.loop.stop)
+
+        self.loop.call_soon_threadsafe(stop)
+        self.thread.join(5)
 
 
 def _free_port() -> int:
