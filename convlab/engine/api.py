@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,22 +29,20 @@ def _suite(suite: Suite | str | Path) -> Suite:
     return load(suite)
 
 
-def _progress(progress: Any, verbose: bool = False) -> list[Listener]:
+def _progress(progress: Any) -> list[Listener]:
     if progress is False:
         return []
     if callable(progress):
         return [progress]
     from convlab.report.console import ConsoleProgress
 
-    return [ConsoleProgress(verbose=verbose)]
+    return [ConsoleProgress()]
 
 
 def _check_evaluators(suite: Suite) -> None:
     """Custom evaluator names are checked before any case runs."""
-    try:
-        from convlab.checks.api import unknown_evaluators
-    except ImportError:
-        return
+    from convlab.checks.api import unknown_evaluators
+
     problems = unknown_evaluators(suite)
     if problems:
         raise SuiteError(problems)
@@ -260,5 +258,3 @@ def ask(agent: Any, message: str, *assertions: Any, world: dict[str, Any] | None
 
     return run_sync(go)
 
-
-Progress = Callable[[Any], None]
