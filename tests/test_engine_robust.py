@@ -287,3 +287,11 @@ def test_sync_user_code_calling_sys_exit_is_that_cases_error():
     assert by["a"].status == "error" and "SystemExit(3)" in by["a"].error
     assert by["b"].status == "error" and "SystemExit(4)" in by["b"].error
     assert by["c"].status == "passed"
+
+
+def test_results_share_their_bookkeeping_but_dump_as_before():
+    suite = Suite(id="s", cases=[std("a"), std("b")])
+    a, b = cl.run(suite, lambda m: "ok", progress=False).results
+    assert a.turns[0].__pydantic_fields_set__ is b.turns[0].__pydantic_fields_set__
+    fresh = type(a).model_validate_json(a.model_dump_json())
+    assert fresh.model_dump() == a.model_dump()

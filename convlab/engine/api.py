@@ -257,4 +257,3 @@ def ask(agent: Any, message: str, *assertions: Any, world: dict[str, Any] | None
         return Answer(obs, results)
 
     return run_sync(go)
-

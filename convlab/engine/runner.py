@@ -25,6 +25,7 @@ from convlab.engine.events import (
 from convlab.engine.hooks import call_hook, resolve_hook
 from convlab.engine.modes import MODES, Outcome
 from convlab.engine.store import ResultStore
+from convlab.model._compact import compact
 from convlab.model.results import CaseResult, Run
 from convlab.plan import Instance, count, expand, fingerprint
 
@@ -232,7 +233,7 @@ class Runner:
 def _result(
     inst: Instance, conv: Conversation, outcome: Outcome, started: str, t0: float
 ) -> CaseResult:
-    return CaseResult(
+    result = CaseResult(
         case_id=inst.case.id,
         variant=inst.variant,
         repetition=inst.repetition,
@@ -249,6 +250,8 @@ def _result(
         started_at=started,
         finish_reason=outcome.finish_reason,
     )
+    compact(result)  # long runs keep every result: share the bookkeeping
+    return result
 
 
 async def _suite_checks(run: Run) -> list[Any]:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from convlab.errors import ConvlabError
+from convlab.model._compact import compact
 from convlab.model.results import CaseResult, Run
 
 __all__ = ["ResultStore", "StoreError", "read_store"]
@@ -42,7 +43,9 @@ def read_store(path: str | Path) -> tuple[dict[str, Any] | None, list[CaseResult
                     break  # a torn last line from a crash
                 if raw.startswith(_RESULT):
                     with contextlib.suppress(ValueError):
-                        results.append(CaseResult.model_validate_json("{" + raw[len(_RESULT) :]))
+                        result = CaseResult.model_validate_json("{" + raw[len(_RESULT) :])
+                        compact(result)
+                        results.append(result)
                     continue
                 with contextlib.suppress(json.JSONDecodeError):
                     rec = json.loads(raw)

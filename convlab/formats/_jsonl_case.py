@@ -19,8 +19,8 @@ from pydantic import ValidationError
 from convlab._util import parse_duration
 from convlab.formats._base import Problems, did_you_mean, json_type
 from convlab.formats._jsonl_assert import assertions_from
-from convlab.formats._jsonl_compact import FieldSets
 from convlab.formats._jsonl_dynamic import DynamicFields, shown
+from convlab.model._compact import FieldSets
 from convlab.model.assertions import Equals
 from convlab.model.conversation import Message
 from convlab.model.suite import Case, Hooks, Limits, Source

@@ -1,4 +1,4 @@
-"""Keeping a big suite small: one fields-set per kind of object instead of one per object.
+"""Keeping big suites and runs small: one fields-set per kind of object, not one per object.
 
 Every pydantic model instance carries `__pydantic_fields_set__` (the names given when it was
 built), a set of at least 216 bytes. A JSONL case is about seven model objects (case, limits,
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-__all__ = ["FieldSets"]
+__all__ = ["RESULT_SETS", "FieldSets", "compact"]
 
 _set_attr = object.__setattr__
 
@@ -34,3 +34,24 @@ class FieldSets:
         shared = self._sets.setdefault(key, own)
         if shared is not own:
             _set_attr(model, "__pydantic_fields_set__", shared)
+
+    def share_tree(self, model: BaseModel) -> None:
+        """Share the sets of `model` and of every model nested in its fields."""
+        self.share(model)
+        for value in model.__dict__.values():
+            if isinstance(value, BaseModel):
+                self.share_tree(value)
+            elif isinstance(value, list) and value and isinstance(value[0], BaseModel):
+                for item in value:
+                    if isinstance(item, BaseModel):
+                        self.share_tree(item)
+
+
+RESULT_SETS = FieldSets()
+"""Shared by every result record of the process: a result is about 45 model objects whose
+fields-sets were half of its memory (6.5 of 12.5 KB) before sharing."""
+
+
+def compact(model: BaseModel) -> None:
+    """Share the fields-sets of a result record's whole tree (see RESULT_SETS)."""
+    RESULT_SETS.share_tree(model)
