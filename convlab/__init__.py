@@ -21,6 +21,7 @@ from convlab.errors import (
 )
 from convlab.formats import load
 from convlab.model import (
+    Answer,
     AssertionResult,
     Case,
     CaseResult,
@@ -37,18 +38,27 @@ __version__ = "0.1.0"
 
 # Public names defined in modules that load heavier code: imported on first use.
 _LAZY = {
-    "arun": "convlab.engine.api",
-    "ask": "convlab.engine.api",
+    "arun": "convlab.api",
+    "ask": "convlab.api",
     "check": "convlab.checks.api",
     "compare": "convlab.stats",
     "evaluator": "convlab.checks._core",
     "load_run": "convlab.results",
-    "run": "convlab.engine.api",
-    "start": "convlab.engine.api",
+    "run": "convlab.api",
+    "RunHandle": "convlab.api",
+    "start": "convlab.api",
 }
 
 if TYPE_CHECKING:
+    from convlab.api import RunHandle, arun, ask, run, start
     from convlab.checks._core import evaluator
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """`%load_ext convlab`: the `%%ask AGENT` cell magic and the `%convlab ...` line magic."""
+    from convlab.notebook.magics import load_ipython_extension as load
+
+    load(ipython)
 
 
 def __getattr__(name: str) -> Any:
@@ -66,6 +76,7 @@ __all__ = [
     "AgentHTTPError",
     "AgentResponseError",
     "AgentTimeoutError",
+    "Answer",
     "AssertionResult",
     "Case",
     "CaseResult",
@@ -75,6 +86,7 @@ __all__ = [
     "Problem",
     "Reply",
     "Run",
+    "RunHandle",
     "Suite",
     "SuiteError",
     "ToolCall",

@@ -7,7 +7,6 @@ of the two runs gives p < alpha. With one run per case a single flip is never be
 
 from __future__ import annotations
 
-import html
 import math
 from collections import Counter
 from typing import TYPE_CHECKING, Any
@@ -58,9 +57,22 @@ class Comparison(pd.DataFrame):
     def __repr__(self) -> str:
         return f"{self.summary}\n\n{super().__repr__()}"
 
-    def _repr_html_(self) -> str | None:
-        table = getattr(pd.DataFrame, "_repr_html_")(self) or ""  # noqa: B009 - not in stubs
-        return f"<p class='convlab-compare'>{html.escape(self.summary)}</p>{table}"
+    def plot(self) -> Any:
+        """Before vs after pass rate per case, changes beyond noise marked (a Plotly figure)."""
+        from convlab.notebook.charts import compare_figure
+
+        return compare_figure(self)
+
+    def table(self) -> Any:
+        """The change table as an interactive table (sortable, searchable, offline)."""
+        from convlab.notebook.tables import compare_table
+
+        return compare_table(self)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        from convlab.notebook.display import comparison_bundle
+
+        return comparison_bundle(self)
 
 
 def _frame(run: Run | pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:

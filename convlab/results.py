@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from convlab._run_io import SAVERS, load_run, register_saver, save
 from convlab.model.results import AssertionResult, CaseResult, Run, TurnResult
+from convlab.model.suite import Suite
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -25,6 +26,7 @@ __all__ = [
     "CHECKPOINT_COLUMNS",
     "INSTANCE_COLUMNS",
     "SAVERS",
+    "SUITE_COLUMNS",
     "TOOL_CALL_COLUMNS",
     "TURN_COLUMNS",
     "assertions_frame",
@@ -37,6 +39,7 @@ __all__ = [
     "run_stability",
     "run_summary",
     "save",
+    "suite_frame",
     "suite_order",
     "tool_calls_frame",
     "turns_frame",
@@ -362,3 +365,26 @@ def run_summary(run: Run, count_errors_as: str = "failed") -> dict[str, Any]:
 
     df = instances_frame(run)
     return summary(df, stability(df, None, count_errors_as, suite_order(run)))
+
+
+SUITE_COLUMNS = ("case_id", "name", "mode", "turns", "assertions", "tags", "source", "skip")
+
+
+def suite_frame(suite: Suite) -> pd.DataFrame:
+    """One row per case with the contract columns of DESIGN.md."""
+    import pandas as pd
+
+    rows = [
+        (
+            c.id,
+            c.name or "",
+            c.mode,
+            c.n_turns,
+            c.n_assertions,
+            list(c.tags),
+            str(c.source) if c.source else "",
+            c.skip or "",
+        )
+        for c in suite.cases
+    ]
+    return pd.DataFrame.from_records(rows, columns=list(SUITE_COLUMNS))

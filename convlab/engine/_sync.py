@@ -27,6 +27,7 @@ class BackgroundLoop(Generic[T]):
     ) -> None:
         self._factory = factory
         self._ready = threading.Event()
+        self._finished = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[T] | None = None
         self._result: T | None = None
@@ -50,6 +51,7 @@ class BackgroundLoop(Generic[T]):
                 loop.run_until_complete(loop.shutdown_asyncgens())
             finally:
                 loop.close()
+                self._finished.set()
 
     def cancel(self) -> None:
         """Ask the coroutine to stop (it keeps what finished)."""
@@ -59,13 +61,21 @@ class BackgroundLoop(Generic[T]):
 
     @property
     def done(self) -> bool:
-        """Whether the coroutine has finished."""
-        return not self.thread.is_alive()
+        """Whether the coroutine has finished.
+
+        An Event, not `thread.is_alive()`: on Python 3.11 a KeyboardInterrupt inside
+        `Thread.join` can leave a live thread looking finished (CPython gh-90882).
+        """
+        return self._finished.is_set()
+
+    @property
+    def result(self) -> T | None:
+        """The coroutine's result once it finished (None before, or if it raised)."""
+        return self._result if self.done else None
 
     def wait(self, timeout: float | None = None) -> T:
         """Block until the coroutine finishes and return its result (or raise its error)."""
-        self.thread.join(timeout)
-        if self.thread.is_alive():
+        if not self._finished.wait(timeout):
             raise TimeoutError("the run is still going")
         if self._error is not None:
             raise self._error
@@ -79,10 +89,9 @@ def run_sync(factory: Callable[[], Coroutine[Any, Any, T]]) -> T:
     except RuntimeError:
         return asyncio.run(factory())
     bg = BackgroundLoop(factory)
-    try:
-        while not bg.done:
-            bg.thread.join(0.1)
-    except KeyboardInterrupt:
-        bg.cancel()
-        bg.thread.join()
-    return bg.wait()
+    while True:
+        try:
+            if bg._finished.wait(0.1):
+                return bg.wait()
+        except KeyboardInterrupt:  # the kernel's stop button: cancel, keep what finished
+            bg.cancel()

@@ -1,8 +1,16 @@
 """The model: suites and cases, conversations, assertion specs and result records."""
 
+from convlab.model.answer import Answer
 from convlab.model.assertions import Assertion, parse_assertion
 from convlab.model.conversation import Message, Observation, Reply, ToolCall, Usage
-from convlab.model.results import AssertionResult, CaseResult, CheckpointResult, Run, TurnResult
+from convlab.model.results import (
+    AssertionResult,
+    CaseResult,
+    CheckpointResult,
+    Run,
+    Summary,
+    TurnResult,
+)
 from convlab.model.suite import (
     Case,
     Checkpoint,
@@ -20,6 +28,7 @@ from convlab.model.suite import (
 )
 
 __all__ = [
+    "Answer",
     "Assertion",
     "AssertionResult",
     "Case",
@@ -38,6 +47,7 @@ __all__ = [
     "SimulatorSpec",
     "Source",
     "Suite",
+    "Summary",
     "ToolCall",
     "Turn",
     "TurnInput",

@@ -25,6 +25,7 @@ __all__ = [
     "CheckpointResult",
     "Run",
     "Status",
+    "Summary",
     "TurnResult",
 ]
 
@@ -220,11 +221,28 @@ class Run(BaseModel):
         return run_pass_k_table(self, ks, count_errors_as)
 
     @property
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> Summary:
         """Totals by status, overall pass rate (mean of case rates), stable/unstable counts."""
         from convlab.results import run_summary
 
-        return run_summary(self)
+        return Summary(run_summary(self))
+
+    def table(self, kind: str = "instances") -> Any:
+        """An interactive table (sortable, searchable, offline) of one of the run's frames.
+
+        kind: `instances`, `cases`, `stability`, `turns`, `assertions`, `checkpoints` or
+        `tool_calls`.
+        """
+        from convlab.notebook.tables import run_table
+
+        return run_table(self, kind)
+
+    @property
+    def plot(self) -> Any:
+        """Plotly figures of this run: `pass_rates()`, `stability()`, `durations()`, ..."""
+        from convlab.notebook.charts import RunPlots
+
+        return RunPlots(self)
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write the run; the suffix picks the format (`.json`, `.jsonl`, ...)."""
@@ -241,11 +259,21 @@ class Run(BaseModel):
         return f"<Run {self.id or '-'} {self.status}: {len(self.results)} results ({parts})>"
 
     def __str__(self) -> str:
-        from convlab._run_display import run_text
+        from convlab.notebook.display import run_text
 
         return run_text(self)
 
-    def _repr_html_(self) -> str:
-        from convlab._run_display import run_html
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        from convlab.notebook.display import run_bundle
 
-        return run_html(self)
+        return run_bundle(self)
+
+
+class Summary(dict[str, Any]):
+    """`Run.summary`: a plain dict (total, passed, failed, errors, ..., pass_rate) that a
+    notebook shows as a card."""
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        from convlab.notebook.display import summary_bundle
+
+        return summary_bundle(self)

@@ -242,12 +242,12 @@ class Case(_Model):
         )
 
     def _repr_html_(self) -> str:
-        from convlab.model._display import case_html
+        from convlab.notebook.display import case_html
 
         return case_html(self)
 
     def __str__(self) -> str:
-        from convlab.model._display import case_text
+        from convlab.notebook.display import case_text
 
         return case_text(self)
 
@@ -276,7 +276,7 @@ class Suite(_Model):
     @property
     def df(self) -> Any:
         """One row per case: case_id, name, mode, turns, assertions, tags, source, ..."""
-        from convlab.model._display import suite_frame
+        from convlab.results import suite_frame
 
         return suite_frame(self)
 
@@ -314,12 +314,18 @@ class Suite(_Model):
 
         return yaml.safe_dump(self.to_dict(), sort_keys=False, allow_unicode=True)
 
-    def _repr_html_(self) -> str:
-        from convlab.model._display import suite_html
+    def table(self) -> Any:
+        """An interactive table of the cases (sortable, searchable; works offline)."""
+        from convlab.notebook.tables import suite_table
 
-        return suite_html(self)
+        return suite_table(self)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        from convlab.notebook.display import suite_bundle
+
+        return suite_bundle(self)
 
     def __str__(self) -> str:
-        from convlab.model._display import suite_text
+        from convlab.notebook.display import suite_text
 
         return suite_text(self)

@@ -10,34 +10,10 @@ import json
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from convlab.model.assertions import Assertion
     from convlab.model.suite import Case, Suite
 
-__all__ = ["assertion_text", "case_html", "case_text", "suite_frame", "suite_html", "suite_text"]
-
-SUITE_COLUMNS = ("case_id", "name", "mode", "turns", "assertions", "tags", "source", "skip")
-
-
-def suite_frame(suite: Suite) -> pd.DataFrame:
-    """One row per case with the contract columns of DESIGN.md."""
-    import pandas as pd
-
-    rows = [
-        (
-            c.id,
-            c.name or "",
-            c.mode,
-            c.n_turns,
-            c.n_assertions,
-            list(c.tags),
-            str(c.source) if c.source else "",
-            c.skip or "",
-        )
-        for c in suite.cases
-    ]
-    return pd.DataFrame.from_records(rows, columns=list(SUITE_COLUMNS))
+__all__ = ["assertion_text", "case_html", "case_text", "suite_html", "suite_text"]
 
 
 def _short(value: Any, limit: int = 80) -> str:
@@ -124,6 +100,8 @@ def suite_text(suite: Suite) -> str:
 
 def suite_html(suite: Suite) -> str:
     """An escaped HTML table of the suite's cases."""
+    from convlab.results import suite_frame
+
     df = suite_frame(suite)
     title = f"<b>Suite {html.escape(suite.id)}</b>: {len(suite.cases)} case(s)"
     return title + df.head(200).to_html(index=False, escape=True)

@@ -1,0 +1,231 @@
+"""The public entry points: run, arun, start and ask, with the progress view picked for users.
+
+The engine emits events and knows no view. Here `progress=None` becomes the live widget tree
+in a kernel whose front end shows widgets (convlab.notebook.progress) and text progress
+elsewhere (convlab.report.console); a Stop button is offered only where stopping works.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from convlab.engine._sync import run_sync
+from convlab.engine.api import RunHandle, ask_once, build_runner
+from convlab.engine.events import Listener
+from convlab.model.answer import Answer
+from convlab.model.results import Run
+from convlab.model.suite import Suite
+
+__all__ = ["RunHandle", "arun", "ask", "run", "start"]
+
+PROGRESS_CHOICES = (None, False, True, "widget", "text")
+
+
+class _View:
+    """The chosen progress view: its listeners and how to close it when a run ends."""
+
+    def __init__(self, listeners: list[Listener], tree: Any = None) -> None:
+        self.listeners, self.tree = listeners, tree
+
+    def bind_stop(self, stop: Callable[[], None] | None, hint: str = "") -> None:
+        if self.tree is not None:
+            self.tree.bind_stop(stop, hint)
+
+    def close(self, run: Run | None = None) -> None:
+        if self.tree is not None:
+            self.tree.close(run)
+
+
+def _view(progress: Any) -> _View:
+    """Listeners for `progress`: None/True (pick), "widget", "text", False or a callable."""
+    if progress is False:
+        return _View([])
+    if callable(progress):
+        return _View([progress])
+    if progress not in PROGRESS_CHOICES:
+        raise ValueError(
+            f"progress={progress!r}: use None (pick), 'widget', 'text', False or a listener"
+        )
+    from convlab.notebook.progress import in_kernel, widget_frontend
+
+    if progress == "widget" or (progress in (None, True) and widget_frontend()):
+        from convlab.notebook.progress import LiveTree
+
+        tree = LiveTree()
+        return _View([tree], tree)
+    from convlab.report.console import ConsoleProgress
+
+    # in a kernel stderr is drawn as an error block: progress goes to stdout there
+    return _View([ConsoleProgress(stream=sys.stdout if in_kernel() else sys.stderr)])
+
+
+async def arun(
+    suite: Suite | str | Path,
+    agent: Any,
+    *,
+    runs: int = 1,
+    parallel: int = 4,
+    timeout: str | float = "2m",
+    simulator: Any = None,
+    judge: Any = None,
+    store: str | Path | None = None,
+    resume: bool = False,
+    fail_fast: bool = False,
+    progress: Any = None,
+    retries: int = 3,
+    allow_external_writes: bool = False,
+    before: Any = None,
+    after: Any = None,
+) -> Run:
+    """Run a suite against an agent (awaitable: the notebook's first-class path).
+
+    Args:
+        suite: A Suite, or a path that `convlab.load` reads.
+        agent: A function `f(messages)` / `f(messages, ctx)`, an Agent, or a spec string
+            (`demo:NAME`, `openai:MODEL`, `http:URL`, `module:function`).
+        runs: Repeat every case this many times (stability).
+        parallel: Instances at once.
+        timeout: Per-instance timeout (`"2m"`, `"30s"` or seconds); a case's own wins.
+        simulator: The user simulator for dynamic and code-test cases (default: scripted).
+        judge: The agent that answers judge assertions.
+        store: A JSONL results store; every finished instance is appended at once.
+        resume: Skip the instances already in `store`.
+        fail_fast: Start nothing new after the first failure, error or timeout.
+        progress: None picks the live widget tree in a notebook and text elsewhere;
+            "widget" or "text" force one; False shows nothing; a callable receives every
+            engine event.
+        retries: Retries of transient agent failures (429, 5xx, connection errors).
+        allow_external_writes: Run cases whose write policy is `external`.
+        before: A run-level hook called with the suite before any case.
+        after: A run-level hook called with the Run and the before hook's result.
+
+    Stopping (the widget's Stop button, or interrupting the kernel) returns the partial Run:
+    finished instances kept, the rest `cancelled`.
+    """
+    opts = dict(locals())
+    view = _view(progress)
+    runner = build_runner(opts, view.listeners)
+    result: Run | None = None
+    task = asyncio.ensure_future(runner.execute())
+    loop = asyncio.get_running_loop()
+    view.bind_stop(lambda: loop.call_soon_threadsafe(task.cancel))
+    try:
+        try:
+            result = await asyncio.shield(task)
+        except asyncio.CancelledError:  # the cell was interrupted: stop, keep what finished
+            current = asyncio.current_task()
+            if current is not None:
+                current.uncancel()
+            task.cancel()
+            result = await task
+        return result
+    finally:
+        view.close(result)
+
+
+def run(
+    suite: Suite | str | Path,
+    agent: Any,
+    *,
+    runs: int = 1,
+    parallel: int = 4,
+    timeout: str | float = "2m",
+    simulator: Any = None,
+    judge: Any = None,
+    store: str | Path | None = None,
+    resume: bool = False,
+    fail_fast: bool = False,
+    progress: Any = None,
+    retries: int = 3,
+    allow_external_writes: bool = False,
+    before: Any = None,
+    after: Any = None,
+) -> Run:
+    """Run a suite against an agent and block until it ends (scripts, cells, CLI).
+
+    Takes the same arguments as `arun`. In a notebook cell the engine runs on a private
+    loop in a worker thread; interrupting the kernel stops it and returns the partial Run
+    (finished instances kept, the rest `cancelled`).
+    """
+    opts = dict(locals())
+    view = _view(progress)
+    runner = build_runner(opts, view.listeners)
+    # a blocking cell cannot receive a button click: the kernel's interrupt is the way
+    view.bind_stop(None, "interrupt the kernel (■) to stop; finished cases are kept")
+    result: Run | None = None
+    try:
+        result = run_sync(runner.execute)
+        return result
+    finally:
+        view.close(result)
+
+
+def start(
+    suite: Suite | str | Path,
+    agent: Any,
+    *,
+    runs: int = 1,
+    parallel: int = 4,
+    timeout: str | float = "2m",
+    simulator: Any = None,
+    judge: Any = None,
+    store: str | Path | None = None,
+    resume: bool = False,
+    fail_fast: bool = False,
+    progress: Any = None,
+    retries: int = 3,
+    allow_external_writes: bool = False,
+    before: Any = None,
+    after: Any = None,
+) -> RunHandle:
+    """Start a run in the background and return a handle (`stop()`, `wait()`, `results`).
+
+    Takes the same arguments as `arun`; in a notebook the live tree has a Stop button.
+    """
+    opts = dict(locals())
+    view = _view(progress)
+    runner = build_runner(opts, view.listeners)
+
+    async def go() -> Run:
+        result: Run | None = None
+        try:
+            result = await runner.execute()
+            return result
+        finally:
+            view.close(result)
+
+    handle = RunHandle(runner, go)
+    view.bind_stop(handle.cancel)
+    return handle
+
+
+def ask(
+    agent: Any,
+    message: str,
+    *assertions: Any,
+    history: Any = None,
+    world: dict[str, Any] | None = None,
+    judge: Any = None,
+) -> Answer:
+    """Send one message to an agent and check the reply: a quick test in a cell.
+
+    Args:
+        agent: A function, an Agent or a spec string (`demo:expense`, `openai:MODEL`, ...).
+        message: The user message.
+        *assertions: Assertions in any format's spelling (`{"type": "contains", ...}`).
+        history: Earlier messages (OpenAI-style dicts or `cl.Message`s) sent before it.
+        world: The starting world state the agent sees as `ctx.world`.
+        judge: The judge for judge-based assertions.
+
+    Returns:
+        An Answer; a notebook renders it as a chat transcript with a mark per assertion.
+
+    Example:
+        >>> ask(lambda m: "hi there", "Hello", {"type": "contains", "value": "hi"}).passed
+        True
+    """
+    return run_sync(lambda: ask_once(agent, message, assertions, history, world, judge))
