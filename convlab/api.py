@@ -16,6 +16,7 @@ from typing import Any
 from convlab.engine._sync import run_sync
 from convlab.engine.api import RunHandle, ask_once, build_runner
 from convlab.engine.events import Listener
+from convlab.engine.runner import Runner
 from convlab.model.answer import Answer
 from convlab.model.results import Run
 from convlab.model.suite import Suite
@@ -32,12 +33,30 @@ class _View:
         self.listeners, self.tree = listeners, tree
 
     def bind_stop(self, stop: Callable[[], None] | None, hint: str = "") -> None:
+        """Offer a Stop button that calls `stop`, or (None) say how to stop instead."""
         if self.tree is not None:
             self.tree.bind_stop(stop, hint)
+            self.tree.show()
 
     def close(self, run: Run | None = None) -> None:
         if self.tree is not None:
             self.tree.close(run)
+
+
+def _check_progress(progress: Any) -> None:
+    if not callable(progress) and progress not in PROGRESS_CHOICES:
+        raise ValueError(
+            f"progress={progress!r}: use None (pick), 'widget', 'text', False or a listener"
+        )
+
+
+def _runner_and_view(opts: dict[str, Any]) -> tuple[Runner, _View]:
+    """The runner, then the view (no widget is made for a suite that fails to load)."""
+    _check_progress(opts["progress"])
+    runner = build_runner(opts, [])
+    view = _view(opts["progress"])
+    runner.listeners.extend(view.listeners)
+    return runner, view
 
 
 def _view(progress: Any) -> _View:
@@ -46,10 +65,6 @@ def _view(progress: Any) -> _View:
         return _View([])
     if callable(progress):
         return _View([progress])
-    if progress not in PROGRESS_CHOICES:
-        raise ValueError(
-            f"progress={progress!r}: use None (pick), 'widget', 'text', False or a listener"
-        )
     from convlab.notebook.progress import in_kernel, widget_frontend
 
     if progress == "widget" or (progress in (None, True) and widget_frontend()):
@@ -106,13 +121,15 @@ async def arun(
     Stopping (the widget's Stop button, or interrupting the kernel) returns the partial Run:
     finished instances kept, the rest `cancelled`.
     """
-    opts = dict(locals())
-    view = _view(progress)
-    runner = build_runner(opts, view.listeners)
+    runner, view = _runner_and_view(dict(locals()))
     result: Run | None = None
     task = asyncio.ensure_future(runner.execute())
     loop = asyncio.get_running_loop()
-    view.bind_stop(lambda: loop.call_soon_threadsafe(task.cancel))
+
+    def stop() -> None:  # a widget click arrives on the kernel's thread
+        loop.call_soon_threadsafe(task.cancel)
+
+    view.bind_stop(stop)
     try:
         try:
             result = await asyncio.shield(task)
@@ -151,9 +168,7 @@ def run(
     loop in a worker thread; interrupting the kernel stops it and returns the partial Run
     (finished instances kept, the rest `cancelled`).
     """
-    opts = dict(locals())
-    view = _view(progress)
-    runner = build_runner(opts, view.listeners)
+    runner, view = _runner_and_view(dict(locals()))
     # a blocking cell cannot receive a button click: the kernel's interrupt is the way
     view.bind_stop(None, "interrupt the kernel (■) to stop; finished cases are kept")
     result: Run | None = None
@@ -186,9 +201,7 @@ def start(
 
     Takes the same arguments as `arun`; in a notebook the live tree has a Stop button.
     """
-    opts = dict(locals())
-    view = _view(progress)
-    runner = build_runner(opts, view.listeners)
+    runner, view = _runner_and_view(dict(locals()))
 
     async def go() -> Run:
         result: Run | None = None

@@ -145,12 +145,12 @@ async def ask_once(
     from convlab.checks.api import to_spec
 
     specs = [to_spec(a) for a in assertions]  # a bad assertion says so before any judge call
-    ctx = CheckContext(
+    check_ctx = CheckContext(
         observation=obs,
         messages=messages + list(obs.messages),
         judge=as_agent(judge) if judge is not None else None,
     )
-    results = [await evaluate(spec, ctx) for spec in specs]
+    results = [await evaluate(spec, check_ctx) for spec in specs]
     return Answer(
         agent=the_agent.describe(),
         messages=messages,

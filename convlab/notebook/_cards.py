@@ -1,23 +1,37 @@
 """A Run at a glance: a summary card as plain text and as escaped HTML.
 
 Case ids, agent descriptions and error messages come from files and agents: untrusted text,
-so everything that reaches HTML goes through html.escape.
+so everything that reaches HTML goes through html.escape. Every figure on the card comes from
+`Run.summary` (one summary, so two views never disagree).
 """
 
 from __future__ import annotations
 
 import html
 import math
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
+
+from convlab.notebook._style import CSS, GLYPHS, STATUS_COLORS
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from convlab.model.results import Run
 
-__all__ = ["run_html", "run_text", "worst_cases"]
+__all__ = ["run_html", "run_text", "summary_html", "summary_text", "worst_cases"]
 
 _WORST = 5
+# summary key -> status name, in the order a reader scans them
+_COUNTS = (
+    ("passed", "passed"),
+    ("failed", "failed"),
+    ("errors", "error"),
+    ("timeouts", "timeout"),
+    ("skipped", "skipped"),
+    ("blocked", "blocked"),
+    ("cancelled", "cancelled"),
+)
 
 
 def _short(text: str, limit: int = 100) -> str:
@@ -60,18 +74,23 @@ def worst_cases(
     ]
 
 
-def _counts_line(s: dict[str, Any]) -> str:
+def _counts_line(s: Mapping[str, Any]) -> str:
     parts = [f"{s['passed']} passed", f"{s['failed']} failed", f"{s['errors']} errors"]
-    parts += [f"{s[k]} {k}" for k in ("timeouts", "skipped", "blocked", "cancelled") if s[k]]
+    parts += [f"{s[k]} {k}" for k in ("timeouts", "skipped", "blocked", "cancelled") if s.get(k)]
     return f"{s['total']} instances: " + ", ".join(parts)
 
 
-def _rate_line(s: dict[str, Any]) -> str:
-    errors = "errors count as failed" if s["count_errors_as"] == "failed" else "errors left out"
+def _rate_line(s: Mapping[str, Any]) -> str:
+    errors = (
+        "errors count as failed"
+        if s.get("count_errors_as", "failed") == "failed"
+        else "errors left out"
+    )
+    flaky = f", {s['flaky_cases']} flaky" if s.get("flaky_cases") else ""
     return (
         f"pass rate {_pct(s['pass_rate'])} (mean over {s['cases']} cases; {errors}; "
         f"skipped not counted) · {s['stable_cases']} stable, {s['unstable_cases']} not stable"
-        + (f", {s['flaky_cases']} flaky" if s["flaky_cases"] else "")
+        + flaky
     )
 
 
@@ -80,6 +99,11 @@ def _title(run: Run) -> str:
     bits = [f"Run {run.id}" if run.id else "Run", f"suite {name}" if name else ""]
     bits += [f"agent {_short(run.agent, 60)}" if run.agent else "", run.status]
     return " · ".join(b for b in bits if b)
+
+
+def summary_text(s: Mapping[str, Any]) -> str:
+    """Two lines: the counts and the pass rate."""
+    return f"{_counts_line(s)}\n{_rate_line(s)}"
 
 
 def run_text(run: Run) -> str:
@@ -94,22 +118,67 @@ def run_text(run: Run) -> str:
     return "\n".join(lines)
 
 
-def run_html(run: Run) -> str:
-    """The same card as escaped HTML (safe for any case id, agent or error text)."""
+def _bar(s: Mapping[str, Any]) -> str:
+    """A stacked bar of the instances by status (nothing drawn for an empty run)."""
+    total = s.get("total") or 0
+    if not total:
+        return ""
+    cells = "".join(
+        f"<div title='{s[k]} {name}' style='width:{100 * s[k] / total:.3f}%;"
+        f"background:{STATUS_COLORS[name]}'></div>"
+        for k, name in _COUNTS
+        if s.get(k)
+    )
+    return f"<div class='cl-bar'>{cells}</div>"
+
+
+def _counts_html(s: Mapping[str, Any]) -> str:
+    spans = [f"<span><b>{s['total']}</b> instances</span>"]
+    spans += [
+        f"<span style='color:{STATUS_COLORS[name]}'>{GLYPHS[name]} <b>{s[k]}</b> {k}</span>"
+        for k, name in _COUNTS
+        if s.get(k) or k in ("passed", "failed", "errors")
+    ]
+    return f"<div class='cl-counts'>{''.join(spans)}</div>"
+
+
+def summary_html(s: Mapping[str, Any], title: str = "Summary", extra: str = "") -> str:
+    """A card: title, pass rate, a stacked status bar, the counts, the stability roll-up."""
     e = html.escape
-    df, stab, s = _views(run)
+    classes = s.get("classes") or {}
+    roll = ", ".join(f"{n} {c.replace('_', ' ')}" for c, n in classes.items() if n)
+    return (
+        f"<div class='convlab'><style>{CSS}</style><div class='cl-card'>"
+        f"<div class='cl-title'>{e(title)}</div>"
+        f"<div><span class='cl-rate'>{e(_pct(s.get('pass_rate')))}</span> "
+        f"<span class='cl-muted'>pass rate (mean over {s.get('cases', 0)} cases)</span></div>"
+        f"{_bar(s)}{_counts_html(s)}"
+        f"<div class='cl-muted'>{e(_rate_line(s))}</div>"
+        + (f"<div class='cl-muted'>classes: {e(roll)}</div>" if roll else "")
+        + f"{extra}</div></div>"
+    )
+
+
+def _worst_table(worst: list[tuple[str, float, str, str]]) -> str:
+    e = html.escape
     rows = "".join(
         f"<tr><td><code>{e(cid)}</code></td><td>{e(_pct(rate))}</td><td>{e(cls)}</td>"
-        f"<td>{e(_short(why, 200))}</td></tr>"
-        for cid, rate, cls, why in worst_cases(df, stab)
+        f"<td title='{e(why)}'>{e(_short(why, 200))}</td></tr>"
+        for cid, rate, cls, why in worst
     )
-    table = (
-        "<table><thead><tr><th>worst cases</th><th>pass rate</th><th>class</th>"
-        f"<th>why</th></tr></thead><tbody>{rows}</tbody></table>"
-        if rows
-        else ""
-    )
+    if not rows:
+        return ""
     return (
-        f"<div class='convlab-run'><b>{e(_title(run))}</b>"
-        f"<div>{e(_counts_line(s))}</div><div>{e(_rate_line(s))}</div>{table}</div>"
+        "<table class='cl-small'><thead><tr><th>worst cases</th><th>pass rate</th>"
+        f"<th>class</th><th>why</th></tr></thead><tbody>{rows}</tbody></table>"
     )
+
+
+def run_html(run: Run) -> str:
+    """The run's card as escaped HTML: the summary plus the worst cases and why they failed."""
+    df, stab, s = _views(run)
+    extra = ""
+    if run.error:
+        extra += f"<div class='cl-fail'>{html.escape(run.error)}</div>"
+    extra += _worst_table(worst_cases(df, stab))
+    return summary_html(s, _title(run), extra)

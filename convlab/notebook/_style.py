@@ -6,7 +6,16 @@ draws them.
 
 from __future__ import annotations
 
-__all__ = ["CLASS_COLORS", "CSS", "GLYPHS", "STATUS_COLORS", "VERDICT_COLORS"]
+__all__ = [
+    "CHANGE_COLORS",
+    "CLASS_COLORS",
+    "CSS",
+    "GLYPHS",
+    "STATUS_COLORS",
+    "TABLE_CSS",
+    "TRANSCRIPT_CSS",
+    "VERDICT_COLORS",
+]
 
 STATUS_COLORS = {
     "passed": "#1a7f37",
@@ -34,6 +43,16 @@ VERDICT_COLORS = {
     "always fails": "#cf222e",
     "one run": "#6e7781",
 }
+"""`Run.stability()`'s plain-word verdict -> colour."""
+
+CHANGE_COLORS = {
+    "worse": "#cf222e",
+    "better": "#1a7f37",
+    "same": "#6e7781",
+    "before_only": "#9a6700",
+    "after_only": "#0969da",
+}
+"""`convlab.compare()`'s `change` column -> colour."""
 
 GLYPHS = {
     "passed": "✓",
@@ -67,8 +86,54 @@ CSS = """
 .convlab .cl-who{font-weight:600;color:#57606a}
 .convlab .cl-fail{color:#cf222e}
 .convlab .cl-ok{color:#1a7f37}
-.convlab table.cl-small{border-collapse:collapse;margin:4px 0}
+.convlab table.cl-small{border-collapse:collapse;margin:4px 0;font-size:inherit}
 .convlab table.cl-small td,.convlab table.cl-small th{border-bottom:1px solid #eaeef2;
  padding:2px 8px;text-align:left;vertical-align:top}
 """
 """Inline stylesheet (no external assets), scoped under `.convlab`."""
+
+TRANSCRIPT_CSS = """
+.convlab .cl-answer{max-width:880px}
+.convlab .cl-head{display:flex;flex-wrap:wrap;align-items:baseline;gap:2px 10px;
+ padding-bottom:6px;margin-bottom:6px;border-bottom:1px solid #eaeef2}
+.convlab .cl-verdict{font-weight:700;letter-spacing:.04em}
+.convlab .cl-msg{display:flex;flex-direction:column;align-items:flex-start;margin:6px 0}
+.convlab .cl-msg.cl-user{align-items:flex-end}
+.convlab .cl-role{font-size:11px;color:#57606a;margin:0 4px 1px}
+.convlab .cl-bubble{white-space:pre-wrap;overflow-wrap:anywhere;padding:6px 10px;
+ border-radius:10px;max-width:80%;border:1px solid #d0d7de;background:#f6f8fa}
+.convlab .cl-user .cl-bubble{background:#ddf4ff;border-color:#b6e3ff}
+.convlab .cl-hist{opacity:.55}
+.convlab .cl-empty{font-style:italic;color:#6e7781}
+.convlab .cl-tool{max-width:80%;min-width:240px;margin:2px 0;padding:3px 8px;font-size:12px;
+ border:1px solid #d0d7de;border-left:3px solid #8c959f;border-radius:6px;background:#fff}
+.convlab .cl-tool-name{font-weight:600;font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,
+ monospace}
+.convlab .cl-kv{display:grid;grid-template-columns:max-content 1fr;gap:1px 8px;
+ align-items:baseline}
+.convlab .cl-kv>span{color:#57606a;font-size:11px}
+.convlab pre.cl-json{margin:1px 0;padding:2px 6px;white-space:pre-wrap;overflow-wrap:anywhere;
+ background:#f6f8fa;border-radius:4px;font-size:12px;max-height:24em;overflow-y:auto;
+ font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
+.convlab .cl-extra{max-width:80%;margin:3px 0;font-size:12px}
+.convlab .cl-checks{margin-top:8px;padding-top:6px;border-top:1px solid #eaeef2}
+.convlab .cl-check{margin:2px 0}
+.convlab .cl-mark{display:inline-block;width:1.3em;font-weight:700;text-align:center}
+.convlab .cl-why{margin:1px 0 5px 1.6em;font-size:12px}
+.convlab .cl-sub{margin-left:1.4em}
+"""
+"""The chat transcript of `convlab.ask` (bubbles, tool blocks, assertion lines)."""
+
+TABLE_CSS = """
+.convlab.cl-table{max-width:100%;overflow-x:auto;margin:4px 0}
+.convlab.cl-table .cl-caption{font-weight:600;margin:2px 0 4px 0}
+.convlab.cl-table .cl-note{color:#9a6700;margin:2px 0 4px 0}
+.convlab .cl-badge{border-radius:3px;padding:0 5px;white-space:nowrap;font-weight:500}
+.convlab details.cl-more>summary{cursor:pointer;list-style-position:inside;white-space:nowrap}
+.convlab details.cl-more>div{white-space:pre-wrap;word-break:break-word;min-width:24em;
+ max-width:70em;margin:2px 0 2px 12px;padding-left:6px;border-left:2px solid #d0d7de}
+"""
+"""Stylesheet shipped inside every interactive table's HTML (badges, expandable long texts).
+
+Colours themselves are inline styles, so a page that drops `<style>` (a sanitiser) still
+shows them."""

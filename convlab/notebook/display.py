@@ -1,5 +1,7 @@
-"""Readable views of suites and cases: a DataFrame, escaped HTML and plain text.
+"""The reprs of model objects: suites, cases, runs, summaries and comparisons.
 
+Model objects keep only thin `_repr_*` hooks that call these functions. A rich bundle is a
+compact card plus an interactive table (convlab.notebook.tables), with `text/plain` always.
 Agent and file text is untrusted: everything that reaches HTML goes through html.escape.
 """
 
@@ -7,13 +9,30 @@ from __future__ import annotations
 
 import html
 import json
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
+
+from convlab.notebook._cards import run_html, run_text, summary_html, summary_text
+from convlab.notebook._style import CSS
 
 if TYPE_CHECKING:
     from convlab.model.assertions import Assertion
+    from convlab.model.results import Run
     from convlab.model.suite import Case, Suite
 
-__all__ = ["assertion_text", "case_html", "case_text", "suite_html", "suite_text"]
+__all__ = [
+    "assertion_text",
+    "case_html",
+    "case_text",
+    "comparison_bundle",
+    "run_bundle",
+    "run_html",
+    "run_text",
+    "suite_bundle",
+    "suite_html",
+    "suite_text",
+    "summary_bundle",
+]
 
 
 def _short(value: Any, limit: int = 80) -> str:
@@ -98,10 +117,63 @@ def suite_text(suite: Suite) -> str:
     return "\n".join([head, *(f"  {c.id} [{c.mode}] {c.name or ''}" for c in suite.cases[:50])])
 
 
-def suite_html(suite: Suite) -> str:
-    """An escaped HTML table of the suite's cases."""
-    from convlab.results import suite_frame
+def _suite_card(suite: Suite) -> str:
+    e = html.escape
+    modes: dict[str, int] = {}
+    for c in suite.cases:
+        modes[c.mode] = modes.get(c.mode, 0) + 1
+    kinds = ", ".join(f"{n} {m}" for m, n in modes.items())
+    files = sorted({str(c.source.file) for c in suite.cases if c.source and c.source.file})
+    where = f"{len(files)} file(s)" if len(files) > 1 else (files[0] if files else "")
+    title = f"Suite {suite.name or suite.id}"
+    return (
+        f"<div class='convlab'><style>{CSS}</style><div class='cl-card'>"
+        f"<div class='cl-title'>{e(title)}</div>"
+        f"<div><b>{len(suite.cases)}</b> case(s): {e(kinds)}</div>"
+        + (f"<div class='cl-muted'>{e(where)}</div>" if where else "")
+        + "</div></div>"
+    )
 
-    df = suite_frame(suite)
-    title = f"<b>Suite {html.escape(suite.id)}</b>: {len(suite.cases)} case(s)"
-    return title + df.head(200).to_html(index=False, escape=True)
+
+def suite_html(suite: Suite) -> str:
+    """The suite's card and an interactive table of its cases."""
+    from convlab.notebook.tables import suite_table
+
+    return _suite_card(suite) + suite_table(suite).to_html()
+
+
+def suite_bundle(suite: Suite) -> dict[str, Any]:
+    """`Suite` in a notebook: the card and the interactive case table."""
+    return {"text/plain": suite_text(suite), "text/html": suite_html(suite)}
+
+
+def run_bundle(run: Run) -> dict[str, Any]:
+    """`Run` in a notebook: the summary card, then per-case (several runs) or per-instance
+    rows as an interactive table."""
+    from convlab.notebook.tables import run_table
+
+    runs = int(run.settings.get("runs", 1) or 1)
+    table = run_table(run, "cases" if runs > 1 else "instances")
+    return {"text/plain": run_text(run), "text/html": run_html(run) + table.to_html()}
+
+
+def summary_bundle(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """`Run.summary` in a notebook: the card (the dict itself stays a plain dict)."""
+    return {
+        "text/plain": summary_text(summary),
+        "text/html": summary_html(summary),
+        "application/json": dict(summary),
+    }
+
+
+def comparison_bundle(comparison: Any) -> dict[str, Any]:
+    """`cl.compare(a, b)` in a notebook: the paragraph, then the change table."""
+    from convlab.notebook.tables import compare_table
+
+    e = html.escape
+    text = f"{comparison.summary}\n\n{comparison.to_string(max_rows=40)}"
+    card = (
+        f"<div class='convlab'><style>{CSS}</style><div class='cl-card'>"
+        f"<div class='cl-title'>Comparison</div><div>{e(comparison.summary)}</div></div></div>"
+    )
+    return {"text/plain": text, "text/html": card + compare_table(comparison).to_html()}

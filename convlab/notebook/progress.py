@@ -1,0 +1,454 @@
+"""The live progress tree: a handful of ipywidgets redrawn by a throttled pump.
+
+Why this shape (NOTEBOOK.md §4): jupyter_server drops iopub messages above 1000/s and every
+widget ever created is saved in the notebook, so there is never one widget per case. Engine
+events only change plain Python state under a lock; a pump thread redraws at most
+`1 / interval` times a second inside `hold_sync()`, and once more at the end. The body is one
+HTML string capped to what a person can read: the running instances, the latest failures
+and the most recent ones; the totals live in the header.
+
+The display output carries a static `text/html` snapshot beside the widget view, and at the
+end of the run it is replaced, through its display handle, by a static summary card. A saved
+or exported notebook therefore shows the result with no widget state and no JavaScript.
+
+Every string that came from a file or an agent is escaped before it reaches HTML.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from convlab.engine.events import (
+    CaseFinished,
+    CaseStarted,
+    CheckpointReached,
+    Event,
+    RunFinished,
+    RunStarted,
+    TurnCompleted,
+)
+from convlab.notebook._style import CSS, GLYPHS, STATUS_COLORS
+
+if TYPE_CHECKING:
+    from convlab.model.results import CaseResult, Run, TurnResult
+
+__all__ = ["LiveTree", "in_kernel", "widget_frontend"]
+
+Key = tuple[str, str, int, int]
+_SHOWN_COUNTS = ("passed", "failed", "error", "timeout", "running")
+_OTHER_COUNTS = ("skipped", "cancelled", "blocked")
+_WHY = 100  # characters of the reason shown on an instance's line
+
+
+def _shell() -> Any:
+    """The running IPython shell, without importing IPython when nothing loaded it."""
+    if "IPython" not in sys.modules:
+        return None
+    from IPython import get_ipython
+
+    return get_ipython()
+
+
+def in_kernel() -> bool:
+    """Whether this code runs in a Jupyter kernel (Lab, Notebook, VS Code, Colab, nbclient)."""
+    shell = _shell()
+    return shell is not None and getattr(shell, "kernel", None) is not None
+
+
+def widget_frontend() -> bool:
+    """Whether `progress=None` should pick the widget: a kernel with ipywidgets importable.
+
+    Front ends that cannot draw widgets still show the `text/html` snapshot beside it.
+    """
+    if not in_kernel():
+        return False
+    try:
+        import ipywidgets  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _short(text: str, limit: int) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _args(arguments: Any, limit: int = 80) -> str:
+    try:
+        text = json.dumps(arguments, ensure_ascii=False, default=str, separators=(",", ":"))
+    except (TypeError, ValueError):
+        text = str(arguments)
+    return _short(text, limit)
+
+
+def _clock(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+
+
+@dataclass
+class _Node:
+    """One instance as the tree shows it; turns are kept by reference, drawn only if shown."""
+
+    key: Key
+    label: str
+    status: str = "running"
+    turns: list[TurnResult] = field(default_factory=list)
+    checkpoints: dict[str, int | None] = field(default_factory=dict)
+    result: CaseResult | None = None
+    started: float = field(default_factory=time.monotonic)
+
+
+def _title(node: _Node, runs: int) -> str:
+    """case id [variant, repetition, run]: the instance's key as a reader names it."""
+    case_id, variant, repetition, run = node.key
+    bits = [variant] if variant else []
+    bits += [f"rep {repetition + 1}"] if repetition else []
+    bits += [f"run {run + 1}/{runs}"] if runs > 1 else []
+    return case_id + (f" [{', '.join(bits)}]" if bits else "")
+
+
+def _turn_html(t: TurnResult) -> str:
+    e = html.escape
+    said = " / ".join(m.text() for m in t.messages) or "—"
+    obs = t.observation
+    reply = (obs.text if obs else None) or t.error or "—"
+    calls = "".join(
+        f"<div class='cl-muted'>&nbsp;&nbsp;↳ <code>{e(c.name)}({e(_args(c.arguments))})</code>"
+        "</div>"
+        for c in (obs.tool_calls if obs else [])[:6]
+    )
+    bad = "".join(
+        f"<div class='cl-fail'>&nbsp;&nbsp;{GLYPHS['failed']} {e(_short(a.label or a.kind, 40))}: "
+        f"{e(_short(a.message or a.error or a.status, 160))}</div>"
+        for a in t.assertions
+        if a.status in ("failed", "error")
+    )
+    mark = "cl-fail" if t.status in ("failed", "error") else ""
+    return (
+        f"<li><span class='cl-who'>turn {t.index + 1}</span> "
+        f"<span class='{mark}'>{e(_short(said, 90))}</span> → {e(_short(reply, 140))}"
+        f"{calls}{bad}</li>"
+    )
+
+
+def _result_html(r: CaseResult) -> str:
+    """Checkpoints and failed case-level assertions of a finished instance."""
+    e = html.escape
+    out = []
+    for cp in r.checkpoints:
+        where = f"reached at turn {cp.reached_at_turn}" if cp.reached else "not reached"
+        cls = "cl-ok" if cp.passed or not cp.required else "cl-fail"
+        out.append(f"<li class='{cls}'>checkpoint <code>{e(cp.id)}</code>: {where}</li>")
+    for a in r.assertions:
+        if a.status in ("failed", "error"):
+            msg = _short(a.message or a.error or a.status, 200)
+            out.append(f"<li class='cl-fail'>{e(a.label or a.kind)}: {e(msg)}</li>")
+    if r.status != "passed" and r.error and len(r.error) > _WHY:  # the head shows short ones
+        out.append(f"<li class='cl-fail'>{e(_short(r.error, 600))}</li>")
+    return "".join(out)
+
+
+def _node_html(node: _Node, open_: bool, runs: int = 1, turns_shown: int = 6) -> str:
+    e = html.escape
+    status = node.status
+    color = STATUS_COLORS.get(status, "#57606a")
+    r = node.result
+    took = f" ({r.duration_ms / 1000:.1f}s)" if r is not None and r.duration_ms else ""
+    extra = ""
+    if status == "running":
+        took = f" ({time.monotonic() - node.started:.0f}s)"
+        extra = "".join(
+            f"<li class='cl-ok'>checkpoint <code>{e(cid)}</code> reached at turn {t}</li>"
+            for cid, t in node.checkpoints.items()
+        )
+    turns = node.turns[-turns_shown:]
+    skipped = len(node.turns) - len(turns)
+    body = (f"<li class='cl-muted'>… {skipped} earlier turn(s)</li>" if skipped else "") + "".join(
+        _turn_html(t) for t in turns
+    )
+    body += extra + (_result_html(r) if r is not None else "")
+    why = ""
+    if r is not None and status != "passed" and r.error:
+        why = f" <span class='cl-muted'>— {e(_short(r.error, _WHY))}</span>"
+    head = (
+        f"<span style='color:{color}'>{GLYPHS.get(status, '?')} {e(status.upper())}</span> "
+        f"<code>{e(_title(node, runs))}</code>{took}{why}"
+    )
+    if not body:
+        return f"<div>{head}</div>"
+    return (
+        f"<details{' open' if open_ else ''}><summary>{head}</summary>"
+        f"<ul class='cl-turns'>{body}</ul></details>"
+    )
+
+
+class LiveTree:
+    """An engine listener that draws the live tree (see the module docstring).
+
+    Build it, `show()` it in a cell, pass it to the runner as a listener; `close(run)` swaps
+    the live view for the static summary. Without a kernel it still keeps its widgets' state,
+    which is how the tests read it.
+    """
+
+    max_running = 10
+    max_failed = 15
+    max_recent = 8
+
+    def __init__(self, interval: float = 0.1) -> None:
+        import ipywidgets as w
+
+        self.interval = interval
+        self._lock = threading.Lock()
+        self._dirty = False
+        self._closed = False
+        self.total = self.resumed = 0
+        self.runs = 1
+        self.agent = ""
+        self.counts: dict[str, int] = {}
+        self.t0: float | None = None
+        self.t_end: float | None = None
+        self.running: dict[Key, _Node] = {}
+        self.failed: deque[_Node] = deque(maxlen=self.max_failed)
+        self.recent: deque[_Node] = deque(maxlen=self.max_recent)
+        self.failed_total = 0
+        self.redraws = 0
+        self._stop: Callable[[], None] | None = None
+        self._pump: threading.Thread | None = None
+        self._quit = threading.Event()
+        self._handle: Any = None
+        self._final: dict[str, Any] | None = None
+
+        self.header = w.HTML()
+        self.bar = w.IntProgress(min=0, max=1, value=0, bar_style="info")
+        self.bar.layout.width = "100%"
+        self.button = w.Button(description="Stop", icon="stop", button_style="warning")
+        self.button.layout.display = "none"
+        self.button.on_click(self._on_stop)
+        self.hint = w.HTML()
+        self.body = w.HTML()
+        self.box = w.VBox([self.header, self.bar, w.HBox([self.button, self.hint]), self.body])
+        self._draw()
+
+    # -- wiring -------------------------------------------------------------------------
+
+    def bind_stop(self, stop: Callable[[], None] | None, hint: str = "") -> None:
+        """Show a Stop button that calls `stop`, or (None) a hint saying how to stop."""
+        self._stop = stop
+        self.button.layout.display = None if stop is not None else "none"
+        self.hint.value = f"<span class='cl-muted'>{html.escape(hint)}</span>" if hint else ""
+
+    def show(self) -> None:
+        """Display the tree in the current cell (nothing outside IPython)."""
+        if _shell() is None:
+            return
+        from IPython.display import display
+
+        with self._lock:
+            final = self._final
+        if final is not None:  # the run ended before the cell got to show it
+            display(final, raw=True)  # type: ignore[no-untyped-call]
+            return
+        self._handle = display(self, display_id=True)  # type: ignore[no-untyped-call]
+
+    def _on_stop(self, _button: Any = None) -> None:
+        if self._stop is None:
+            return
+        self.button.disabled = True
+        self.button.description = "Stopping…"
+        self._stop()
+
+    # -- events (engine thread): state only ---------------------------------------------
+
+    def __call__(self, event: Event) -> None:
+        with self._lock:
+            self._apply(event)
+            self._dirty = True
+        if isinstance(event, RunStarted):
+            self._start_pump()
+        elif isinstance(event, RunFinished):
+            self.close(event.run)
+
+    def _apply(self, event: Event) -> None:
+        if isinstance(event, RunStarted):
+            self.total, self.resumed, self.agent = event.total, event.resumed, event.agent
+            self.runs = int(event.settings.get("runs", 1) or 1)
+            self.t0 = time.monotonic()
+        elif isinstance(event, CaseStarted):
+            self.running[event.key] = _Node(event.key, event.label)
+        elif isinstance(event, TurnCompleted):
+            node = self.running.get(event.key)
+            if node is not None:
+                node.turns.append(event.turn)
+        elif isinstance(event, CheckpointReached):
+            node = self.running.get(event.key)
+            if node is not None:
+                node.checkpoints[event.checkpoint] = event.turn
+        elif isinstance(event, CaseFinished):
+            self._finished(event.result, event.label)
+
+    def _finished(self, r: CaseResult, label: str) -> None:
+        node = self.running.pop(r.key, None) or _Node(r.key, label)
+        node.status, node.result = r.status, r
+        if not node.turns:
+            node.turns = list(r.turns)
+        self.counts[r.status] = self.counts.get(r.status, 0) + 1
+        if r.status in ("failed", "error", "timeout"):
+            self.failed.append(node)
+            self.failed_total += 1
+        else:
+            self.recent.append(node)
+
+    # -- drawing (pump thread) ----------------------------------------------------------
+
+    def _start_pump(self) -> None:
+        if self._pump is None:
+            self._pump = threading.Thread(target=self._pump_loop, name="convlab-tree", daemon=True)
+            self._pump.start()
+
+    def _pump_loop(self) -> None:
+        last = 0.0
+        while not self._quit.wait(self.interval):
+            now = time.monotonic()
+            if self._dirty or now - last >= 1.0:  # the clock ticks even when nothing happens
+                self._draw()
+                last = now
+
+    def _draw(self) -> None:
+        with self._lock:
+            self._dirty = False
+            header, body = self._header_html(), self._body_html()
+            done = sum(self.counts.values())
+            total = max(self.total, 1)
+        self.redraws += 1
+        with self.box.hold_sync():
+            self.bar.max = total
+            self.bar.value = min(done + self.resumed, total)
+            if self.header.value != header:
+                self.header.value = header
+            if self.body.value != body:
+                self.body.value = body
+
+    def _elapsed(self) -> float:
+        if self.t0 is None:
+            return 0.0
+        return (self.t_end or time.monotonic()) - self.t0
+
+    def _header_html(self) -> str:
+        done = sum(self.counts.values())
+        counts = dict(self.counts, running=len(self.running))
+        spans = [
+            f"<span style='color:{STATUS_COLORS[k]}'>{GLYPHS[k]} <b>{counts.get(k, 0)}</b> {k}"
+            "</span>"
+            for k in _SHOWN_COUNTS
+        ]
+        spans += [
+            f"<span style='color:{STATUS_COLORS[k]}'><b>{counts[k]}</b> {k}</span>"
+            for k in _OTHER_COUNTS
+            if counts.get(k)
+        ]
+        elapsed = self._elapsed()
+        todo = self.total - self.resumed
+        if self.t_end is not None:
+            when = f"took {_clock(elapsed)}"
+        elif done and todo > done:
+            when = f"elapsed {_clock(elapsed)} · ETA {_clock(elapsed / done * (todo - done))}"
+        else:
+            when = f"elapsed {_clock(elapsed)}"
+        resumed = f" ({self.resumed} already stored)" if self.resumed else ""
+        agent = f" against {html.escape(_short(self.agent, 60))}" if self.agent else ""
+        return (
+            f"<div class='convlab'><style>{CSS}</style>"
+            f"<div><b>{done + self.resumed}/{self.total}</b> instances{resumed}{agent}"
+            f" <span class='cl-muted'>· {when}</span></div>"
+            f"<div class='cl-counts'>{''.join(spans)}</div></div>"
+        )
+
+    def _body_html(self) -> str:
+        parts = []
+        running = list(self.running.values())
+        if running:
+            shown = running[: self.max_running]
+            more = len(running) - len(shown)
+            parts.append(f"<div class='cl-title'>running ({len(running)})</div>")
+            parts += [_node_html(n, True, self.runs, turns_shown=3) for n in shown]
+            if more:
+                parts.append(f"<div class='cl-muted'>… and {more} more running</div>")
+        if self.failed:
+            older = self.failed_total - len(self.failed)
+            parts.append(f"<div class='cl-title'>did not pass ({self.failed_total})</div>")
+            newest = list(self.failed)[::-1]
+            parts += [_node_html(n, i < 3, self.runs) for i, n in enumerate(newest)]
+            if older:
+                parts.append(
+                    f"<div class='cl-muted'>… and {older} earlier (see run.df / run.table())</div>"
+                )
+        if self.recent:
+            parts.append("<div class='cl-title'>most recent</div>")
+            parts += [_node_html(n, False, self.runs) for n in list(self.recent)[::-1]]
+        return f"<div class='convlab'>{''.join(parts)}</div>" if parts else ""
+
+    # -- the end ------------------------------------------------------------------------
+
+    def snapshot_html(self) -> str:
+        """The tree as static HTML (what a front end without widgets shows)."""
+        with self._lock:
+            return self._header_html() + self._body_html()
+
+    def close(self, run: Run | None = None) -> None:
+        """Stop redrawing; swap the live view for the static summary. Safe to call twice."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self.t_end = time.monotonic()
+        self._quit.set()
+        if self._pump is not None and self._pump is not threading.current_thread():
+            self._pump.join(5)
+        self.button.layout.display = "none"
+        self.hint.value = ""
+        self._draw()
+        self.bar.bar_style = "success" if not self.failed_total else "danger"
+        final = self.final_bundle(run)
+        with self._lock:
+            self._final = final
+        if self._handle is not None:
+            self._handle.update(final, raw=True)
+            for widget in (self.box, self.header, self.bar, self.button, self.hint, self.body):
+                widget.close()
+
+    def final_bundle(self, run: Run | None) -> dict[str, Any]:
+        """The static summary left in the cell: the run's card and its failing instances."""
+        from convlab.notebook._cards import run_html, run_text
+
+        failing = "".join(_node_html(n, False, self.runs) for n in list(self.failed)[::-1])
+        older = self.failed_total - len(self.failed)
+        if older:
+            failing += f"<div class='cl-muted'>… and {older} more (see run.df)</div>"
+        if failing:
+            failing = (
+                f"<div class='convlab'><div class='cl-title'>did not pass ({self.failed_total})"
+                f"</div>{failing}</div>"
+            )
+        if run is None:
+            text = "the run ended without a result (see the error below)"
+            head = f"<div class='convlab cl-fail'>{html.escape(text)}</div>"
+            return {"text/plain": text, "text/html": head + self.snapshot_html()}
+        return {"text/plain": run_text(run), "text/html": run_html(run) + failing}
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        data = dict(self.box._repr_mimebundle_() or {})
+        data["text/html"] = self.snapshot_html()
+        data["text/plain"] = f"convlab run: {sum(self.counts.values())}/{self.total} instances"
+        return data
