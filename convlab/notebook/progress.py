@@ -448,6 +448,10 @@ class LiveTree:
         return {"text/plain": run_text(run), "text/html": run_html(run) + failing}
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        with self._lock:
+            final = self._final
+        if final is not None:  # closed widgets have no view left: show what replaced them
+            return dict(final)
         data = dict(self.box._repr_mimebundle_() or {})
         data["text/html"] = self.snapshot_html()
         data["text/plain"] = f"convlab run: {sum(self.counts.values())}/{self.total} instances"

@@ -1,0 +1,142 @@
+"""`cl.run` in a real kernel (jupyter_client + ipykernel): the live widget during the run, the
+static summary after it, and an interrupt that returns the partial Run."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+SLOW_SUITE = """
+import time
+import convlab as cl
+
+def slow(messages):
+    time.sleep(0.05)
+    return "ok"
+
+suite = cl.Suite(id="slow", cases=[
+    cl.Case(id=f"c{i}", input=[cl.Message(content="hi")],
+            assertions=[{"kind": "contains", "value": "ok"}])
+    for i in range(400)
+])
+"""
+
+
+@pytest.fixture(scope="module")
+def kernel() -> Iterator[tuple[Any, Any]]:
+    from jupyter_client.manager import start_new_kernel
+
+    km, kc = start_new_kernel(kernel_name="python3", cwd=str(ROOT))
+    try:
+        yield km, kc
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+
+
+def _execute(kc: Any, code: str, timeout: float = 60, on_msg: Any = None) -> list[dict[str, Any]]:
+    """Run code; return every iopub message of that request up to its idle status."""
+    msg_id = kc.execute(code)
+    msgs: list[dict[str, Any]] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            msg = kc.get_iopub_msg(timeout=1)
+        except Exception:  # queue.Empty: keep waiting until the deadline
+            continue
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        msgs.append(msg)
+        if on_msg is not None:
+            on_msg(msg)
+        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            return msgs
+    raise AssertionError(f"no idle status within {timeout}s; got {[m['msg_type'] for m in msgs]}")
+
+
+def _errors(msgs: list[dict[str, Any]]) -> list[str]:
+    return [
+        f"{m['content']['ename']}: {m['content']['evalue']}"
+        for m in msgs
+        if m["msg_type"] == "error"
+    ]
+
+
+def _stdout(msgs: list[dict[str, Any]]) -> str:
+    return "".join(
+        m["content"]["text"]
+        for m in msgs
+        if m["msg_type"] == "stream" and m["content"]["name"] == "stdout"
+    )
+
+
+@pytest.mark.slow
+def test_run_shows_the_widget_tree_then_the_static_summary(kernel: tuple[Any, Any]) -> None:
+    _, kc = kernel
+    msgs = _execute(
+        kc, 'import convlab as cl\nrun = cl.run("examples/expense", "demo:expense", runs=3)'
+    )
+    assert not _errors(msgs), _errors(msgs)
+    kinds = [m["msg_type"] for m in msgs]
+    opens = [m for m in msgs if m["msg_type"] == "comm_open"]
+    assert any(m["content"]["target_name"] == "jupyter.widget" for m in opens)
+    assert len(opens) < 40  # a handful of widgets (and their layouts/styles), not one per case
+    shown = [m for m in msgs if m["msg_type"] == "display_data"]
+    assert shown and WIDGET_VIEW in shown[0]["content"]["data"]
+    assert "text/html" in shown[0]["content"]["data"]  # the static snapshot beside it
+    display_id = shown[0]["content"]["transient"]["display_id"]
+    updates = [m for m in msgs if m["msg_type"] == "update_display_data"]
+    assert updates, kinds
+    last = updates[-1]["content"]
+    assert last["transient"]["display_id"] == display_id
+    assert WIDGET_VIEW not in last["data"]
+    assert "36 instances" in last["data"]["text/plain"]
+    assert "<b>30</b> passed" in last["data"]["text/html"]
+    # the widget was updated while the cell ran, before the static summary replaced it
+    assert kinds.index("comm_msg") < kinds.index("update_display_data")
+    assert not any(m["msg_type"] == "stream" and m["content"]["name"] == "stderr" for m in msgs)
+
+
+@pytest.mark.slow
+def test_interrupt_returns_the_partial_run(kernel: tuple[Any, Any]) -> None:
+    km, kc = kernel
+    assert not _errors(_execute(kc, SLOW_SUITE))
+    interrupted: list[float] = []
+
+    def interrupt() -> None:
+        km.interrupt_kernel()
+        interrupted.append(time.monotonic())
+
+    timer = threading.Timer(1.5, interrupt)  # 400 cases x 50 ms / 2 in flight: ~10 s of work
+    timer.start()
+    msgs = _execute(kc, "run = cl.run(suite, slow, parallel=2)", timeout=60)
+    timer.join()
+    took = time.monotonic() - interrupted[0]
+    assert not _errors(msgs), _errors(msgs)  # the partial Run comes back, no traceback
+    assert took < 10  # the remaining ~10 s of work was cancelled, not waited for
+    out = _stdout(
+        _execute(
+            kc,
+            "print(type(run).__name__, run.status, sorted({r.status for r in run.results}),"
+            " len(run.results))",
+        )
+    )
+    assert out.strip() == "Run cancelled ['cancelled', 'passed'] 400", out
+    # the kernel is usable afterwards and nothing is still running in the background
+    time.sleep(0.5)
+    out = _stdout(
+        _execute(
+            kc,
+            "import threading; print(sorted(t.name for t in threading.enumerate()"
+            " if t.name.startswith('convlab')))",
+        )
+    )
+    assert out.strip() == "[]", out
