@@ -72,7 +72,7 @@ def test_agent_text_is_escaped_everywhere() -> None:
     def agent(messages: list[dict[str, Any]]) -> Any:
         return cl.Reply(text=evil, tool_calls=[cl.ToolCall("t<b>", {"q": evil})])
 
-    run, tree, handle = _run_with_tree(EXPENSE, agent)
+    _, tree, handle = _run_with_tree(EXPENSE, agent)
     for html in (tree.header.value, tree.body.value, tree.snapshot_html()):
         assert "<script>alert" not in html and "<img src=x" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in tree.body.value
@@ -212,7 +212,7 @@ def test_arun_stop_button_cancels_and_returns_the_partial_run(monkeypatch: Any) 
 
     async def go() -> Run:
         task = asyncio.ensure_future(cl.arun(_slow_suite(100), _slow_agent, parallel=2))
-        while not trees or sum(trees[0].counts.values()) < 3:
+        while not trees or sum(trees[0].counts.values()) < 3:  # noqa: ASYNC110 - polls a thread
             await asyncio.sleep(0.02)
         trees[0].button.click()
         return await task
