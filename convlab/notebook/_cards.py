@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     from convlab.model.results import Run
 
-__all__ = ["run_html", "run_text", "summary_html", "summary_text", "worst_cases"]
+__all__ = ["run_card", "run_html", "run_text", "summary_html", "summary_text", "worst_cases"]
 
 _WORST = 5
 # summary key -> status name, in the order a reader scans them
@@ -106,9 +106,18 @@ def summary_text(s: Mapping[str, Any]) -> str:
     return f"{_counts_line(s)}\n{_rate_line(s)}"
 
 
+def run_card(run: Run) -> tuple[str, str]:
+    """The card as text and as HTML, from one computation of the frames."""
+    views = _views(run)
+    return _run_text(run, *views), _run_html(run, *views)
+
+
 def run_text(run: Run) -> str:
     """A few lines: title, counts, pass rate, the worst cases with their first error."""
-    df, stab, s = _views(run)
+    return _run_text(run, *_views(run))
+
+
+def _run_text(run: Run, df: pd.DataFrame, stab: pd.DataFrame, s: dict[str, Any]) -> str:
     lines = [_title(run), "  " + _counts_line(s), "  " + _rate_line(s)]
     worst = worst_cases(df, stab)
     if worst:
@@ -176,7 +185,10 @@ def _worst_table(worst: list[tuple[str, float, str, str]]) -> str:
 
 def run_html(run: Run) -> str:
     """The run's card as escaped HTML: the summary plus the worst cases and why they failed."""
-    df, stab, s = _views(run)
+    return _run_html(run, *_views(run))
+
+
+def _run_html(run: Run, df: pd.DataFrame, stab: pd.DataFrame, s: dict[str, Any]) -> str:
     extra = ""
     if run.error:
         extra += f"<div class='cl-fail'>{html.escape(run.error)}</div>"

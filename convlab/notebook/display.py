@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from convlab.notebook._cards import run_html, run_text, summary_html, summary_text
+from convlab.notebook._cards import run_card, run_html, run_text, summary_html, summary_text
 from convlab.notebook._style import CSS
 
 if TYPE_CHECKING:
@@ -154,7 +154,8 @@ def run_bundle(run: Run) -> dict[str, Any]:
 
     runs = int(run.settings.get("runs", 1) or 1)
     table = run_table(run, "cases" if runs > 1 else "instances")
-    return {"text/plain": run_text(run), "text/html": run_html(run) + table.to_html()}
+    text, card = run_card(run)
+    return {"text/plain": text, "text/html": card + table.to_html()}
 
 
 def summary_bundle(summary: Mapping[str, Any]) -> dict[str, Any]:

@@ -430,7 +430,7 @@ class LiveTree:
 
     def final_bundle(self, run: Run | None) -> dict[str, Any]:
         """The static summary left in the cell: the run's card and its failing instances."""
-        from convlab.notebook._cards import run_html, run_text
+        from convlab.notebook._cards import run_card
 
         failing = "".join(_node_html(n, False, self.runs) for n in list(self.failed)[::-1])
         older = self.failed_total - len(self.failed)
@@ -445,7 +445,8 @@ class LiveTree:
             text = "the run ended without a result (see the error below)"
             head = f"<div class='convlab cl-fail'>{html.escape(text)}</div>"
             return {"text/plain": text, "text/html": head + self.snapshot_html()}
-        return {"text/plain": run_text(run), "text/html": run_html(run) + failing}
+        text, card = run_card(run)
+        return {"text/plain": text, "text/html": card + failing}
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         with self._lock:

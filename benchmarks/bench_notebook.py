@@ -1,0 +1,156 @@
+"""What the live widget tree costs: run time with the widget vs `progress=False`, and the
+number of widget messages it sends.
+
+Run from the project root:  python benchmarks/bench_notebook.py [--n 2000] [--repeat 3]
+Prints figures and ratios measured in the same run (no pass/fail).
+
+(a) in a real kernel (jupyter_client + ipykernel, as a notebook runs it): 2,000 single-turn
+    instances, 3 assertions each, against an async agent that answers after 5 ms, 50 in
+    flight; `cl.run` with the widget tree (progress=None picks it in a kernel) vs
+    progress=False; every iopub `comm_msg` is counted (target: at most 10% slower; messages
+    bounded by time, not by instances).
+(b) in-process, no kernel, an agent that answers at once (the worst case for overhead): the
+    tree's listener cost per event and its redraws.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+SETUP = """
+import asyncio, time
+import convlab as cl
+from convlab.model import Case, Message, Suite
+
+async def agent(messages):
+    await asyncio.sleep(0.005)
+    return "ok"
+
+specs = [{"kind": "contains", "value": "ok"}, {"kind": "regex", "pattern": r"\\w+"},
+         {"kind": "not_contains", "value": "error"}]
+suite = Suite(id="bench", cases=[Case(id=f"c{i}", input=[Message(content=f"m {i}")],
+              assertions=specs) for i in range({n})])
+"""
+
+TIMED = """
+t0 = time.perf_counter()
+run = cl.run(suite, agent, parallel=50, progress={progress})
+print("SECONDS", time.perf_counter() - t0, run.summary["passed"])
+"""
+
+
+def _execute(kc: Any, code: str, timeout: float = 600) -> list[dict[str, Any]]:
+    msg_id = kc.execute(code)
+    msgs: list[dict[str, Any]] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            msg = kc.get_iopub_msg(timeout=1)
+        except Exception:
+            continue
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        msgs.append(msg)
+        if msg["msg_type"] == "error":
+            raise RuntimeError(msg["content"]["evalue"])
+        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            return msgs
+    raise TimeoutError(code)
+
+
+def _seconds(msgs: list[dict[str, Any]]) -> float:
+    for m in msgs:
+        if m["msg_type"] == "stream" and "SECONDS" in m["content"]["text"]:
+            return float(m["content"]["text"].split()[1])
+    raise RuntimeError("no timing printed")
+
+
+def in_kernel(n: int, repeat: int) -> None:
+    from jupyter_client.manager import start_new_kernel
+
+    km, kc = start_new_kernel(kernel_name="python3", cwd=str(ROOT))
+    try:
+        _execute(kc, SETUP.replace("{n}", str(n)))
+        _execute(kc, TIMED.format(progress="False"))  # warm-up: imports, first loop
+        plain, widget, messages, comm_msgs = [], [], [], []
+        for _ in range(repeat):
+            plain.append(_seconds(_execute(kc, TIMED.format(progress="False"))))
+            msgs = _execute(kc, TIMED.format(progress="None"))
+            widget.append(_seconds(msgs))
+            messages.append(len(msgs))
+            comm_msgs.append(sum(m["msg_type"] == "comm_msg" for m in msgs))
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    p, w = statistics.median(plain), statistics.median(widget)
+    c = statistics.median(comm_msgs)
+    print(f"(a) kernel, {n} instances x 3 assertions, 5 ms agent, parallel=50, median of {repeat}")
+    print(f"    progress=False      {p:6.2f} s   ({n / p:,.0f} instances/s)")
+    print(f"    live widget tree    {w:6.2f} s   ({n / w:,.0f} instances/s)")
+    print(f"    widget / plain      {w / p:6.3f}x  (target <= 1.10x)")
+    print(
+        f"    widget comm_msgs    {c:6.0f}     ({c / w:.1f}/s over the run; "
+        f"{c / n:.3f} per instance; jupyter_server drops above 1000/s)"
+    )
+    print(f"    iopub msgs (cell)   {statistics.median(messages):6.0f}")
+
+
+def in_process(n: int) -> None:
+    import ipywidgets
+
+    import convlab as cl
+    from convlab.notebook.progress import LiveTree
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_engine import _suite
+
+    async def agent(messages: Any) -> str:
+        return "ok"
+
+    suite = _suite(n)
+    sent = 0
+    original = ipywidgets.Widget._send
+
+    def counting(self: Any, msg: Any, buffers: Any = None) -> None:
+        nonlocal sent
+        sent += 1
+        original(self, msg, buffers)
+
+    ipywidgets.Widget._send = counting  # type: ignore[method-assign]
+    try:
+        t0 = time.perf_counter()
+        cl.run(suite, agent, parallel=16, progress=False)
+        plain = time.perf_counter() - t0
+        tree = LiveTree()
+        sent = 0
+        t0 = time.perf_counter()
+        cl.run(suite, agent, parallel=16, progress=tree)
+        live = time.perf_counter() - t0
+    finally:
+        ipywidgets.Widget._send = original  # type: ignore[method-assign]
+    print(f"(b) in-process, {n} instances, agent answers at once (worst case for overhead)")
+    print(f"    progress=False {plain:6.2f} s   tree {live:6.2f} s   ratio {live / plain:.3f}x")
+    print(
+        f"    redraws {tree.redraws} ({tree.redraws / live:.1f}/s), widget sends {sent} "
+        f"(no kernel: counted at Widget._send)"
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=2000)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    in_kernel(args.n, args.repeat)
+    in_process(args.n)
+
+
+if __name__ == "__main__":
+    main()
