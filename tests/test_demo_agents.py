@@ -134,6 +134,18 @@ def test_expense_asks_for_what_is_missing_and_can_be_declined() -> None:
     assert json_block(listed.text or "")["count"] == 1
 
 
+def test_expense_follows_the_rules_its_system_prompt_states() -> None:
+    plain = Chat("expense")
+    assert "approval" not in (plain.say("Submit a $12000 travel expense").text or "")
+    told = Chat("expense")
+    told.ctx.instructions = "Expenses over $5,000 need manager approval. Ask for a receipt."
+    text = told.say("Submit a $12000 travel expense").text or ""
+    assert "over $5,000, so it needs manager approval" in text and "receipt" in text
+    small = Chat("expense")
+    small.ctx.instructions = "Expenses over $5,000 need manager approval."
+    assert "approval" not in (small.say("Submit a $40 taxi expense").text or "")
+
+
 # -- cloud drive (seed 000) ---------------------------------------------------------------------
 SEED_000_WORLD = {
     "cloud_drive": {

@@ -96,6 +96,25 @@ class _Draft:
         return self.type is not None and self.amount is not None
 
 
+_APPROVAL = re.compile(r"over \$?([\d,]+(?:\.\d+)?)[^.]*approv", re.I)
+
+
+def _rules(instructions: str, amount: float) -> str:
+    """What the system prompt asks for: the demo follows two rules a prompt may state.
+
+    "Expenses over $N need manager approval" and "ask for a receipt": so trying a better
+    system prompt (notebooks/prompt_iteration.ipynb) changes what the agent says.
+    """
+    out = ""
+    limit = _APPROVAL.search(instructions)
+    if limit and amount > float(limit.group(1).replace(",", "")):
+        out += f" It is over {_money(float(limit.group(1).replace(',', '')))}, so it needs"
+        out += " manager approval before it is paid."
+    if re.search(r"receipt", instructions, re.I):
+        out += " Please keep the receipt: you will be asked to attach it."
+    return out
+
+
 def _replay(chat: Chat) -> tuple[_Draft, str]:
     """The draft before the last user message, and the assistant message it answers."""
     draft, previous = _Draft(), ""
@@ -146,8 +165,9 @@ class _ExpenseSession(DemoSession):
                 type=draft.type,
                 amount=draft.amount,
             )
+        rules = _rules(turn.ctx.instructions or "", draft.amount)
         return Answer(
-            f"I'll create a {draft.type} expense for {_money(draft.amount)}. Please confirm."
+            f"I'll create a {draft.type} expense for {_money(draft.amount)}.{rules} Please confirm."
         )
 
     @staticmethod
