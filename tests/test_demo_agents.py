@@ -140,7 +140,7 @@ def test_expense_follows_the_rules_its_system_prompt_states() -> None:
     told = Chat("expense")
     told.ctx.instructions = "Expenses over $5,000 need manager approval. Ask for a receipt."
     text = told.say("Submit a $12000 travel expense").text or ""
-    assert "over $5,000, so it needs manager approval" in text and "receipt" in text
+    assert "over $5000, so it needs manager approval" in text and "receipt" in text
     small = Chat("expense")
     small.ctx.instructions = "Expenses over $5,000 need manager approval."
     assert "approval" not in (small.say("Submit a $40 taxi expense").text or "")

@@ -106,9 +106,10 @@ def _rules(instructions: str, amount: float) -> str:
     system prompt (notebooks/prompt_iteration.ipynb) changes what the agent says.
     """
     out = ""
-    limit = _APPROVAL.search(instructions)
-    if limit and amount > float(limit.group(1).replace(",", "")):
-        out += f" It is over {_money(float(limit.group(1).replace(',', '')))}, so it needs"
+    found = _APPROVAL.search(instructions)
+    limit = float(found.group(1).replace(",", "")) if found else None
+    if limit is not None and amount > limit:
+        out += f" It is over {_money(int(limit) if limit.is_integer() else limit)}, so it needs"
         out += " manager approval before it is paid."
     if re.search(r"receipt", instructions, re.I):
         out += " Please keep the receipt: you will be asked to attach it."
