@@ -112,6 +112,7 @@ TRANSCRIPT_CSS = """
 .convlab .cl-kv{display:grid;grid-template-columns:max-content 1fr;gap:1px 8px;
  align-items:baseline}
 .convlab .cl-kv>span{color:#57606a;font-size:11px}
+.convlab .cl-kv>code{justify-self:start}
 .convlab pre.cl-json{margin:1px 0;padding:2px 6px;white-space:pre-wrap;overflow-wrap:anywhere;
  background:#f6f8fa;border-radius:4px;font-size:12px;max-height:24em;overflow-y:auto;
  font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
