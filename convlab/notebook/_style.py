@@ -126,9 +126,13 @@ TRANSCRIPT_CSS = """
 """The chat transcript of `convlab.ask` (bubbles, tool blocks, assertion lines)."""
 
 TABLE_CSS = """
-.convlab.cl-table{max-width:100%;overflow-x:auto;margin:4px 0}
+.convlab.cl-table{max-width:100%;overflow-x:auto;margin:4px 0;font-size:13px;
+ font-family:-apple-system,BlinkMacSystemFont,"Segoe UI",Helvetica,Arial,sans-serif}
+.convlab.cl-table table.dataTable td:not(.dt-type-numeric),
+.convlab.cl-table table.dataTable th:not(.dt-type-numeric){text-align:left}
 .convlab.cl-table .cl-caption{font-weight:600;margin:2px 0 4px 0}
 .convlab.cl-table .cl-note{color:#9a6700;margin:2px 0 4px 0}
+.convlab.cl-table .cl-desc{color:#57606a;margin:0 0 4px 0;max-width:70em}
 .convlab .cl-badge{border-radius:3px;padding:0 5px;white-space:nowrap;font-weight:500}
 .convlab details.cl-more>summary{cursor:pointer;list-style-position:inside;white-space:nowrap}
 .convlab details.cl-more>div{white-space:pre-wrap;word-break:break-word;min-width:24em;
