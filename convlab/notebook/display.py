@@ -171,10 +171,6 @@ def comparison_bundle(comparison: Any) -> dict[str, Any]:
     """`cl.compare(a, b)` in a notebook: the paragraph, then the change table."""
     from convlab.notebook.tables import compare_table
 
-    e = html.escape
+    # the table's description is the paragraph: the card is the table itself
     text = f"{comparison.summary}\n\n{comparison.to_string(max_rows=40)}"
-    card = (
-        f"<div class='convlab'><style>{CSS}</style><div class='cl-card'>"
-        f"<div class='cl-title'>Comparison</div><div>{e(comparison.summary)}</div></div></div>"
-    )
-    return {"text/plain": text, "text/html": card + compare_table(comparison).to_html()}
+    return {"text/plain": text, "text/html": compare_table(comparison).to_html()}
