@@ -41,9 +41,11 @@ __all__ = ["SAVERS", "jsonl_lines", "load_run", "register_saver", "save"]
 
 Saver = Callable[[Run, Path], None]
 SAVERS: dict[str, Saver] = {}
-"""Writers by file suffix; report modules register more (`.md`, `.html`, `.ipynb`)."""
-_LATER = {".md": "Markdown", ".markdown": "Markdown", ".html": "HTML", ".htm": "HTML"}
-_LATER[".ipynb"] = "notebook"
+"""Writers by file suffix; report modules register more (`.md`, `.html`, `.ipynb`, `.xml`)."""
+_REPORTS = {".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html"}
+_REPORTS |= {".ipynb": "notebook", ".xml": "junit"}
+"""Suffix -> the convlab.report module that registers its saver, imported on first use: the
+report modules pull in plotly, itables and nbclient, which `import convlab` must not."""
 _DERIVED = ("stability", "summary")
 _TORN = '{"type":"result",'
 """How a store's result line starts; one that is not valid JSON was cut short by a crash."""
@@ -61,6 +63,25 @@ def register_saver(*suffixes: str) -> Callable[[Saver], Saver]:
     return deco
 
 
+def _deferred(suffix: str, module: str) -> Saver:
+    """A placeholder saver that imports its report module, which registers the real one."""
+
+    def saver(run: Run, path: Path) -> None:
+        import importlib
+
+        importlib.import_module(f"convlab.report.{module}")
+        real = SAVERS[suffix]
+        if real is saver:
+            raise RuntimeError(f"convlab.report.{module} registered no saver for {suffix}")
+        real(run, path)
+
+    return saver
+
+
+for _suffix, _module in _REPORTS.items():
+    SAVERS[_suffix] = _deferred(_suffix, _module)
+
+
 def save(run: Run, path: str | os.PathLike[str]) -> Path:
     """Write `run` to `path`; the suffix picks the format. Returns the path written."""
     target = Path(path)
@@ -68,8 +89,7 @@ def save(run: Run, path: str | os.PathLike[str]) -> Path:
     saver = SAVERS.get(suffix)
     if saver is None:
         supported = ", ".join(sorted(SAVERS))
-        what = f"{_LATER[suffix]} reports are not available yet" if suffix in _LATER else ""
-        reason = what or f"unknown suffix {suffix or '(none)'!r}"
+        reason = f"unknown suffix {suffix or '(none)'!r}"
         raise ValueError(f"cannot save {str(target)!r}: {reason}; supported suffixes: {supported}")
     target.parent.mkdir(parents=True, exist_ok=True)
     saver(run, target)

@@ -139,6 +139,24 @@ def _serve_demo(args: argparse.Namespace) -> int:
     return int(serve_main(argv) or 0)
 
 
+def _report(args: argparse.Namespace) -> int:
+    """Execute a notebook (or a saved run's report notebook) and write it as .html or .ipynb."""
+    from convlab._util import parse_duration
+    from convlab.report.notebook import NotebookError, render_report
+
+    try:
+        timeout = parse_duration(args.timeout)
+    except ValueError as exc:
+        raise ConvlabError(f"--timeout: {exc}") from None
+    try:
+        out = render_report(args.input, args.output, timeout=timeout)
+    except NotebookError as err:  # the notebook ran and failed: not a usage error
+        print(f"convlab: {err}", file=sys.stderr)
+        return 1
+    print(f"report written to {out}", file=sys.stderr)
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="convlab", description="Evaluate conversational agents.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -162,6 +180,11 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--allow-external-writes", action="store_true")
     r.add_argument("-v", "--verbose", action="store_true")
     r.set_defaults(fn=_run)
+    rep = sub.add_parser("report", help="execute a notebook or a saved run into a report")
+    rep.add_argument("input", help=".ipynb notebook, or a saved run (.json, .jsonl, a store)")
+    rep.add_argument("-o", "--output", required=True, help="report: .html (offline) or .ipynb")
+    rep.add_argument("--timeout", default="10m", help="per cell (e.g. 600, 90s, 10m)")
+    rep.set_defaults(fn=_report)
     d = sub.add_parser("demo", help="run every example suite on its built-in demo agent")
     d.add_argument("path", nargs="?", help="examples folder (default: ./examples)")
     d.add_argument("--runs", type=int, default=1)

@@ -1,0 +1,127 @@
+"""A run as Markdown: for CI job summaries, pull-request comments and plain-text review.
+
+GitHub-flavoured tables break on a `|` or a newline inside a cell, and agent replies, case ids
+and error messages are untrusted text that may hold either (or HTML), so every cell goes
+through `cell()`. `run.save("report.md")` and `convlab report run.json -o report.md` use it.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from convlab._run_io import _write, register_saver
+
+if TYPE_CHECKING:
+    from convlab.model.results import Run
+
+__all__ = ["cell", "run_markdown"]
+
+_REASON_LIMIT = 300
+_FAILURES_LIMIT = 200
+"""Failures listed; a CI summary with thousands of rows helps nobody (the rest are counted)."""
+_NEWLINES = re.compile(r"\r\n|\r|\n")
+
+
+def cell(value: Any, limit: int | None = None) -> str:
+    """`value` as the text of one Markdown table cell: pipes escaped, newlines as `<br>`.
+
+    `&`, `<` and `>` are escaped too, so an agent reply holding HTML shows as text where the
+    renderer would otherwise pass the HTML through.
+    """
+    text = "" if value is None else str(value)
+    if isinstance(value, float) and math.isnan(value):
+        text = ""
+    if limit is not None and len(text) > limit:
+        text = text[: limit - 1] + "…"
+    text = html.escape(text, quote=False).replace("\\", "\\\\").replace("|", "\\|")
+    return _NEWLINES.sub("<br>", text)
+
+
+def _pct(value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    return f"{float(value):.1f}%"
+
+
+def _table(head: list[str], rows: list[list[str]]) -> list[str]:
+    out = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return out
+
+
+def _title(run: Run) -> str:
+    suite = (run.suite.name or run.suite.id) if run.suite else ""
+    bits = [f"suite {suite}" if suite else "", f"agent {run.agent}" if run.agent else ""]
+    return "convlab report" + "".join(f" · {cell(b)}" for b in bits if b)
+
+
+def _counts(s: dict[str, Any]) -> str:
+    parts = [f"{s['passed']} passed", f"{s['failed']} failed", f"{s['errors']} errors"]
+    parts += [f"{s[k]} {k}" for k in ("timeouts", "skipped", "blocked", "cancelled") if s.get(k)]
+    return f"**{s['total']} instances**: " + ", ".join(parts)
+
+
+def run_markdown(run: Run) -> str:
+    """Summary, a per-case table (pass rate, stability class) and the failures with reasons."""
+    from convlab.results import instances_frame, suite_order
+    from convlab.stats import stability, summary
+
+    df = instances_frame(run)
+    stab = stability(df, order=suite_order(run))
+    s = summary(df, stab)
+    lines = [f"# {_title(run)}", ""]
+    meta = [f"run `{cell(run.id)}`" if run.id else "", cell(run.status)]
+    meta += [f"started {cell(run.started_at)}" if run.started_at else ""]
+    lines += [" · ".join(m for m in meta if m), ""]
+    lines += [
+        _counts(s) + f" · pass rate **{_pct(s['pass_rate'])}** (mean over {s['cases']} cases)"
+    ]
+    if run.error:
+        lines += ["", f"**Run error:** {cell(run.error)}"]
+    lines += ["", "## Cases", ""]
+    rows = [
+        [
+            f"`{cell(r['case_id'])}`",
+            str(r["runs"]),
+            str(r["passed"]),
+            _pct(r["pass_rate"]),
+            cell(r["classification"]),
+        ]
+        for r in stab.to_dict("records")
+    ]
+    lines += _table(["case", "runs", "passed", "pass rate", "class"], rows)
+    bad = df[df["status"] != "passed"]
+    lines += ["", "## Failures", ""]
+    if bad.empty:
+        lines.append("None: every instance passed.")
+    else:
+        rows = [
+            [
+                f"`{cell(r['case_id'])}`",
+                cell(r["variant"]),
+                str(r["run"]),
+                str(r["repetition"]),
+                cell(r["status"]),
+                cell(r["error"], _REASON_LIMIT),
+            ]
+            for r in bad.head(_FAILURES_LIMIT).to_dict("records")
+        ]
+        lines += _table(["case", "variant", "run", "rep", "status", "reason"], rows)
+        if len(bad) > _FAILURES_LIMIT:
+            lines += ["", f"… and {len(bad) - _FAILURES_LIMIT} more not listed."]
+    failed_suite = [a for a in run.suite_assertions if a.status in ("failed", "error")]
+    if failed_suite:
+        lines += ["", "## Suite checks that did not pass", ""]
+        lines += [
+            f"- {cell(a.label or a.kind)}: {cell(a.error or a.message)}" for a in failed_suite
+        ]
+    return "\n".join(lines) + "\n"
+
+
+@register_saver(".md", ".markdown")
+def _save_markdown(run: Run, path: Path) -> None:
+    _write(path, run_markdown(run))

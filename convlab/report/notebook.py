@@ -1,0 +1,370 @@
+"""Notebook reports: execute a notebook headless, export it as HTML that opens with no kernel
+and no internet, and build a report notebook for a saved run (`convlab report`).
+
+Why the exporter is configured as it is (NOTEBOOK.md §2, E2/E3):
+- nbconvert's lab template loads require.js, MathJax, mermaid and the widget html-manager from
+  CDNs; offline they fail (and leak requests). Their blocks are emptied and their URL traits
+  blanked, so the page asks for nothing.
+- Every convlab display carries a static `text/html` snapshot, so `text/html` goes ahead of the
+  widget view. The widget state (nbclient stores it) is then dead weight with no html-manager to
+  read it, and it is left out of the page.
+- Plotly figures ship `text/html` without plotly.js; `plotly.min.js` from the installed plotly
+  package is inlined once, in the head, when the notebook has a figure.
+- itables tables need the DataTables bundle the first table's output carries (offline mode);
+  that output is `text/html`, so it is kept as is.
+"""
+
+from __future__ import annotations
+
+import copy
+import html
+import os
+import re
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from convlab._run_io import register_saver
+from convlab.errors import ConvlabError, MissingDependencyError
+
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
+
+    from convlab.model.results import Run
+
+__all__ = [
+    "DISPLAY_PRIORITY",
+    "NotebookError",
+    "ReportInputError",
+    "execute_notebook",
+    "export_html",
+    "render_report",
+    "run_notebook",
+]
+
+DEFAULT_TIMEOUT = 600.0
+"""Seconds one cell may run (a suite with a real model agent can take minutes)."""
+DISPLAY_PRIORITY = [
+    "text/html",
+    "application/vnd.jupyter.widget-view+json",
+    "application/pdf",
+    "image/svg+xml",
+    "image/png",
+    "image/jpeg",
+    "text/markdown",
+    "text/latex",
+    "text/plain",
+]
+"""Static HTML first: widget views need an html-manager that an offline page does not have."""
+RUN_SUFFIXES = (".json", ".jsonl")
+OUTPUT_SUFFIXES = (".html", ".htm", ".ipynb")
+_PLOTLY_MIME = "application/vnd.plotly.v1+json"
+_OFFLINE_TEMPLATE = """{%- extends 'index.html.j2' -%}
+{%- block html_head_js_requirejs -%}{%- endblock html_head_js_requirejs -%}
+{%- block jupyter_widgets -%}{%- endblock jupyter_widgets -%}
+{%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
+{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
+"""
+"""The lab template with every CDN loader removed (require.js, widgets, MathJax, mermaid)."""
+
+
+class NotebookError(ConvlabError):
+    """Executing a notebook failed: `.cell` (1-based position), `.ename`, `.evalue`."""
+
+    def __init__(self, path: str, cell: int | None, ename: str, evalue: str) -> None:
+        self.path, self.cell, self.ename, self.evalue = path, cell, ename, evalue
+        where = f"cell {cell}" if cell is not None else "the kernel"
+        super().__init__(f"{path}: {where} failed: {ename}: {evalue}".rstrip(": "))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.path, self.cell, self.ename, self.evalue))
+
+
+class ReportInputError(ConvlabError):
+    """The report's input or output path cannot be used (missing file, unsupported suffix)."""
+
+
+def _require(*modules: str) -> None:
+    """Fail with the pip command when the `report` extra is not installed."""
+    import importlib.util
+
+    for name in modules:
+        if importlib.util.find_spec(name) is None:
+            raise MissingDependencyError(f"notebook reports ({name})", "report")
+
+
+def _failed_cell(nb: NotebookNode) -> tuple[int | None, str, str]:
+    """(1-based cell position, ename, evalue) of the first cell with an error output."""
+    for i, cell in enumerate(nb.cells, 1):
+        for out in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            if out.get("output_type") == "error":
+                return i, str(out.get("ename", "")), str(out.get("evalue", ""))
+    return None, "", ""
+
+
+def _execute(nb: NotebookNode, cwd: Path, timeout: float, label: str) -> NotebookNode:
+    """Run every cell top to bottom on a fresh `python3` kernel, as "Run All" does.
+
+    The first cell that raises stops the run (cells tagged `raises-exception` may raise, as in
+    Jupyter) and becomes a NotebookError naming that cell: a report must never be half a report.
+    """
+    _require("nbclient", "ipykernel")
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+
+    client = NotebookClient(
+        nb,
+        timeout=int(timeout),
+        kernel_name="python3",
+        resources={"metadata": {"path": str(cwd)}},
+        store_widget_state=True,
+    )
+    try:
+        client.execute()
+    except CellExecutionError as exc:
+        cell, _, _ = _failed_cell(nb)
+        raise NotebookError(label, cell, exc.ename, exc.evalue) from None
+    except CellTimeoutError:
+        running = next((i for i, c in enumerate(nb.cells, 1) if _unfinished(c)), None)
+        raise NotebookError(label, running, "Timeout", f"no result in {timeout:g} s") from None
+    except DeadKernelError as exc:
+        raise NotebookError(label, None, "DeadKernelError", str(exc)) from None
+    return nb
+
+
+def _unfinished(cell: Any) -> bool:
+    return bool(cell.cell_type == "code" and cell.source.strip() and not cell.execution_count)
+
+
+def execute_notebook(
+    path: str | os.PathLike[str], timeout: float = DEFAULT_TIMEOUT
+) -> NotebookNode:
+    """Execute the `.ipynb` at `path` in its own folder and return it with its outputs.
+
+    Raises:
+        NotebookError: A cell raised (its position, ename and evalue), timed out, or the
+            kernel died.
+    """
+    _require("nbformat")
+    import nbformat
+
+    p = Path(path)
+    if not p.is_file():
+        raise ReportInputError(f"{p}: no such notebook")
+    try:
+        nb = nbformat.read(p, as_version=4)  # type: ignore[no-untyped-call]
+    except Exception as exc:  # nbformat raises JSON, validation and OS errors alike
+        raise ReportInputError(f"{p}: not a readable notebook: {exc}") from None
+    return _execute(nb, p.resolve().parent, timeout, str(p))
+
+
+def _has_plotly(nb: NotebookNode) -> bool:
+    for cell in nb.cells:
+        for out in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            data = out.get("data", {})
+            if _PLOTLY_MIME in data or "Plotly.newPlot" in str(data.get("text/html", "")):
+                return True
+    return False
+
+
+def plotly_script() -> str:
+    """`<script>` with plotly.min.js from the installed plotly package (no CDN)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("plotly")
+    if spec is None or spec.origin is None:
+        raise MissingDependencyError("charts in reports (plotly)", "report")
+    js = (Path(spec.origin).parent / "package_data" / "plotly.min.js").read_text(encoding="utf-8")
+    return '<script type="text/javascript">' + js.replace("</script", "<\\/script") + "</script>"
+
+
+def export_html(nb: NotebookNode, *, keep_widget_state: bool = False) -> str:
+    """The executed notebook as one self-contained HTML page that works offline.
+
+    `keep_widget_state=True` keeps nbclient's saved widget state in the page, for a reader
+    that brings its own widget manager; convlab's own views never need it.
+    """
+    _require("nbconvert")
+    from jinja2 import DictLoader
+    from nbconvert import HTMLExporter
+    from traitlets.config import Config
+
+    from convlab.notebook.tables import dedupe_bundles
+
+    config = Config()
+    config.NbConvertBase.display_data_priority = DISPLAY_PRIORITY
+    exporter = HTMLExporter(  # type: ignore[no-untyped-call]
+        config=config,
+        template_name="lab",
+        extra_loaders=[DictLoader({"convlab_offline.html.j2": _OFFLINE_TEMPLATE})],
+    )
+    exporter.template_file = "convlab_offline.html.j2"
+    exporter.require_js_url = ""
+    exporter.mathjax_url = ""
+    exporter.widget_renderer_url = ""
+    exporter.jupyter_widgets_base_url = ""
+    exporter.html_manager_semver_range = ""
+    exporter.mermaid_js_url = ""
+    exporter.mermaid_layout_elk_js_url = ""
+    exporter.jquery_url = ""
+    page_nb = copy.deepcopy(nb)
+    if not keep_widget_state:
+        page_nb.metadata.pop("widgets", None)
+    body, _ = exporter.from_notebook_node(page_nb)
+    body = dedupe_bundles(body)  # each table output carries the DataTables bundle; keep one
+    if _has_plotly(page_nb):
+        body = body.replace("</head>", plotly_script() + "\n</head>", 1)
+    return str(body)
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]{}()#+!|~>-])")
+
+
+def _md(text: str) -> str:
+    """Untrusted text (suite names, agent descriptions) as literal Markdown text."""
+    return _MD_SPECIAL.sub(r"\\\1", html.escape(" ".join(text.split()), quote=False))
+
+
+def _report_cells(run: Run, ref: str) -> list[tuple[str, str]]:
+    """(kind, source) of each report cell; which charts appear depends on the run."""
+    suite = (run.suite.name or run.suite.id) if run.suite else ""
+    title = "# Run report" + (f": {_md(suite)}" if suite else "")
+    meta = [f"agent **{_md(run.agent)}**" if run.agent else "", _md(run.status)]
+    meta += [f"started {_md(run.started_at)}" if run.started_at else ""]
+    meta += [f"run {_md(run.id)}" if run.id else ""]
+    cells = [("markdown", title + "\n\n" + " · ".join(m for m in meta if m))]
+    cells.append(("code", f"import convlab as cl\n\nrun = cl.load_run({ref!r})\nrun"))
+    cells += [("code", "run.summary"), ("markdown", "## Cases"), ("code", 'run.table("cases")')]
+    cells += [("markdown", "## Instances"), ("code", 'run.table("instances")')]
+    cells += [("markdown", "## Charts"), ("code", "run.plot.pass_rates()")]
+    cells += [("code", "run.plot.stability()"), ("code", "run.plot.durations()")]
+    if any(r.checkpoints for r in run.results):
+        cells.append(("code", "run.plot.checkpoints()"))
+    if any(len(r.turns) > 1 for r in run.results):
+        cells.append(("code", "run.plot.turns()"))
+    if any(r.status != "passed" for r in run.results):
+        cells.append(("markdown", "## Instances that did not pass"))
+        cells.append(("code", "from convlab.report.html import Failures\n\nFailures(run)"))
+    return cells
+
+
+def build_run_notebook(run: Run, ref: str) -> NotebookNode:
+    """The report notebook for `run`, unexecuted; its code loads the run from `ref`."""
+    _require("nbformat")
+    import nbformat.v4 as v4
+
+    cells = [
+        v4.new_markdown_cell(src) if kind == "markdown" else v4.new_code_cell(src)  # type: ignore[no-untyped-call]
+        for kind, src in _report_cells(run, ref)
+    ]
+    nb: NotebookNode = v4.new_notebook(cells=cells)  # type: ignore[no-untyped-call]
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    nb.metadata["language_info"] = {"name": "python"}
+    suite = (run.suite.name or run.suite.id) if run.suite else ""
+    nb.metadata["title"] = "convlab report" + (f": {suite}" if suite else "")
+    return nb
+
+
+def run_notebook(
+    run_path: str | os.PathLike[str],
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    cwd: str | os.PathLike[str] | None = None,
+) -> NotebookNode:
+    """Build and execute the report notebook for a saved run (`.json`, `.jsonl`, a store).
+
+    The notebook loads the run by a path relative to `cwd` (default: the run's folder), the
+    folder it runs in and is meant to be saved in, so the pair can be moved together.
+    """
+    from convlab._run_io import load_run
+
+    p = Path(run_path)
+    run = load_run(p)  # a bad file fails here, with every problem, not inside the kernel
+    folder = Path(cwd) if cwd is not None else p.resolve().parent
+    ref = os.path.relpath(p.resolve(), folder.resolve())
+    nb = build_run_notebook(run, ref)
+    return _execute(nb, folder.resolve(), timeout, str(p))
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Write through a temporary file in the same folder: a failure leaves nothing behind."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp")  # umask applies
+    try:
+        with tmp.open("x", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _check_paths(src: Path, out: Path) -> None:
+    if src.suffix.lower() not in (".ipynb", *RUN_SUFFIXES):
+        raise ReportInputError(
+            f"{src}: cannot make a report from {src.suffix or 'a file with no suffix'}; "
+            "give an .ipynb notebook or a saved run (.json, .jsonl, a results store)"
+        )
+    if not src.is_file():
+        raise ReportInputError(f"{src}: no such file")
+    if out.suffix.lower() not in OUTPUT_SUFFIXES:
+        raise ReportInputError(
+            f"{out}: cannot write a report as {out.suffix or 'a file with no suffix'}; "
+            "use .html (offline page) or .ipynb (the executed notebook)"
+        )
+
+
+def render_report(
+    input_path: str | os.PathLike[str],
+    output_path: str | os.PathLike[str],
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> Path:
+    """Execute a notebook (or build one for a saved run) and write it as `.html` or `.ipynb`.
+
+    The output's suffix picks the format. The file appears only once the whole report is
+    ready. Returns the path written.
+
+    Raises:
+        ReportInputError: Missing input or an unsupported suffix (checked before any work).
+        NotebookError: A cell failed; nothing is written.
+        SuiteError: The saved run cannot be read.
+        MissingDependencyError: The `report` extra is not installed.
+    """
+    src, out = Path(input_path), Path(output_path)
+    _check_paths(src, out)
+    html_out = out.suffix.lower() != ".ipynb"
+    _require("nbformat", "nbclient", "ipykernel", *(("nbconvert",) if html_out else ()))
+    if src.suffix.lower() == ".ipynb":
+        nb = execute_notebook(src, timeout)
+    else:
+        out.parent.mkdir(parents=True, exist_ok=True)  # the notebook runs where it will live
+        nb = run_notebook(src, timeout=timeout, cwd=out.resolve().parent)
+    if html_out:
+        _write_atomic(out, export_html(nb))
+    else:
+        import nbformat
+
+        _write_atomic(out, nbformat.writes(nb) + "\n")  # type: ignore[no-untyped-call]
+    return out
+
+
+@register_saver(".ipynb")
+def _save_notebook(run: Run, path: Path) -> None:
+    """`run.save("report.ipynb")`: the executed report notebook plus `report.run.json` beside
+    it, which the notebook loads (a notebook cannot hold the run for `load_run` itself)."""
+    from convlab._run_io import save
+
+    data = path.with_name(path.stem + ".run.json")
+    existed = data.exists()
+    save(run, data)
+    try:
+        render_report(data, path)
+    except BaseException:
+        if not existed:
+            data.unlink(missing_ok=True)
+        raise

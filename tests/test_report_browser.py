@@ -1,0 +1,191 @@
+"""`convlab report` output in a real browser (Debian chromium driven by playwright), offline.
+
+Every request that is not `file://` is aborted and recorded: the report must render with no
+network. Checks: the summary card shows the counts, a table header click re-sorts the rows,
+every Plotly chart draws its SVG with traces, no script error, and hostile agent replies
+(`<img onerror>`, `<script>`) show as text and run nothing. A full-page screenshot is kept in
+tests/artifacts/report.png for a person to look at.
+
+This test never skips: without chromium or the playwright package it fails and says what to
+install (`.ci/run` installs chromium; playwright is in the `test` extra).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parent.parent
+QUICKSTART = ROOT / "notebooks" / "quickstart.ipynb"
+ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+HOSTILE_REPLY = '<img src=x onerror="window.__pwned=1"> <script>window.__pwned=2</script>'
+HOSTILE_SUITE = (
+    '{"id": "xss-<img src=x onerror=window.__pwned=4>", '
+    '"input": "hi <script>window.__pwned=5</script>", '
+    '"expected": "<b>bold</b> <img src=x onerror=window.__pwned=6>"}\n'
+    '{"id": "plain", "input": "hello", "expected": "hello"}\n'
+)
+
+
+def _report(src: Path, out: Path) -> None:
+    """`convlab report SRC -o OUT` in a subprocess, as a user (or CI) runs it."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "convlab.cli", "report", str(src), "-o", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert out.is_file()
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The quickstart report, and a hostile run's reports (notebook-made and standalone)."""
+    import convlab as cl
+
+    tmp = tmp_path_factory.mktemp("reports")
+    assert QUICKSTART.is_file(), f"{QUICKSTART} is missing"
+    out = {"quickstart": tmp / "out.html"}
+    _report(QUICKSTART, out["quickstart"])
+    (tmp / "hostile.jsonl").write_text(HOSTILE_SUITE)
+
+    def agent(messages: list[dict[str, Any]]) -> str:
+        return HOSTILE_REPLY
+
+    run = cl.run(cl.load(tmp / "hostile.jsonl"), agent, progress=False)
+    run.save(tmp / "hostile.json")
+    out["hostile"] = tmp / "hostile.html"
+    _report(tmp / "hostile.json", out["hostile"])
+    out["standalone"] = run.save(tmp / "standalone.html")
+    return out
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.fail("chromium is not installed (CI: .ci/run runs apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.fail("the playwright package is missing: pip install -e '.[test]'")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=chromium, headless=True, args=ARGS)
+        yield b
+        b.close()
+
+
+class Opened:
+    """A report opened offline: the page, the requests that tried to leave, script errors."""
+
+    def __init__(self, browser: Any, path: Path) -> None:
+        self.left: list[str] = []
+        self.failed: list[str] = []
+        self.errors: list[str] = []
+        self.page = browser.new_page(viewport={"width": 1280, "height": 900})
+        self.page.route("**/*", self._route)
+        self.page.on("requestfailed", lambda r: self.failed.append(r.url))
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.goto(path.as_uri(), wait_until="load")
+
+    def _route(self, route: Any) -> None:
+        if route.request.url.startswith("file://"):
+            route.continue_()
+        else:
+            self.left.append(route.request.url)
+            route.abort()
+
+    def settle(self) -> None:
+        """Wait for the tables (DataTables) and charts (Plotly) to draw."""
+        self.page.wait_for_selector("table.dataTable tbody tr", timeout=30_000)
+        if self.page.locator(".plotly-graph-div").count():
+            self.page.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)
+        self.page.wait_for_timeout(500)
+
+
+def _first_column(page: Any, table: Any) -> list[str]:
+    return [c.strip() for c in table.locator("tbody tr td:first-child").all_inner_texts()]
+
+
+def test_quickstart_report_renders_offline(browser, reports):
+    opened = Opened(browser, reports["quickstart"])
+    opened.settle()
+    page = opened.page
+
+    run_card = page.locator(".cl-card", has_text=re.compile(r"\d+\s+instances"))
+    assert run_card.count() >= 1, "no run summary card"
+    card = run_card.first.inner_text()
+    total = re.search(r"(\d+)\s+instances", card)
+    assert total and int(total.group(1)) > 0, card
+    assert re.search(r"\d+\s+passed", card), card
+
+    tables = page.locator("table.dataTable")
+    assert tables.count() >= 1
+    sortable = None
+    for i in range(tables.count()):
+        t = tables.nth(i)
+        if len(set(_first_column(page, t))) > 1:
+            sortable = t
+            break
+    assert sortable is not None, "no table with distinct values in its first column"
+    before = _first_column(page, sortable)
+    header = sortable.locator("thead th").first
+    after = before
+    for _ in range(2):  # ascending, then descending: one of them changes the order
+        header.click()
+        page.wait_for_timeout(200)
+        after = _first_column(page, sortable)
+        if after != before:
+            break
+    assert after != before, f"clicking the header did not re-sort: {before}"
+    assert after in (sorted(after), sorted(after, reverse=True)), after
+
+    charts = page.locator(".plotly-graph-div")
+    assert charts.count() >= 1
+    for i in range(charts.count()):
+        chart = charts.nth(i)
+        assert chart.locator(".main-svg").count() >= 1, f"chart {i} drew no SVG"
+        assert chart.locator("g.trace").count() >= 1, f"chart {i} has no traces"
+
+    assert "application/vnd.jupyter.widget-state+json" not in page.content()
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "report.png"), full_page=True)
+    assert opened.left == [], f"requests left the page: {opened.left}"
+    assert opened.failed == [], f"requests failed: {opened.failed}"
+    assert opened.errors == [], f"script errors: {opened.errors}"
+    page.close()
+
+
+@pytest.mark.parametrize("which", ["hostile", "standalone"])
+def test_hostile_agent_text_runs_nothing(browser, reports, which):
+    opened = Opened(browser, reports[which])
+    opened.settle()
+    page = opened.page
+    assert page.evaluate("typeof window.__pwned") == "undefined"
+    text = page.locator("body").inner_text()
+    assert HOSTILE_REPLY in text  # shown as text, not parsed as markup
+    assert "xss-<img src=x onerror=window.__pwned=4>" in text
+    assert page.locator("main img[src='x'], main img[onerror]").count() == 0
+    assert opened.left == [], f"requests left the page: {opened.left}"
+    assert not [u for u in opened.failed if u.endswith("/x")], opened.failed
+    assert opened.errors == [], f"script errors: {opened.errors}"
+    page.close()
