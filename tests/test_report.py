@@ -220,6 +220,14 @@ def test_report_cli_failing_cell_exits_1_and_writes_nothing(tmp_path, capsys):
 
 
 @pytest.mark.slow
+def test_report_cli_timeout_names_the_cell(tmp_path, capsys):
+    nb = _notebook(tmp_path / "slow.ipynb", "x = 1", "import time\ntime.sleep(60)")
+    assert main(["report", str(nb), "-o", str(tmp_path / "out.ipynb"), "--timeout", "2s"]) == 1
+    assert "cell 2 failed: Timeout: no result in 2 s" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["slow.ipynb"]
+
+
+@pytest.mark.slow
 def test_report_cli_runs_the_notebook_in_its_folder(tmp_path):
     (tmp_path / "data.txt").write_text("local data")
     nb = _notebook(tmp_path / "n.ipynb", "open('data.txt').read()")

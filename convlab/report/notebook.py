@@ -93,15 +93,6 @@ def _require(*modules: str) -> None:
             raise MissingDependencyError(f"notebook reports ({name})", "report")
 
 
-def _failed_cell(nb: NotebookNode) -> tuple[int | None, str, str]:
-    """(1-based cell position, ename, evalue) of the first cell with an error output."""
-    for i, cell in enumerate(nb.cells, 1):
-        for out in cell.get("outputs", []) if cell.cell_type == "code" else []:
-            if out.get("output_type") == "error":
-                return i, str(out.get("ename", "")), str(out.get("evalue", ""))
-    return None, "", ""
-
-
 def _execute(nb: NotebookNode, cwd: Path, timeout: float, label: str) -> NotebookNode:
     """Run every cell top to bottom on a fresh `python3` kernel, as "Run All" does.
 
@@ -109,31 +100,38 @@ def _execute(nb: NotebookNode, cwd: Path, timeout: float, label: str) -> Noteboo
     Jupyter) and becomes a NotebookError naming that cell: a report must never be half a report.
     """
     _require("nbclient", "ipykernel")
+    from jupyter_client.kernelspec import NoSuchKernel
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
+    running: list[int] = []  # the 1-based position of the cell being run
+
+    def started(cell: Any, cell_index: int) -> None:
+        running[:] = [cell_index + 1]
+
     client = NotebookClient(
         nb,
-        timeout=int(timeout),
+        timeout=max(1, round(timeout)),
         kernel_name="python3",
         resources={"metadata": {"path": str(cwd)}},
         store_widget_state=True,
+        on_cell_start=started,
     )
     try:
         client.execute()
     except CellExecutionError as exc:
-        cell, _, _ = _failed_cell(nb)
-        raise NotebookError(label, cell, exc.ename, exc.evalue) from None
+        raise NotebookError(label, _at(running), exc.ename, exc.evalue) from None
     except CellTimeoutError:
-        running = next((i for i, c in enumerate(nb.cells, 1) if _unfinished(c)), None)
-        raise NotebookError(label, running, "Timeout", f"no result in {timeout:g} s") from None
+        raise NotebookError(label, _at(running), "Timeout", f"no result in {timeout:g} s") from None
     except DeadKernelError as exc:
-        raise NotebookError(label, None, "DeadKernelError", str(exc)) from None
+        raise NotebookError(label, _at(running), "DeadKernelError", str(exc)) from None
+    except (NoSuchKernel, RuntimeError) as exc:  # no python3 kernel; it did not start in time
+        raise NotebookError(label, _at(running), type(exc).__name__, str(exc)) from None
     return nb
 
 
-def _unfinished(cell: Any) -> bool:
-    return bool(cell.cell_type == "code" and cell.source.strip() and not cell.execution_count)
+def _at(running: list[int]) -> int | None:
+    return running[0] if running else None
 
 
 def execute_notebook(
