@@ -67,6 +67,7 @@ def test_markdown_cell_escapes_pipes_newlines_and_html():
     assert cell("<img src=x>") == "&lt;img src=x&gt;"
     assert cell("back\\|slash") == "back\\\\\\|slash"
     assert cell(float("nan")) == "" and cell(None) == ""
+    assert cell("$5 and $6") == "\\$5 and \\$6"
 
 
 def test_markdown_report_has_summary_cases_and_failures():

@@ -38,6 +38,7 @@ def cell(value: Any, limit: int | None = None) -> str:
     if limit is not None and len(text) > limit:
         text = text[: limit - 1] + "…"
     text = html.escape(text, quote=False).replace("\\", "\\\\").replace("|", "\\|")
+    text = text.replace("$", "\\$")  # GitHub reads `$...$` as math
     return _NEWLINES.sub("<br>", text)
 
 
