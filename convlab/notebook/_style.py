@@ -59,7 +59,7 @@ GLYPHS = {
     "failed": "✗",
     "error": "!",
     "timeout": "⏱",
-    "skipped": "–",
+    "skipped": "○",
     "cancelled": "■",
     "blocked": "⊘",
     "running": "…",
