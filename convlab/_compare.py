@@ -57,8 +57,11 @@ class Comparison(pd.DataFrame):
     def __repr__(self) -> str:
         return f"{self.summary}\n\n{super().__repr__()}"
 
-    def plot(self) -> Any:
-        """Before vs after pass rate per case, changes beyond noise marked (a Plotly figure)."""
+    def plot(self) -> Any:  # type: ignore[override]  # the change chart, not pandas' accessor
+        """Before vs after pass rate per case, changes beyond noise marked (a Plotly figure).
+
+        It replaces pandas' `.plot` accessor on this frame: `pd.DataFrame(cmp).plot` has it.
+        """
         from convlab.notebook.charts import compare_figure
 
         return compare_figure(self)

@@ -70,7 +70,7 @@ def test_dry_run_lists_cases(capsys):
 
 def test_quick_message(capsys):
     assert main(["run", "-i", "I want to submit an expense", "-n", "demo:expense"]) == 0
-    assert "agent:" in capsys.readouterr().out
+    assert "agent> Hello!" in capsys.readouterr().out
 
 
 def test_assertions_lists_every_kind(capsys):

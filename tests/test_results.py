@@ -347,10 +347,11 @@ def test_reads_seed_style_result_lines(tmp_path):
     assert list(run.df["error"]) == ["", "slow"]
 
 
-@pytest.mark.parametrize("name", ["report.html", "report.md", "run.ipynb", "run.csv"])
+@pytest.mark.parametrize("name", ["run.csv", "run.txt", "run"])
 def test_save_names_the_supported_suffixes(tmp_path, name):
-    with pytest.raises(ValueError, match=r"supported suffixes: \.json, \.jsonl"):
+    with pytest.raises(ValueError, match=r"supported suffixes: .*\.html, .*\.json, \.jsonl"):
         make_run().save(tmp_path / name)
+    assert not (tmp_path / name).exists()
 
 
 def test_run_display_is_escaped_and_names_the_worst_cases():
@@ -358,7 +359,7 @@ def test_run_display_is_escaped_and_names_the_worst_cases():
     run.results.append(
         CaseResult(case_id="<img src=x onerror=alert(1)>", status="failed", error="<b>bad</b>")
     )
-    page = run._repr_html_()
+    page = run._repr_mimebundle_()["text/html"]
     assert "<img" not in page and "<b>bad" not in page
     assert "&lt;img src=x onerror=alert(1)&gt;" in page
     text = str(run)
