@@ -169,6 +169,7 @@ def test_quickstart_report_renders_offline(browser, reports):
     assert "application/vnd.jupyter.widget-state+json" not in page.content()
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "report.png"), full_page=True)
+    charts.first.screenshot(path=str(ARTIFACTS / "chart.png"))
     assert opened.left == [], f"requests left the page: {opened.left}"
     assert opened.failed == [], f"requests failed: {opened.failed}"
     assert opened.errors == [], f"script errors: {opened.errors}"
@@ -188,4 +189,72 @@ def test_hostile_agent_text_runs_nothing(browser, reports, which):
     assert opened.left == [], f"requests left the page: {opened.left}"
     assert not [u for u in opened.failed if u.endswith("/x")], opened.failed
     assert opened.errors == [], f"script errors: {opened.errors}"
+    page.close()
+
+
+class _Held:
+    """demo:expense, except that dynamic cases wait at their second turn until released:
+    the tree is caught mid-run with running, failed and passed instances."""
+
+    def __new__(cls, release: Any) -> Any:
+        from convlab.agents.protocol import Agent, AgentSession, as_agent
+
+        inner = as_agent("demo:expense")
+
+        class Session(AgentSession):
+            def __init__(self, session: AgentSession) -> None:
+                self.session = session
+
+            async def send(self, messages: Any, ctx: Any) -> Any:
+                import asyncio
+
+                while ctx.turn >= 1 and ctx.case.mode == "dynamic" and not release.is_set():
+                    await asyncio.sleep(0.02)
+                return await self.session.send(messages, ctx)
+
+            async def close(self) -> None:
+                await self.session.close()
+
+        class Held(Agent):
+            name = "demo:expense"
+
+            async def open(self, ctx: Any) -> AgentSession:
+                return Session(await inner.open(ctx))
+
+        return Held()
+
+
+def test_live_tree_mid_run_renders(browser, tmp_path):
+    """The live tree's snapshot caught mid-run (what README's screenshot shows)."""
+    import threading
+    import time
+
+    import convlab as cl
+    from convlab.notebook.progress import LiveTree
+
+    release = threading.Event()
+    tree = LiveTree()
+    handle = cl.start("examples/expense", _Held(release), runs=2, parallel=6, progress=tree)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and (len(tree.running) < 3 or tree.failed_total < 2):
+        time.sleep(0.05)
+    snapshot = tree.snapshot_html()
+    release.set()
+    run = handle.wait(30)
+    assert run.status == "completed"
+    assert "running (" in snapshot and "did not pass (" in snapshot
+    page_file = tmp_path / "tree.html"
+    page_file.write_text(
+        "<!doctype html><meta charset=utf-8><body style='margin:16px;width:900px'>"
+        f"{snapshot}</body>",
+        "utf-8",
+    )
+    opened = Opened(browser, page_file)
+    page = opened.page
+    page.set_viewport_size({"width": 940, "height": 600})
+    assert page.locator("details").count() >= 3
+    assert "reached at turn" in page.locator("body").inner_text()
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "tree.png"), full_page=True)
+    assert opened.left == [] and opened.errors == []
     page.close()

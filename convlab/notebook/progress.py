@@ -402,9 +402,17 @@ class LiveTree:
     # -- the end ------------------------------------------------------------------------
 
     def snapshot_html(self) -> str:
-        """The tree as static HTML (what a front end without widgets shows)."""
+        """The tree as static HTML (what a front end without widgets shows): the header, a
+        drawn progress bar in place of the IntProgress widget, and the body."""
         with self._lock:
-            return self._header_html() + self._body_html()
+            done = sum(self.counts.values()) + self.resumed
+            share = 100 * min(done, self.total) / self.total if self.total else 0.0
+            color = STATUS_COLORS["failed" if self.failed_total else "running"]
+            bar = (
+                f"<div class='convlab'><div class='cl-bar' style='max-width:100%'>"
+                f"<div style='width:{share:.2f}%;background:{color}'></div></div></div>"
+            )
+            return self._header_html() + bar + self._body_html()
 
     def close(self, run: Run | None = None) -> None:
         """Stop redrawing; swap the live view for the static summary. Safe to call twice."""

@@ -231,9 +231,10 @@ def _report_cells(run: Run, ref: str) -> list[tuple[str, str]]:
     meta += [f"started {_md(run.started_at)}" if run.started_at else ""]
     meta += [f"run {_md(run.id)}" if run.id else ""]
     cells = [("markdown", title + "\n\n" + " · ".join(m for m in meta if m))]
+    # `run` shows the summary card and the cases (several runs) or the instances (one run)
     cells.append(("code", f"import convlab as cl\n\nrun = cl.load_run({ref!r})\nrun"))
-    cells += [("code", "run.summary"), ("markdown", "## Cases"), ("code", 'run.table("cases")')]
-    cells += [("markdown", "## Instances"), ("code", 'run.table("instances")')]
+    if int(run.settings.get("runs", 1) or 1) > 1:
+        cells += [("markdown", "## Instances"), ("code", 'run.table("instances")')]
     cells += [("markdown", "## Charts"), ("code", "run.plot.pass_rates()")]
     cells += [("code", "run.plot.stability()"), ("code", "run.plot.durations()")]
     if any(r.checkpoints for r in run.results):
