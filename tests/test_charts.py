@@ -122,13 +122,13 @@ def test_import_convlab_and_charts_do_not_load_plotly() -> None:
 
 def test_figure_is_a_plotly_figure_that_stays_itself(flaky: cl.Run) -> None:
     fig = flaky.plot.pass_rates()
-    assert isinstance(fig, go.Figure)
-    assert type(fig) is charts.Figure
+    assert type(fig) is go.Figure is charts.Figure  # plotly's own class, not a subclass
     assert fig.update_layout(title_text="mine") is fig
     assert fig.add_trace(go.Scatter(x=[1], y=["always"])) is fig
     assert fig.update_traces(opacity=0.9) is fig
+    assert PLOTLY in fig._repr_mimebundle_() and "text/html" in fig._repr_mimebundle_()
     for clone in (pickle.loads(pickle.dumps(fig)), copy.deepcopy(fig)):
-        assert type(clone) is charts.Figure
+        assert type(clone) is go.Figure
         assert clone.layout.title.text == "mine"
 
 

@@ -60,3 +60,8 @@ class Answer(BaseModel):
         from convlab.notebook.transcript import answer_bundle
 
         return answer_bundle(self)
+
+    def _repr_html_(self) -> str:
+        from convlab.notebook.transcript import answer_bundle
+
+        return str(answer_bundle(self)["text/html"])

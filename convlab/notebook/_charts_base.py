@@ -1,7 +1,7 @@
-"""What every convlab chart shares: the Figure subclass and its mime bundle, escaping, input
-checks and one compact layout.
+"""What every convlab chart shares: the Figure's mime bundle, escaping, input checks and one
+compact layout.
 
-Why a Figure subclass: plotly's own display goes through `pio.renderers`, which under nbclient
+Why our own bundle: plotly's own display goes through `pio.renderers`, which under nbclient
 is the Plotly mimetype alone, and nbconvert drops that from HTML (NOTEBOOK.md, E2). Our figures
 carry the mimetype (JupyterLab, VS Code) *and* a `text/html` div without plotly.js, so a report
 that loads plotly.js once renders every chart with no network.
@@ -16,10 +16,10 @@ plotly is imported inside functions only: `import convlab` never loads it.
 
 from __future__ import annotations
 
-import functools
 import html
 import json
 import math
+import types
 import uuid
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -41,8 +41,8 @@ __all__ = [
     "base_layout",
     "case_labels",
     "class_color",
+    "dress",
     "esc",
-    "figure_class",
     "list_cases",
     "mime_bundle",
     "need",
@@ -286,44 +286,34 @@ def _wanted(mime: str, include: Any, exclude: Any) -> bool:
     return (not include or mime in include) and not (exclude and mime in exclude)
 
 
-@functools.cache
-def figure_class() -> type[Any]:
-    """`convlab.notebook.charts.Figure`: a `go.Figure` with convlab's mime bundle.
+def _convlab_bundle(
+    fig: Any, include: Any = None, exclude: Any = None, **kwargs: Any
+) -> dict[str, Any]:
+    return mime_bundle(fig, include, exclude)
 
-    Built on first use so importing this module does not import plotly. It is reachable as
-    `convlab.notebook.charts.Figure`, so figures pickle and deep-copy.
+
+def dress(fig: Any) -> Any:
+    """Give one `go.Figure` convlab's rich display; it stays exactly a `go.Figure`.
+
+    plotly's `_ipython_display_` would route display through `pio.renderers` (the mimetype
+    alone under nbclient), so the instance hides it and IPython asks `_repr_mimebundle_`.
+    Instance attributes (set past plotly's validating `__setattr__`), not a subclass: outside
+    code checks that a chart is plotly's own Figure. Copies made by plotly (`go.Figure(fig)`,
+    pickle, deepcopy) are plain figures again and display as plotly would.
     """
-    import plotly.graph_objects as go
-
-    class Figure(go.Figure):  # type: ignore[misc]
-        """A plotly Figure whose notebook display also works in exported, offline HTML.
-
-        Everything a `go.Figure` does still works (`update_layout`, `add_trace` and
-        `show()` return or use this object); only the rich display differs: the Plotly
-        mimetype plus a `text/html` div that expects plotly.js to be loaded once on the
-        page, plus a one-line `text/plain`.
-        """
-
-        # plotly's _ipython_display_ would route display through pio.renderers (the
-        # mimetype alone under nbclient); without it IPython uses _repr_mimebundle_.
-        _ipython_display_ = None
-
-        def _repr_mimebundle_(
-            self, include: Any = None, exclude: Any = None, **kwargs: Any
-        ) -> dict[str, Any]:
-            return mime_bundle(self, include, exclude)
-
-    Figure.__module__ = "convlab.notebook.charts"
-    Figure.__qualname__ = "Figure"
-    return Figure
+    object.__setattr__(fig, "_repr_mimebundle_", types.MethodType(_convlab_bundle, fig))
+    object.__setattr__(fig, "_ipython_display_", None)
+    return fig
 
 
 def new_figure(
     data: Sequence[dict[str, Any]], layout: dict[str, Any], plot_height: int, top_axis: bool = False
 ) -> Any:
-    """A `figure_class()` instance from trace dicts and a `base_layout`, sized to fit."""
+    """A dressed `go.Figure` from trace dicts and a `base_layout`, sized to fit."""
+    import plotly.graph_objects as go
+
     _place(layout, data, plot_height, top_axis)
-    return figure_class()(data=list(data), layout=layout)
+    return dress(go.Figure(data=list(data), layout=layout))
 
 
 def as_frame(data: Any, chart: str, hint: str) -> pd.DataFrame:

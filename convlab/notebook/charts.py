@@ -27,7 +27,6 @@ from convlab.notebook._charts_base import (
     case_labels,
     class_color,
     esc,
-    figure_class,
     list_cases,
     need,
     new_figure,
@@ -64,10 +63,11 @@ _STABILITY_HINT = "a Run, run.stability() or run.df"
 
 
 def __getattr__(name: str) -> Any:
-    # `Figure` is built on first use (importing plotly); this keeps `import convlab` light and
-    # lets pickle and `from convlab.notebook.charts import Figure` find the class.
+    # `Figure` is plotly's, imported on first use: `import convlab` stays light
     if name == "Figure":
-        return figure_class()
+        import plotly.graph_objects as go
+
+        return go.Figure
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
