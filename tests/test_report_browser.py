@@ -208,7 +208,7 @@ class _Held:
             async def send(self, messages: Any, ctx: Any) -> Any:
                 import asyncio
 
-                while ctx.turn >= 1 and ctx.case.mode == "dynamic" and not release.is_set():
+                while ctx.turn >= 1 and ctx.case.mode == "dynamic" and not release.is_set():  # noqa: ASYNC110 - a thread sets it
                     await asyncio.sleep(0.02)
                 return await self.session.send(messages, ctx)
 

@@ -324,6 +324,7 @@ def test_renders_sorts_and_searches_offline_in_chromium(xss_run: cl.Run, tmp_pat
     chromium = shutil.which("chromium") or "/usr/bin/chromium"
     assert Path(chromium).exists(), "install Debian's chromium (.ci/run does)"
     from playwright import sync_api
+
     body = xss_run.table().to_html() + xss_run.table("turns").to_html()
     page_file = tmp_path / "tables.html"
     page_file.write_text(f"<!doctype html><meta charset=utf-8><body>{body}</body>", "utf-8")
