@@ -140,3 +140,62 @@ def test_interrupt_returns_the_partial_run(kernel: tuple[Any, Any]) -> None:
         )
     )
     assert out.strip() == "[]", out
+
+
+def _click_stop(kc: Any, msgs: list[dict[str, Any]]) -> None:
+    """Click the tree's Stop button as a front end does: a comm message on the shell channel."""
+    buttons = [
+        m["content"]["comm_id"]
+        for m in msgs
+        if m["msg_type"] == "comm_open"
+        and m["content"]["data"]["state"].get("_model_name") == "ButtonModel"
+    ]
+    assert len(buttons) == 1, "one Stop button"
+    msg = kc.session.msg(
+        "comm_msg",
+        {"comm_id": buttons[0], "data": {"method": "custom", "content": {"event": "click"}}},
+    )
+    kc.shell_channel.send(msg)
+
+
+@pytest.mark.slow
+def test_stop_button_of_a_background_start_keeps_the_partial_run(kernel: tuple[Any, Any]) -> None:
+    _, kc = kernel
+    assert not _errors(_execute(kc, SLOW_SUITE))
+    msgs = _execute(kc, "handle = cl.start(suite, slow, parallel=2)")
+    assert not _errors(msgs)
+    assert any(WIDGET_VIEW in m["content"].get("data", {}) for m in msgs)
+    time.sleep(1.0)
+    _click_stop(kc, msgs)
+    out = _stdout(
+        _execute(
+            kc,
+            "run = handle.wait(20)\nprint(run.status, sorted({r.status for r in run.results}),"
+            " len(run.results))",
+        )
+    )
+    assert out.strip() == "cancelled ['cancelled', 'passed'] 400", out
+
+
+@pytest.mark.slow
+def test_stop_button_of_an_awaited_arun_returns_the_partial_run(kernel: tuple[Any, Any]) -> None:
+    _, kc = kernel
+    assert not _errors(_execute(kc, SLOW_SUITE))
+    seen: list[dict[str, Any]] = []
+    clicked: list[bool] = []
+
+    def click_once_shown(msg: dict[str, Any]) -> None:
+        seen.append(msg)
+        comm_msgs = sum(m["msg_type"] == "comm_msg" for m in seen)
+        if not clicked and comm_msgs >= 5:  # the run is going and the tree redrawing
+            _click_stop(kc, seen)
+            clicked.append(True)
+
+    t0 = time.monotonic()
+    msgs = _execute(
+        kc, "run = await cl.arun(suite, slow, parallel=2)", timeout=60, on_msg=click_once_shown
+    )
+    assert clicked and not _errors(msgs)
+    assert time.monotonic() - t0 < 8  # stopped, not run to its ~10 s end
+    out = _stdout(_execute(kc, "print(run.status, sorted({r.status for r in run.results}))"))
+    assert out.strip() == "cancelled ['cancelled', 'passed']", out
