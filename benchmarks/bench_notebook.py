@@ -40,9 +40,17 @@ suite = Suite(id="bench", cases=[Case(id=f"c{i}", input=[Message(content=f"m {i}
 """
 
 TIMED = """
+import gc
+run = None
+gc.collect()  # both modes start from the same heap
+{gc_off}
 t0 = time.perf_counter()
 run = cl.run(suite, agent, parallel=50, progress={progress})
-print("SECONDS", time.perf_counter() - t0, run.summary["passed"])
+took = time.perf_counter() - t0
+passed = run.summary["passed"]  # the figures a reader looks at next (the tree showed them)
+to_summary = time.perf_counter() - t0
+gc.enable()
+print("SECONDS", took, to_summary, passed)
 """
 
 
@@ -65,10 +73,11 @@ def _execute(kc: Any, code: str, timeout: float = 600) -> list[dict[str, Any]]:
     raise TimeoutError(code)
 
 
-def _seconds(msgs: list[dict[str, Any]]) -> float:
+def _seconds(msgs: list[dict[str, Any]], field: int = 1) -> float:
+    """The run's seconds (field 1), or until its summary was at hand (field 2)."""
     for m in msgs:
         if m["msg_type"] == "stream" and "SECONDS" in m["content"]["text"]:
-            return float(m["content"]["text"].split()[1])
+            return float(m["content"]["text"].split()[field])
     raise RuntimeError("no timing printed")
 
 
@@ -78,14 +87,22 @@ def in_kernel(n: int, repeat: int) -> None:
     km, kc = start_new_kernel(kernel_name="python3", cwd=str(ROOT))
     try:
         _execute(kc, SETUP.replace("{n}", str(n)))
-        _execute(kc, TIMED.format(progress="False"))  # warm-up: imports, first loop
+        for warm in ("False", "None"):  # warm-up: imports (ipywidgets, pandas), first loop
+            _execute(kc, TIMED.format(progress=warm, gc_off=""))
         plain, widget, messages, comm_msgs = [], [], [], []
+        plain_nogc, widget_nogc, plain_sum, widget_sum = [], [], [], []
         for _ in range(repeat):
-            plain.append(_seconds(_execute(kc, TIMED.format(progress="False"))))
-            msgs = _execute(kc, TIMED.format(progress="None"))
+            msgs = _execute(kc, TIMED.format(progress="False", gc_off=""))
+            plain.append(_seconds(msgs))
+            plain_sum.append(_seconds(msgs, 2))
+            msgs = _execute(kc, TIMED.format(progress="None", gc_off=""))
             widget.append(_seconds(msgs))
+            widget_sum.append(_seconds(msgs, 2))
             messages.append(len(msgs))
             comm_msgs.append(sum(m["msg_type"] == "comm_msg" for m in msgs))
+            off = "gc.disable()"
+            plain_nogc.append(_seconds(_execute(kc, TIMED.format(progress="False", gc_off=off))))
+            widget_nogc.append(_seconds(_execute(kc, TIMED.format(progress="None", gc_off=off))))
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
@@ -95,6 +112,13 @@ def in_kernel(n: int, repeat: int) -> None:
     print(f"    progress=False      {p:6.2f} s   ({n / p:,.0f} instances/s)")
     print(f"    live widget tree    {w:6.2f} s   ({n / w:,.0f} instances/s)")
     print(f"    widget / plain      {w / p:6.3f}x  (target <= 1.10x)")
+    ps, ws = statistics.median(plain_sum), statistics.median(widget_sum)
+    print(f"    ... until run.summary is at hand: {ps:.2f} s vs {ws:.2f} s = {ws / ps:.3f}x")
+    pn, wn = statistics.median(plain_nogc), statistics.median(widget_nogc)
+    print(
+        f"    with the collector off in both (the tree's own cost, no gen-2 pauses): "
+        f"{pn:.2f} s vs {wn:.2f} s = {wn / pn:.3f}x"
+    )
     print(
         f"    widget comm_msgs    {c:6.0f}     ({c / w:.1f}/s over the run; "
         f"{c / n:.3f} per instance; jupyter_server drops above 1000/s)"

@@ -359,12 +359,30 @@ def run_pass_k_table(
     return pass_k_table(run.df, ks, count_errors_as, suite_order(run))
 
 
+def case_rollup(
+    run: Run, count_errors_as: str = "failed"
+) -> tuple[list[CaseResult], dict[str, dict[str, Any]]]:
+    """The latest record per instance and each case's `case_row` (counts, pass rate, class),
+    with no DataFrame: the same figures as `Run.stability()`, in one pass, so `Run.summary`
+    and the summary cards of big runs stay cheap."""
+    from convlab.stats import case_row, counting_mode, tally_rows
+
+    mode = counting_mode(count_errors_as)
+    latest = instances(run)
+    tallies = tally_rows(
+        ((r.case_id, r.status, r.duration_ms) for r in latest), 1, suite_order(run)
+    )
+    return latest, {key[0]: case_row(t, mode) for key, t in tallies.items()}
+
+
 def run_summary(run: Run, count_errors_as: str = "failed") -> dict[str, Any]:
     """`Run.summary`: totals by status (latest record per instance) and the stability roll-up."""
-    from convlab.stats import stability, summary
+    from convlab.stats import counting_mode, summary_of
 
-    df = instances_frame(run)
-    return summary(df, stability(df, None, count_errors_as, suite_order(run)))
+    latest, rows = case_rollup(run, count_errors_as)
+    return summary_of(
+        [r.status for r in latest], list(rows.values()), counting_mode(count_errors_as)
+    )
 
 
 SUITE_COLUMNS = ("case_id", "name", "mode", "turns", "assertions", "tags", "source", "skip")

@@ -14,7 +14,7 @@ Run-to-run comparison lives in `convlab._compare` and is re-exported here as `co
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
@@ -25,6 +25,7 @@ __all__ = [
     "STABILITY_COLUMNS",
     "CountErrorsAs",
     "Tally",
+    "case_row",
     "classify",
     "compare",
     "counting_mode",
@@ -33,8 +34,11 @@ __all__ = [
     "pass_hat_k",
     "pass_k_table",
     "stability",
+    "stability_row",
     "summary",
+    "summary_of",
     "tally",
+    "tally_rows",
     "wilson",
 ]
 
@@ -187,10 +191,18 @@ def tally(
     df: pd.DataFrame, by: Sequence[str] = ("case_id",), order: Iterable[str] | None = None
 ) -> dict[tuple[str, ...], Tally]:
     """Group instance rows by `by` columns; keys come in `order` (case ids), then as first seen."""
-    groups: dict[tuple[str, ...], Tally] = {}
     cols = [*by, "status", "duration_ms"]
-    for row in df[cols].itertuples(index=False, name=None):
-        key = tuple(str(v) for v in row[: len(by)])
+    return tally_rows(df[cols].itertuples(index=False, name=None), len(by), order)
+
+
+def tally_rows(
+    rows: Iterable[tuple[Any, ...]], n_keys: int = 1, order: Iterable[str] | None = None
+) -> dict[tuple[str, ...], Tally]:
+    """`tally` over plain `(*key, status, duration_ms)` tuples: no DataFrame needed, so a
+    summary of a large run costs one pass over its results."""
+    groups: dict[tuple[str, ...], Tally] = {}
+    for row in rows:
+        key = tuple(str(v) for v in row[:n_keys])
         groups.setdefault(key, Tally()).add(str(row[-2]), float(row[-1]))
     rank = {cid: i for i, cid in enumerate(order or ())}
     first = {key: i for i, key in enumerate(groups)}
@@ -207,12 +219,10 @@ def _spread(durations: list[float]) -> tuple[float, float, float, float]:
     return (mean, min(durations), max(durations), math.sqrt(var))
 
 
-def _stability_row(t: Tally, k: int | None, mode: CountErrorsAs) -> dict[str, Any]:
+def case_row(t: Tally, mode: CountErrorsAs) -> dict[str, Any]:
+    """A case's counts, pass rate, class and flakiness: what a summary needs, cheaply."""
     n, c = t.runs(mode), t.passed
     rate = 100 * c / n if n else math.nan
-    kk = k if k is not None else n
-    low, high = wilson(c, n)
-    mean, lo, hi, std = _spread(t.counted_durations(mode))
     return {
         "runs": n,
         "passed": c,
@@ -224,6 +234,18 @@ def _stability_row(t: Tally, k: int | None, mode: CountErrorsAs) -> dict[str, An
         "pass_rate": rate,
         "classification": classify(rate),
         "flaky": 0 < c < n,
+    }
+
+
+def stability_row(t: Tally, k: int | None, mode: CountErrorsAs) -> dict[str, Any]:
+    """One case's row of the stability table: `case_row` plus pass^k, the interval, durations."""
+    row = case_row(t, mode)
+    n, c = row["runs"], row["passed"]
+    kk = k if k is not None else n
+    low, high = wilson(c, n)
+    mean, lo, hi, std = _spread(t.counted_durations(mode))
+    return {
+        **row,
         "k": kk,
         "pass_hat_k": pass_hat_k(n, c, kk) if n and kk else math.nan,
         "pass_at_k": pass_at_k(n, c, kk) if n and kk else math.nan,
@@ -258,7 +280,7 @@ def stability(
         raise ValueError(f"k must be at least 1, got {k}")
     by = ("case_id", "variant") if by_variant else ("case_id",)
     rows = [
-        {**dict(zip(by, key, strict=True)), **_stability_row(t, k, mode)}
+        {**dict(zip(by, key, strict=True)), **stability_row(t, k, mode)}
         for key, t in tally(df, by, order).items()
     ]
     columns = [*by, *STABILITY_COLUMNS[1:]]
@@ -314,8 +336,10 @@ def pass_k_table(
     return out
 
 
-def _count_statuses(df: pd.DataFrame) -> dict[str, int]:
-    counts = {str(s): int(n) for s, n in df["status"].value_counts().items()} if len(df) else {}
+def _count_statuses(statuses: Sequence[str]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for status in statuses:
+        counts[status] = counts.get(status, 0) + 1
     keys = (
         ("passed", "passed"),
         ("failed", "failed"),
@@ -325,7 +349,7 @@ def _count_statuses(df: pd.DataFrame) -> dict[str, int]:
         ("cancelled", "cancelled"),
         ("blocked", "blocked"),
     )
-    return {"total": len(df), **{name: counts.get(status, 0) for name, status in keys}}
+    return {"total": len(statuses), **{name: counts.get(status, 0) for name, status in keys}}
 
 
 def summary(df: pd.DataFrame, stab: pd.DataFrame) -> dict[str, Any]:
@@ -334,18 +358,27 @@ def summary(df: pd.DataFrame, stab: pd.DataFrame) -> dict[str, Any]:
     `pass_rate` is the unweighted mean of the per-case pass rates (seed 004's overall rate),
     in percent; None when no case has a counted run. `count_errors_as` says how errors counted.
     """
-    rated = stab[stab["runs"] > 0]
-    classes = {c: int((rated["classification"] == c).sum()) for c in CLASSES}
-    mean = float(rated["pass_rate"].mean()) if len(rated) else None
+    mode = counting_mode(stab.attrs.get("count_errors_as", "failed"))
+    rows = [{str(k): v for k, v in row.items()} for row in stab.to_dict("records")]
+    return summary_of([str(s) for s in df["status"]], rows, mode)
+
+
+def summary_of(
+    statuses: Sequence[str], case_rows: Sequence[Mapping[str, Any]], mode: CountErrorsAs
+) -> dict[str, Any]:
+    """`summary` from the instances' statuses and the stability rows (`stability_row`)."""
+    rated = [r for r in case_rows if r["runs"] > 0]
+    classes = {c: sum(r["classification"] == c for r in rated) for c in CLASSES}
+    mean = sum(float(r["pass_rate"]) for r in rated) / len(rated) if rated else None
     return {
-        **_count_statuses(df),
+        **_count_statuses(statuses),
         "pass_rate": mean,
-        "cases": len(stab),
+        "cases": len(case_rows),
         "stable_cases": classes["stable"],
         "unstable_cases": len(rated) - classes["stable"],
-        "flaky_cases": int(rated["flaky"].sum()),
+        "flaky_cases": sum(bool(r["flaky"]) for r in rated),
         "classes": classes,
-        "count_errors_as": stab.attrs.get("count_errors_as", "failed"),
+        "count_errors_as": mode,
     }
 
 

@@ -15,11 +15,9 @@ from typing import TYPE_CHECKING, Any
 from convlab.notebook._style import CSS, GLYPHS, STATUS_COLORS
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from convlab.model.results import Run
 
-__all__ = ["run_card", "run_html", "run_text", "summary_html", "summary_text", "worst_cases"]
+__all__ = ["run_card", "run_html", "run_text", "summary_html", "summary_text"]
 
 _WORST = 5
 # summary key -> status name, in the order a reader scans them
@@ -45,33 +43,28 @@ def _pct(value: Any) -> str:
     return f"{float(value):.1f}%"
 
 
-def _views(run: Run) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
-    """The instance frame, the stability table and the summary, each computed once."""
-    from convlab.results import instances_frame, suite_order
-    from convlab.stats import stability, summary
-
-    df = instances_frame(run)
-    stab = stability(df, order=suite_order(run))
-    return df, stab, summary(df, stab)
+Worst = list[tuple[str, float, str, str]]
 
 
-def worst_cases(
-    df: pd.DataFrame, stab: pd.DataFrame, limit: int = _WORST
-) -> list[tuple[str, float, str, str]]:
-    """(case id, pass rate, class, first reason it failed) of the lowest-passing cases."""
-    bad = stab[(stab["runs"] > 0) & (stab["pass_rate"] < 100)]
-    bad = bad.sort_values("pass_rate", kind="stable").head(limit)
-    failed = df[df["error"] != ""].drop_duplicates("case_id")
-    reasons = dict(zip(failed["case_id"], failed["error"], strict=True))
-    return [
-        (
-            str(r["case_id"]),
-            float(r["pass_rate"]),
-            str(r["classification"]),
-            str(reasons.get(r["case_id"], "")),
-        )
-        for r in bad.to_dict("records")
+def _views(run: Run) -> tuple[dict[str, Any], Worst]:
+    """The summary and the worst cases, from one pass over the results (no DataFrame)."""
+    from convlab.results import case_rollup, why_not_passed
+    from convlab.stats import summary_of
+
+    latest, rows = case_rollup(run)
+    summary = summary_of([r.status for r in latest], list(rows.values()), "failed")
+    bad = [(cid, row) for cid, row in rows.items() if row["runs"] > 0 and row["pass_rate"] < 100]
+    bad = sorted(bad, key=lambda item: item[1]["pass_rate"])[:_WORST]  # stable: suite order
+    wanted = {cid for cid, _ in bad}
+    reasons: dict[str, str] = {}
+    for r in latest:
+        if r.case_id in wanted and r.case_id not in reasons and r.status != "passed":
+            reasons[r.case_id] = why_not_passed(r)
+    worst = [
+        (cid, float(row["pass_rate"]), str(row["classification"]), reasons.get(cid, ""))
+        for cid, row in bad
     ]
+    return summary, worst
 
 
 def _counts_line(s: Mapping[str, Any]) -> str:
@@ -117,9 +110,8 @@ def run_text(run: Run) -> str:
     return _run_text(run, *_views(run))
 
 
-def _run_text(run: Run, df: pd.DataFrame, stab: pd.DataFrame, s: dict[str, Any]) -> str:
+def _run_text(run: Run, s: dict[str, Any], worst: Worst) -> str:
     lines = [_title(run), "  " + _counts_line(s), "  " + _rate_line(s)]
-    worst = worst_cases(df, stab)
     if worst:
         lines.append("  worst cases:")
         for cid, rate, cls, why in worst:
@@ -168,7 +160,7 @@ def summary_html(s: Mapping[str, Any], title: str = "Summary", extra: str = "") 
     )
 
 
-def _worst_table(worst: list[tuple[str, float, str, str]]) -> str:
+def _worst_table(worst: Worst) -> str:
     e = html.escape
     rows = "".join(
         f"<tr><td><code>{e(cid)}</code></td><td>{e(_pct(rate))}</td><td>{e(cls)}</td>"
@@ -188,9 +180,9 @@ def run_html(run: Run) -> str:
     return _run_html(run, *_views(run))
 
 
-def _run_html(run: Run, df: pd.DataFrame, stab: pd.DataFrame, s: dict[str, Any]) -> str:
+def _run_html(run: Run, s: dict[str, Any], worst: Worst) -> str:
     extra = ""
     if run.error:
         extra += f"<div class='cl-fail'>{html.escape(run.error)}</div>"
-    extra += _worst_table(worst_cases(df, stab))
+    extra += _worst_table(worst)
     return summary_html(s, _title(run), extra)

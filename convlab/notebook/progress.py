@@ -108,6 +108,8 @@ class _Node:
     checkpoints: dict[str, int | None] = field(default_factory=dict)
     result: CaseResult | None = None
     started: float = field(default_factory=time.monotonic)
+    drawn: dict[bool, str] = field(default_factory=dict)
+    """A finished node's HTML (closed / open): it never changes, so it is drawn once."""
 
 
 def _title(node: _Node, runs: int) -> str:
@@ -161,6 +163,14 @@ def _result_html(r: CaseResult) -> str:
 
 
 def _node_html(node: _Node, open_: bool, runs: int = 1, turns_shown: int = 6) -> str:
+    if node.result is not None:
+        if open_ not in node.drawn:
+            node.drawn[open_] = _draw_node(node, open_, runs, turns_shown)
+        return node.drawn[open_]
+    return _draw_node(node, open_, runs, turns_shown)
+
+
+def _draw_node(node: _Node, open_: bool, runs: int, turns_shown: int) -> str:
     e = html.escape
     status = node.status
     color = STATUS_COLORS.get(status, "#57606a")
