@@ -199,3 +199,15 @@ def test_stop_button_of_an_awaited_arun_returns_the_partial_run(kernel: tuple[An
     assert time.monotonic() - t0 < 8  # stopped, not run to its ~10 s end
     out = _stdout(_execute(kc, "print(run.status, sorted({r.status for r in run.results}))"))
     assert out.strip() == "cancelled ['cancelled', 'passed']", out
+
+
+@pytest.mark.slow
+def test_text_progress_in_a_kernel_is_not_an_error_block(kernel: tuple[Any, Any]) -> None:
+    _, kc = kernel
+    msgs = _execute(kc, 'run = cl.run("examples/expense", "demo:expense", progress="text")')
+    assert not _errors(msgs)
+    streams = [m["content"] for m in msgs if m["msg_type"] == "stream"]
+    assert streams and all(s["name"] == "stdout" for s in streams)  # stderr is drawn pink
+    text = "".join(s["text"] for s in streams)
+    assert "expense-policy-limit" in text and "Pass rate" in text
+    assert not any(m["msg_type"] == "comm_open" for m in msgs)  # no widget when told "text"
