@@ -21,8 +21,6 @@ from convlab.agents.simulator import LLMSimulator, SimulatorTurn
 from convlab.errors import AgentHTTPError, MissingDependencyError
 from convlab.model.conversation import Message, Reply, ToolCall
 
-pytest.importorskip("uvicorn")
-
 
 def echo(messages, ctx):
     return f"echo: {messages[-1]['content']} | instructions: {ctx.instructions}"
@@ -167,13 +165,17 @@ def test_an_llm_simulator_over_a_served_model(url):
 
 
 def test_the_demo_agents_are_served_by_default():
-    names = serve_mod._demo_names()
-    if "expense" not in names:
-        pytest.skip("the demo agents are not available")
     with DemoServer(latency_ms=1) as base:
         status, body = get_json(f"{base}/models")
         assert status == 200
-        assert "expense" in [m["id"] for m in body["data"]]
+        assert [m["id"] for m in body["data"]] == ["catalog", "cloud_drive", "expense", "finance"]
+        status, body = get_json(
+            f"{base}/chat/completions", {"model": "demo:expens", "messages": []}
+        )
+        assert status == 404
+        assert body["error"]["message"] == (
+            "unknown model 'demo:expens'; served: catalog, cloud_drive, expense, finance"
+        )
         obs = ask(cl.agents.openai("demo:expense", base_url=base), "I want to submit an expense")
         assert obs.text
 

@@ -33,8 +33,10 @@ from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from typing import Any
 
 from convlab.agents._transport import dumps, loads
+from convlab.agents.demo import get as demo_agent
+from convlab.agents.demo import names as demo_names
 from convlab.agents.protocol import Agent, AgentContext, as_agent
-from convlab.errors import MissingDependencyError
+from convlab.errors import MissingDependencyError, UnknownNameError
 from convlab.model.conversation import Message, Observation
 
 __all__ = ["DemoApp", "DemoServer", "main", "serve"]
@@ -51,32 +53,11 @@ class _NotFound(LookupError):
     pass
 
 
-def _demo_names() -> list[str]:
-    try:
-        from convlab.agents import demo
-    except ImportError:
-        return []
-    names = getattr(demo, "names", None)
-    if callable(names):
-        return sorted(str(n) for n in names())
-    for attr in ("NAMES", "DEMOS", "AGENTS"):
-        value = getattr(demo, attr, None)
-        if value:
-            return sorted(str(n) for n in value)
-    return []
-
-
 def _demo_agent(name: str) -> Agent:
     try:
-        from convlab.agents import demo
-
-        get = demo.get  # type: ignore[attr-defined]
-    except (ImportError, AttributeError):
+        return demo_agent(name)
+    except UnknownNameError:
         raise _NotFound(name) from None
-    try:
-        return as_agent(get(name))
-    except (KeyError, LookupError, ValueError) as exc:
-        raise _NotFound(name) from exc
 
 
 class DemoApp:
@@ -93,7 +74,7 @@ class DemoApp:
         """The model names this app answers to."""
         names = list(self.agents)
         if self.use_demos:
-            names += [n for n in _demo_names() if n not in self.agents]
+            names += [n for n in demo_names() if n not in self.agents]
         return names
 
     def agent(self, model: str) -> Agent:
