@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import shutil
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -13,8 +13,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _tool(name: str) -> list[str]:
-    if shutil.which(name) is None:
-        pytest.skip(f"{name} is not installed")
+    """Run the gate with the interpreter running the tests, installed or not on PATH."""
+    if importlib.util.find_spec(name) is None:
+        pytest.fail(
+            f"{name} is not installed for {sys.executable}: pip install -e '.[test]'",
+            pytrace=False,
+        )
     return [sys.executable, "-m", name]
 
 
@@ -36,3 +40,9 @@ def test_no_module_is_over_500_lines():
         if (n := len(p.read_text(encoding="utf-8").splitlines())) > 500
     }
     assert not big, big
+
+
+def test_a_missing_gate_tool_fails_with_the_install_command(monkeypatch):
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(pytest.fail.Exception, match=r"pip install -e '\.\[test\]'"):
+        _tool("ruff")
