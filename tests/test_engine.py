@@ -9,6 +9,7 @@ import time
 import pytest
 
 import convlab as cl
+from convlab.engine.store import StoreError
 from convlab.errors import AgentHTTPError
 from convlab.model import Case, Message, Suite
 
@@ -213,9 +214,11 @@ def test_store_and_resume_do_not_run_anything_twice(tmp_path):
     )
     lines = [json.loads(x) for x in store.read_text().splitlines()]
     assert lines[0]["type"] == "header" and len(lines) == 4
-    with pytest.raises(Exception, match="different suite"):
-        cl.run(suite, counting, store=store, resume=True, progress=False)
+    before = store.read_text()
     calls.clear()
+    with pytest.raises(StoreError, match=r"holds results of a different suite .*resume=False"):
+        cl.run(suite, counting, store=store, resume=True, progress=False)
+    assert calls == [] and store.read_text() == before
     store2 = tmp_path / "run2.jsonl"
     cl.run(suite, counting, store=store2, progress=False)
     calls.clear()
