@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
@@ -39,6 +40,36 @@ class Registry(Generic[T]):
     def add(self, name: str, item: T) -> None:
         """Register `item` under `name`, replacing any previous entry."""
         self._items[name] = item
+
+    def unregister(self, name: str) -> T:
+        """Remove the entry for `name` and return it (UnknownNameError if there is none)."""
+        if name not in self._items:
+            raise self.unknown(name)
+        return self._items.pop(name)
+
+    @contextlib.contextmanager
+    def registered(self, name: str, item: T) -> Iterator[T]:
+        """Register `item` under `name` for a `with` block, then put back what was there.
+
+        Example:
+            >>> kinds: Registry[int] = Registry("assertion kind")
+            >>> with kinds.registered("answer", 42):
+            ...     kinds.get("answer")
+            42
+            >>> "answer" in kinds
+            False
+        """
+        before = {name: self._items[name]} if name in self._items else {}
+        self._items[name] = item
+        try:
+            yield item
+        finally:
+            self._items.pop(name, None)
+            self._items.update(before)
+
+    def entries(self) -> dict[str, T]:
+        """A copy of the registered entries by name (aliases included)."""
+        return dict(self._items)
 
     def get(self, name: str) -> T:
         """Return the entry for `name`, or raise UnknownNameError with suggestions."""

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
+
+from convlab.agents import AGENT_SPECS
+from convlab.checks import EVALUATORS
+from convlab.registry import Registry
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
@@ -43,3 +50,55 @@ def shared_folder(folder: Path = SHARED) -> Path:
 def shared() -> Path:
     """The shared/ folder beside the project (seeds, corpus, bench)."""
     return shared_folder()
+
+
+Register = Callable[[str], Callable[[Callable[..., Any]], Callable[..., Any]]]
+
+
+@pytest.fixture
+def register_evaluator() -> Iterator[Register]:
+    """`@register_evaluator(name)` registers like `@convlab.evaluator(name)`, for one test."""
+    with contextlib.ExitStack() as undo:
+
+        def register(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+            def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
+                undo.enter_context(EVALUATORS.registered(name, fn))
+                return fn
+
+            return deco
+
+        yield register
+
+
+GLOBAL_REGISTRIES: tuple[Registry[Any], ...] = (EVALUATORS, AGENT_SPECS)
+
+
+def leaked(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """Names a test added or replaced with its own code (convlab's own lazy imports aside),
+    or removed."""
+    changed = {
+        name
+        for name, item in after.items()
+        if before.get(name) is not item
+        and not str(getattr(item, "__module__", "")).startswith("convlab")
+    }
+    return sorted(changed | (set(before) - set(after)))
+
+
+@pytest.fixture(autouse=True)
+def _registrations_are_undone() -> Iterator[None]:
+    """A test that registers an evaluator or agent spec and leaves it behind errors."""
+    before = [registry.entries() for registry in GLOBAL_REGISTRIES]
+    yield
+    for registry, entries in zip(GLOBAL_REGISTRIES, before, strict=True):
+        names = leaked(entries, registry.entries())
+        for name in names:  # undo it so the next tests are not affected either
+            if name in entries:
+                registry.add(name, entries[name])
+            elif name in registry:
+                registry.unregister(name)
+        assert not names, (
+            f"this test changed {registry.kind}s and left them changed: {names}; "
+            "register them with a fixture that undoes them (register_evaluator, "
+            f"{type(registry).__name__}.registered)"
+        )

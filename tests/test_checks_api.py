@@ -12,6 +12,7 @@ import pytest
 import convlab as cl
 from convlab.checks import EVALUATORS, KINDS, evaluator
 from convlab.checks.api import describe_kinds, parse_spec, preflight, to_spec, unknown_evaluators
+from convlab.errors import UnknownNameError
 from convlab.model.assertions import Contains, parse_assertion
 from convlab.model.suite import Case, Checkpoint, Source, Suite, Turn, TurnInput
 
@@ -222,13 +223,12 @@ def test_every_kind_has_a_readable_docstring() -> None:
 
 
 @pytest.fixture
-def known_evaluator() -> Any:
-    @evaluator("test_known")
+def known_evaluator(register_evaluator: Any) -> Any:
+    @register_evaluator("test_known")
     def known(ctx: Any, parameters: dict[str, Any]) -> bool:
         return True
 
-    yield known
-    EVALUATORS._items.pop("test_known", None)
+    return known
 
 
 def _suite() -> Suite:
@@ -297,3 +297,34 @@ def test_results_of_every_format_serialize_to_json() -> None:
     ]
     for spec in specs:
         cl.check(reply, spec).model_dump_json()
+
+
+# ---------------------------------------------------------------- registering and undoing
+
+
+def test_the_evaluator_decorator_registers_and_unregister_undoes_it() -> None:
+    def shout(ctx: Any, parameters: dict[str, Any]) -> bool:
+        return True
+
+    assert evaluator("test_shout")(shout) is shout
+    try:
+        assert EVALUATORS.get("test_shout") is shout
+    finally:
+        assert EVALUATORS.unregister("test_shout") is shout
+    assert "test_shout" not in EVALUATORS
+    with pytest.raises(UnknownNameError, match="test_shout"):
+        EVALUATORS.unregister("test_shout")
+
+
+def test_registered_puts_back_what_was_there() -> None:
+    builtin = KINDS.get("contains")
+
+    def other(*args: Any) -> Any:
+        raise AssertionError("never called")
+
+    with KINDS.registered("contains", other):
+        assert KINDS.get("contains") is other
+    assert KINDS.get("contains") is builtin
+    with pytest.raises(RuntimeError, match="inside"), KINDS.registered("test_new", other):
+        raise RuntimeError("inside")
+    assert "test_new" not in KINDS

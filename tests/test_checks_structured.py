@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from convlab.checks import EVALUATORS, CheckContext, evaluate, evaluator
+from convlab.checks import CheckContext, evaluate
 from convlab.checks._extract import extract_json, extract_path
 from convlab.checks.structured import at, operate
 from convlab.model.assertions import parse_assertion
@@ -253,13 +253,12 @@ def _c(op: str, value: Any = None, path: Any = ("response", "text"), **kw: Any) 
 
 
 @pytest.fixture
-def broken_evaluator() -> Any:
-    @evaluator("test_boom")
+def broken_evaluator(register_evaluator: Any) -> Any:
+    @register_evaluator("test_boom")
     def boom(ctx: CheckContext, parameters: dict[str, Any]) -> bool:
         raise RuntimeError("evaluator bug")
 
-    yield boom
-    EVALUATORS._items.pop("test_boom", None)
+    return boom
 
 
 ERR = {"kind": "custom", "id": "e", "evaluator": "test_boom"}
@@ -309,12 +308,8 @@ def test_errors_propagate_and_never_become_passes(broken_evaluator: Any) -> None
 
 
 @pytest.fixture
-def evaluators() -> Any:
-    names = []
-
-    def reg(name: str) -> Any:
-        names.append(name)
-        return evaluator(name)
+def evaluators(register_evaluator: Any) -> None:
+    reg = register_evaluator
 
     @reg("test_len_at_least")
     def len_at_least(ctx: CheckContext, parameters: dict[str, Any]) -> dict[str, Any]:
@@ -336,10 +331,6 @@ def evaluators() -> Any:
     @reg("test_returns_result")
     def returns_result(ctx: CheckContext, parameters: dict[str, Any]) -> AssertionResult:
         return AssertionResult(kind="x", status="failed", message="custom says no")
-
-    yield
-    for name in names:
-        EVALUATORS._items.pop(name, None)
 
 
 def test_custom_evaluator_results(evaluators: Any) -> None:

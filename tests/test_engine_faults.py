@@ -119,8 +119,8 @@ def test_each_fault_ends_as_its_own_case_status(server):
     assert json.loads(dumped)["results"][0]["usage"]["total_tokens"] == 5
 
 
-def test_an_evaluator_that_raises_is_an_error_of_that_case_only():
-    @cl.evaluator("explodes")
+def test_an_evaluator_that_raises_is_an_error_of_that_case_only(register_evaluator):
+    @register_evaluator("explodes")
     def explodes(ctx, parameters):
         raise ValueError("evaluator bug")
 

@@ -150,8 +150,8 @@ def test_a_misnamed_case_simulator_is_an_error_not_the_default():
     assert res.status == "error" and "nosuchmodule_xyz:sim" in res.error
 
 
-def test_an_erroring_step_stops_the_remaining_steps():
-    @cl.evaluator("always_breaks")
+def test_an_erroring_step_stops_the_remaining_steps(register_evaluator):
+    @register_evaluator("always_breaks")
     def breaks(ctx, parameters):
         raise RuntimeError("broken evaluator")
 
@@ -263,7 +263,7 @@ def test_cli_usage_errors_are_reported_before_running(tmp_path, capsys):
     assert main(["run", "-i", ex, "-n", "nosuchmodule_q:agent"]) == 2
 
 
-def test_sync_user_code_calling_sys_exit_is_that_cases_error():
+def test_sync_user_code_calling_sys_exit_is_that_cases_error(register_evaluator):
     import sys
 
     def agent(messages):
@@ -271,7 +271,7 @@ def test_sync_user_code_calling_sys_exit_is_that_cases_error():
             sys.exit(3)
         return "ok"
 
-    @cl.evaluator("exits")
+    @register_evaluator("exits")
     def exits(ctx, parameters):
         sys.exit(4)
 
