@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 from pathlib import Path
 from typing import Any
 
@@ -277,26 +278,63 @@ def test_preflight_adds_graders_that_do_not_import(known_evaluator: Any) -> None
 
 def test_results_of_every_format_serialize_to_json() -> None:
     reply = cl.Reply(text='{"a": 1}', tool_calls=[cl.ToolCall("t", {"x": 1}, result={"ok": True})])
-    specs: list[Any] = [
-        {"type": "equals", "value": 1},
-        {"type": "json_path", "path": "a", "value": 1},
-        {"type": "tool_result", "value": {"tool": "t", "result": {"ok": True}}},
-        {
-            "id": "a",
-            "kind": "any",
-            "assertions": [
-                {"id": "b", "kind": "check", "path": ["response"], "operator": "exists"}
-            ],
-        },
-        {
-            "kind": "expected_tools",
-            "tools": [{"name": "t", "args": {"x": {"mode": "fuzzy", "value": "1"}}}],
-        },
-        {"kind": "metric", "metric": "equality", "ground_truth": '{"a": 1}'},
-        {"kind": "judge", "question": "ok?"},
+    # (spec, kind, status, expected, actual) as they read in the JSON dump
+    cases: list[tuple[Any, str, str, Any, Any]] = [
+        ({"type": "equals", "value": 1}, "equals", "failed", 1, '{"a": 1}'),
+        ({"type": "json_path", "path": "a", "value": 1}, "json_path", "passed", 1, 1),
+        (
+            {"type": "tool_result", "value": {"tool": "t", "result": {"ok": True}}},
+            "tool_result",
+            "passed",
+            {"tool": "t", "result": {"ok": True}},
+            {"ok": True},
+        ),
+        (
+            {
+                "id": "a",
+                "kind": "any",
+                "assertions": [
+                    {"id": "b", "kind": "check", "path": ["response"], "operator": "exists"}
+                ],
+            },
+            "any",
+            "passed",
+            None,
+            None,
+        ),
+        (
+            {
+                "kind": "expected_tools",
+                "tools": [{"name": "t", "args": {"x": {"mode": "fuzzy", "value": "1"}}}],
+            },
+            "expected_tools",
+            "passed",
+            [{"name": "t", "args": {"x": {"fuzzy": "1"}}, "count": 1}],
+            [{"name": "t", "arguments": {"x": 1}}],
+        ),
+        (
+            {"kind": "metric", "metric": "equality", "ground_truth": '{"a": 1}'},
+            "metric",
+            "passed",
+            '{"a": 1}',
+            '{"a": 1}',
+        ),
+        ({"kind": "judge", "question": "ok?"}, "judge", "error", None, None),
     ]
-    for spec in specs:
-        cl.check(reply, spec).model_dump_json()
+    for spec, kind, status, expected, actual in cases:
+        result = cl.check(reply, spec)
+        dumped = result.model_dump_json()
+        data = json.loads(dumped)
+        got = (data["kind"], data["status"], data["expected"], data["actual"])
+        assert got == (kind, status, expected, actual), spec
+        assert data["message"] == result.message and data["message"]
+        assert type(result).model_validate_json(dumped) == result  # nothing lost on the way
+    nested = json.loads(cl.check(reply, cases[3][0]).model_dump_json())
+    assert [(c["id"], c["kind"], c["status"]) for c in nested["children"]] == [
+        ("b", "check", "passed")
+    ]
+    judged = json.loads(cl.check(reply, cases[-1][0]).model_dump_json())
+    assert judged["message"].startswith("no judge is configured")
 
 
 # ---------------------------------------------------------------- registering and undoing
