@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from convlab.engine._sync import run_sync
+from convlab._sync import run_sync
 from convlab.engine.api import RunHandle, ask_once, build_runner
 from convlab.engine.events import Listener
 from convlab.engine.runner import Runner

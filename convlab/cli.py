@@ -51,7 +51,7 @@ def _check_options(args: argparse.Namespace) -> None:
     import re
 
     from convlab._util import parse_duration
-    from convlab.results import SAVERS
+    from convlab.analysis.io import SAVERS
 
     try:
         parse_duration(args.timeout)

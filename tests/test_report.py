@@ -151,7 +151,7 @@ def test_savers_write_each_suffix_atomically(tmp_path):
 
 def test_report_modules_import_no_view_libraries():
     code = (
-        "import sys, convlab, convlab.cli, convlab.results\n"
+        "import sys, convlab, convlab.cli, convlab.analysis.frames\n"
         "import convlab.report.notebook, convlab.report.html\n"
         "import convlab.report.markdown, convlab.report.junit\n"
         "heavy = ('plotly', 'ipywidgets', 'IPython', 'itables', 'nbconvert', 'nbclient')\n"

@@ -10,8 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import convlab as cl
-from convlab.model.results import CaseResult, Run
-from convlab.stats import (
+from convlab.analysis.stats import (
     classify,
     fisher_exact,
     pass_at_k,
@@ -21,6 +20,7 @@ from convlab.stats import (
     summary,
     wilson,
 )
+from convlab.model.results import CaseResult, Run
 
 
 def frame(**cases: list[str] | list[tuple[str, float]]) -> pd.DataFrame:

@@ -192,7 +192,7 @@ class LLMSimulator:
             metadata=dict(ctx.metadata or {}),
         )
         # imported here so that module-level imports keep pointing from the engine to agents
-        from convlab.engine.calls import Attempts, RetryPolicy, call_agent
+        from convlab.agents.calls import Attempts, RetryPolicy, call_agent
 
         session = await self.agent.open(sim_ctx)
         try:  # a 429/5xx from the model playing the user is retried like the agent's own

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from convlab.stats import Tally, classify, counting_mode, fisher_exact, tally
+from convlab.analysis.stats import Tally, classify, counting_mode, fisher_exact, tally
 
 if TYPE_CHECKING:
     from convlab.model.results import Run

@@ -5,7 +5,7 @@ never drift from them. When a run holds more than one record for an instance key
 was resumed), the latest record wins, in every frame and statistic alike. Rows come in suite
 order, then variant (as first seen), repetition and run index.
 
-Saving and loading runs (`save`, `load_run`) live in `convlab._run_io` and are re-exported here.
+Saving and loading runs (`save`, `load_run`) live in `convlab.analysis.io`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from convlab._run_io import SAVERS, load_run, register_saver, save
 from convlab.model.results import AssertionResult, CaseResult, Run, TurnResult
 from convlab.model.suite import Suite
 
@@ -25,7 +24,6 @@ __all__ = [
     "ASSERTION_COLUMNS",
     "CHECKPOINT_COLUMNS",
     "INSTANCE_COLUMNS",
-    "SAVERS",
     "SUITE_COLUMNS",
     "TOOL_CALL_COLUMNS",
     "TURN_COLUMNS",
@@ -33,12 +31,9 @@ __all__ = [
     "checkpoints_frame",
     "instances",
     "instances_frame",
-    "load_run",
-    "register_saver",
     "run_pass_k_table",
     "run_stability",
     "run_summary",
-    "save",
     "suite_frame",
     "suite_order",
     "tool_calls_frame",
@@ -344,8 +339,8 @@ def suite_order(run: Run) -> list[str]:
 def run_stability(
     run: Run, k: int | None = None, count_errors_as: str = "failed", by_variant: bool = False
 ) -> pd.DataFrame:
-    """`Run.stability()`: convlab.stats.stability over `Run.df`, rows in suite order."""
-    from convlab.stats import stability
+    """`Run.stability()`: convlab.analysis.stats.stability over `Run.df`, rows in suite order."""
+    from convlab.analysis.stats import stability
 
     return stability(run.df, k, count_errors_as, suite_order(run), by_variant)
 
@@ -354,7 +349,7 @@ def run_pass_k_table(
     run: Run, ks: Iterable[int] | None = None, count_errors_as: str = "failed"
 ) -> pd.DataFrame:
     """`Run.pass_k_table()`: pass^k and pass@k per case for several k."""
-    from convlab.stats import pass_k_table
+    from convlab.analysis.stats import pass_k_table
 
     return pass_k_table(run.df, ks, count_errors_as, suite_order(run))
 
@@ -365,7 +360,7 @@ def case_rollup(
     """The latest record per instance and each case's `case_row` (counts, pass rate, class),
     with no DataFrame: the same figures as `Run.stability()`, in one pass, so `Run.summary`
     and the summary cards of big runs stay cheap."""
-    from convlab.stats import case_row, counting_mode, tally_rows
+    from convlab.analysis.stats import case_row, counting_mode, tally_rows
 
     mode = counting_mode(count_errors_as)
     latest = instances(run)
@@ -377,7 +372,7 @@ def case_rollup(
 
 def run_summary(run: Run, count_errors_as: str = "failed") -> dict[str, Any]:
     """`Run.summary`: totals by status (latest record per instance) and the stability roll-up."""
-    from convlab.stats import counting_mode, summary_of
+    from convlab.analysis.stats import counting_mode, summary_of
 
     latest, rows = case_rollup(run, count_errors_as)
     return summary_of(

@@ -31,13 +31,13 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from convlab.errors import SuiteError
-from convlab.formats._base import Problems
+from convlab.formats import Problems
 from convlab.model.results import CaseResult, Run
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["SAVERS", "jsonl_lines", "load_run", "register_saver", "save"]
+__all__ = ["SAVERS", "jsonl_lines", "load_run", "register_saver", "save", "write_atomic"]
 
 Saver = Callable[[Run, Path], None]
 SAVERS: dict[str, Saver] = {}
@@ -96,7 +96,7 @@ def save(run: Run, path: str | os.PathLike[str]) -> Path:
     return target
 
 
-def _write(path: Path, text: str) -> None:
+def write_atomic(path: Path, text: str) -> None:
     """Write through a temporary file, so a crash never leaves half a results file."""
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text, encoding="utf-8")
@@ -105,7 +105,7 @@ def _write(path: Path, text: str) -> None:
 
 @register_saver(".json")
 def _save_json(run: Run, path: Path) -> None:
-    _write(path, run.model_dump_json(indent=2) + "\n")
+    write_atomic(path, run.model_dump_json(indent=2) + "\n")
 
 
 def _plain(value: Any) -> Any:
@@ -168,8 +168,8 @@ def _result_line(r: CaseResult) -> str:
 
 def jsonl_lines(run: Run) -> list[str]:
     """The `.jsonl` lines of a run: start, one result per record, stability per case, summary."""
-    from convlab.results import instances_frame, suite_order
-    from convlab.stats import stability, summary
+    from convlab.analysis.frames import instances_frame, suite_order
+    from convlab.analysis.stats import stability, summary
 
     df = instances_frame(run)
     stab = stability(df, order=suite_order(run))
@@ -183,7 +183,7 @@ def jsonl_lines(run: Run) -> list[str]:
 
 @register_saver(".jsonl")
 def _save_jsonl(run: Run, path: Path) -> None:
-    _write(path, "".join(line + "\n" for line in jsonl_lines(run)))
+    write_atomic(path, "".join(line + "\n" for line in jsonl_lines(run)))
 
 
 def _dumps(record: dict[str, Any]) -> str:

@@ -8,7 +8,7 @@ Pure functions over DataFrames shaped like `Run.df` (one row per case instance w
   (`count_errors_as="excluded"`); it is never a pass, and the choice is written in the output;
 - `skipped`, `blocked` and `cancelled` never ran to a verdict: they are never counted as runs.
 
-Run-to-run comparison lives in `convlab._compare` and is re-exported here as `compare`.
+Run-to-run comparison lives in `convlab.analysis.compare` and is re-exported here as `compare`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ __all__ = [
     "Tally",
     "case_row",
     "classify",
-    "compare",
     "counting_mode",
     "fisher_exact",
     "pass_at_k",
@@ -380,13 +379,3 @@ def summary_of(
         "classes": classes,
         "count_errors_as": mode,
     }
-
-
-def compare(before: Any, after: Any, alpha: float = 0.05, count_errors_as: str = "failed") -> Any:
-    """Per-case changes between two runs, each marked beyond noise or not (Fisher's exact test).
-
-    See `convlab._compare.compare`; defined here so `convlab.compare` lives with the statistics.
-    """
-    from convlab._compare import compare as _compare
-
-    return _compare(before, after, alpha=alpha, count_errors_as=count_errors_as)

@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from convlab.model.assertions import EVALUATORS
 from convlab.model.conversation import Message, Observation
 from convlab.model.results import AssertionResult
 from convlab.registry import Registry
@@ -72,9 +73,6 @@ class CheckContext:
 
 KINDS: Registry[CheckFn] = Registry("assertion kind")
 """Assertion kind -> evaluation function."""
-
-EVALUATORS: Registry[Callable[..., Any]] = Registry("evaluator")
-"""User evaluators (`custom` kind, JSONL types not built in): name -> fn(ctx, parameters)."""
 
 
 def kind(name: str) -> Callable[[CheckFn], CheckFn]:

@@ -69,7 +69,7 @@ def check(
         messages=convo + list(obs.messages) if messages is not None else list(obs.messages),
         judge=as_agent(judge) if judge is not None else None,
     )
-    from convlab.engine._sync import run_sync  # the engine's loop bridge, as run() uses
+    from convlab._sync import run_sync  # the engine's loop bridge, as run() uses
 
     return run_sync(lambda: evaluate(spec, ctx))
 

@@ -52,7 +52,7 @@ async def ask(agent: Agent, prompt: str) -> str:
     backoff, as the agent's own calls are, rather than turning the check into an error.
     """
     # imported here so that module-level imports keep pointing from the engine to checks
-    from convlab.engine.calls import Attempts, RetryPolicy, call_agent
+    from convlab.agents.calls import Attempts, RetryPolicy, call_agent
 
     ctx = AgentContext(metadata={"role": "judge"})
     session = await agent.open(ctx)

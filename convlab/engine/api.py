@@ -10,10 +10,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from convlab._sync import BackgroundLoop
 from convlab._util import parse_duration
+from convlab.agents.calls import RetryPolicy
 from convlab.agents.protocol import Agent, AgentContext, as_agent
-from convlab.engine._sync import BackgroundLoop
-from convlab.engine.calls import RetryPolicy
 from convlab.engine.conversation import Env, resolve_simulator
 from convlab.engine.events import Listener
 from convlab.engine.runner import Runner, Settings

@@ -12,9 +12,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from convlab.agents.calls import Attempts, RetryPolicy, call_agent
 from convlab.agents.protocol import Agent, AgentContext, AgentSession
 from convlab.checks import CheckContext, evaluate
-from convlab.engine.calls import Attempts, RetryPolicy, call_agent
 from convlab.engine.events import Event, TurnCompleted
 from convlab.model.conversation import Message, Observation, Usage
 from convlab.model.results import AssertionResult, CheckpointResult, TurnResult

@@ -9,10 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from convlab.errors import Problem, SuiteError
-from convlab.formats._base import FORMATS, Format, register_format
+from convlab.formats._base import FORMATS, Format, Problems, register_format
 from convlab.model.suite import Source, Suite
 
-__all__ = ["FORMATS", "Format", "detect", "load", "register_format"]
+__all__ = ["FORMATS", "Format", "Problems", "detect", "load", "register_format"]
 
 _BUILTINS = ("native", "jsonl", "suite_json", "yaml_cases", "python_tests")
 

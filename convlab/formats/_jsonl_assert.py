@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 
 from convlab.formats._base import Problems, did_you_mean, dotted, json_type
 from convlab.model.assertions import (
+    EVALUATORS,
     AgentValidator,
     Assertion,
     Contains,
@@ -188,8 +189,6 @@ def _common(obj: dict[str, Any], at: _At) -> dict[str, Any] | None:
 
 def _custom(kind: str, obj: dict[str, Any], at: _At) -> Assertion | None:
     """A type that is not built in: a registered evaluator, or a problem with a hint."""
-    from convlab.checks._core import EVALUATORS
-
     if kind in EVALUATORS:
         common = _common(obj, at)
         if common is None:

@@ -16,6 +16,7 @@ Format spellings map onto kinds as follows:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Annotated, Any, Literal, TypeAlias, get_args
 
 from pydantic import (
@@ -28,6 +29,8 @@ from pydantic import (
     model_serializer,
     model_validator,
 )
+
+from convlab.registry import Registry
 
 __all__ = [
     "AgentValidator",
@@ -266,6 +269,14 @@ class Not(_Spec):
 
     kind: Literal["not"] = "not"
     assertion: Assertion
+
+
+EVALUATORS: Registry[Callable[..., Any]] = Registry("evaluator")
+"""User evaluators (`custom` kind, JSONL types not built in): name -> fn(ctx, parameters).
+
+Kept with the specs, not in checks: loaders must know which names exist (a JSONL `type` that
+is not built in is valid only if registered) and loaders never import the checks.
+"""
 
 
 class Custom(_Spec):

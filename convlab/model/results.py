@@ -1,6 +1,6 @@
 """Result records: what one assertion, turn, checkpoint and case instance produced.
 
-Frames and statistics are derived views over these records (convlab.results, convlab.stats).
+Frames and statistics are derived views over these records (the convlab.analysis package).
 """
 
 from __future__ import annotations
@@ -145,7 +145,7 @@ class Run(BaseModel):
     """A whole run: the suite, the agent, the settings and every case instance's result.
 
     Frames (`df`, `turns_df`, ...), statistics (`stability()`, `summary`) and `save()` are
-    derived views, added by convlab.results and convlab.stats.
+    derived views, added by convlab.analysis.frames and convlab.analysis.stats.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -167,48 +167,48 @@ class Run(BaseModel):
     fingerprint: str = ""
     """Hash of the suite definition; a resumed store must match it."""
 
-    # Derived views, computed from `results` on every call (convlab.results, convlab.stats).
+    # Derived views, computed from `results` on every call (the convlab.analysis package).
 
     @property
     def df(self) -> pd.DataFrame:
         """One row per case instance: case_id, variant, repetition, run, status, error, ..."""
-        from convlab.results import instances_frame
+        from convlab.analysis.frames import instances_frame
 
         return instances_frame(self)
 
     @property
     def turns_df(self) -> pd.DataFrame:
         """One row per user turn: input, response, status, tool calls, assertion counts."""
-        from convlab.results import turns_frame
+        from convlab.analysis.frames import turns_frame
 
         return turns_frame(self)
 
     @property
     def assertions_df(self) -> pd.DataFrame:
         """One row per assertion result (turn, case and suite scope)."""
-        from convlab.results import assertions_frame
+        from convlab.analysis.frames import assertions_frame
 
         return assertions_frame(self)
 
     @property
     def checkpoints_df(self) -> pd.DataFrame:
         """One row per checkpoint of every dynamic instance."""
-        from convlab.results import checkpoints_frame
+        from convlab.analysis.frames import checkpoints_frame
 
         return checkpoints_frame(self)
 
     @property
     def tool_calls_df(self) -> pd.DataFrame:
         """One row per tool call the agent made."""
-        from convlab.results import tool_calls_frame
+        from convlab.analysis.frames import tool_calls_frame
 
         return tool_calls_frame(self)
 
     def stability(
         self, k: int | None = None, count_errors_as: str = "failed", by_variant: bool = False
     ) -> pd.DataFrame:
-        """Per-case pass rate, class, pass^k, Wilson interval, durations (convlab.stats)."""
-        from convlab.results import run_stability
+        """Per-case pass rate, class, pass^k, Wilson interval, durations (analysis.stats)."""
+        from convlab.analysis.frames import run_stability
 
         return run_stability(self, k, count_errors_as, by_variant)
 
@@ -216,14 +216,14 @@ class Run(BaseModel):
         self, ks: Iterable[int] | None = None, count_errors_as: str = "failed"
     ) -> pd.DataFrame:
         """pass^k and pass@k per case for each k in `ks` (default 1..runs)."""
-        from convlab.results import run_pass_k_table
+        from convlab.analysis.frames import run_pass_k_table
 
         return run_pass_k_table(self, ks, count_errors_as)
 
     @property
     def summary(self) -> Summary:
         """Totals by status, overall pass rate (mean of case rates), stable/unstable counts."""
-        from convlab.results import run_summary
+        from convlab.analysis.frames import run_summary
 
         return Summary(run_summary(self))
 
@@ -246,7 +246,7 @@ class Run(BaseModel):
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write the run; the suffix picks the format (`.json`, `.jsonl`, ...)."""
-        from convlab.results import save
+        from convlab.analysis.io import save
 
         return save(self, path)
 

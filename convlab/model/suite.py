@@ -276,7 +276,7 @@ class Suite(_Model):
     @property
     def df(self) -> Any:
         """One row per case: case_id, name, mode, turns, assertions, tags, source, ..."""
-        from convlab.results import suite_frame
+        from convlab.analysis.frames import suite_frame
 
         return suite_frame(self)
 

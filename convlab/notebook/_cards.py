@@ -48,8 +48,8 @@ Worst = list[tuple[str, float, str, str]]
 
 def _views(run: Run) -> tuple[dict[str, Any], Worst]:
     """The summary and the worst cases, from one pass over the results (no DataFrame)."""
-    from convlab.results import case_rollup, why_not_passed
-    from convlab.stats import summary_of
+    from convlab.analysis.frames import case_rollup, why_not_passed
+    from convlab.analysis.stats import summary_of
 
     latest, rows = case_rollup(run)
     summary = summary_of([r.status for r in latest], list(rows.values()), "failed")

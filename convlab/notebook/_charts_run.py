@@ -2,7 +2,7 @@
 
 Split from `charts` to keep each module short; `convlab.notebook.charts` re-exports these.
 Instances that never ran to a verdict (skipped, blocked, cancelled) are left out of every
-chart here, as `convlab.stats` leaves them out of every rate: their durations and turn
+chart here, as `convlab.analysis.stats` leaves them out of every rate: their durations and turn
 counts say nothing about the agent.
 """
 
@@ -12,6 +12,7 @@ import math
 from statistics import median
 from typing import TYPE_CHECKING, Any
 
+from convlab.analysis.stats import EXCLUDED_STATUSES, classify
 from convlab.model.results import Run
 from convlab.notebook._charts_base import (
     NO_VERDICT_COLOR,
@@ -30,7 +31,6 @@ from convlab.notebook._charts_base import (
     short,
 )
 from convlab.notebook._style import STATUS_COLORS
-from convlab.stats import EXCLUDED_STATUSES, classify
 
 if TYPE_CHECKING:
     import pandas as pd

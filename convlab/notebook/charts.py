@@ -122,7 +122,7 @@ def stability_frame(data: Any, chart: str) -> pd.DataFrame:
     if all(c in df.columns for c in _STABILITY_NEEDS):
         return df
     if all(c in df.columns for c in _INSTANCE_NEEDS):
-        from convlab.stats import stability as stability_table
+        from convlab.analysis.stats import stability as stability_table
 
         if "duration_ms" not in df.columns:
             df = df.assign(duration_ms=math.nan)

@@ -67,7 +67,7 @@ from convlab.notebook._style import (
 )
 
 if TYPE_CHECKING:
-    from convlab._compare import Comparison
+    from convlab.analysis.compare import Comparison
     from convlab.model.results import Run
     from convlab.model.suite import Suite
 

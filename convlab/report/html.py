@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from convlab._run_io import _write, register_saver
+from convlab.analysis.io import register_saver, write_atomic
 
 if TYPE_CHECKING:
     from convlab.model.conversation import Observation
@@ -227,4 +227,4 @@ def run_html_report(run: Run) -> str:
 
 @register_saver(".html", ".htm")
 def _save_html(run: Run, path: Path) -> None:
-    _write(path, run_html_report(run))
+    write_atomic(path, run_html_report(run))

@@ -16,7 +16,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from convlab._run_io import _write, register_saver
+from convlab.analysis.io import register_saver, write_atomic
 
 if TYPE_CHECKING:
     from convlab.model.results import AssertionResult, CaseResult, Run
@@ -123,4 +123,4 @@ def run_junit(run: Run) -> str:
 
 @register_saver(".xml")
 def _save_junit(run: Run, path: Path) -> None:
-    _write(path, run_junit(run))
+    write_atomic(path, run_junit(run))

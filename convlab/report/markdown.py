@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from convlab._run_io import _write, register_saver
+from convlab.analysis.io import register_saver, write_atomic
 
 if TYPE_CHECKING:
     from convlab.model.results import Run
@@ -68,8 +68,8 @@ def _counts(s: dict[str, Any]) -> str:
 
 def run_markdown(run: Run) -> str:
     """Summary, a per-case table (pass rate, stability class) and the failures with reasons."""
-    from convlab.results import instances_frame, suite_order
-    from convlab.stats import stability, summary
+    from convlab.analysis.frames import instances_frame, suite_order
+    from convlab.analysis.stats import stability, summary
 
     df = instances_frame(run)
     stab = stability(df, order=suite_order(run))
@@ -125,4 +125,4 @@ def run_markdown(run: Run) -> str:
 
 @register_saver(".md", ".markdown")
 def _save_markdown(run: Run, path: Path) -> None:
-    _write(path, run_markdown(run))
+    write_atomic(path, run_markdown(run))

@@ -24,7 +24,7 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from convlab._run_io import register_saver
+from convlab.analysis.io import register_saver
 from convlab.errors import ConvlabError, MissingDependencyError
 
 if TYPE_CHECKING:
@@ -279,7 +279,7 @@ def run_notebook(
     The notebook loads the run by a path relative to `cwd` (default: the run's folder), the
     folder it runs in and is meant to be saved in, so the pair can be moved together.
     """
-    from convlab._run_io import load_run
+    from convlab.analysis.io import load_run
 
     p = Path(run_path)
     run = load_run(p)  # a bad file fails here, with every problem, not inside the kernel
@@ -356,7 +356,7 @@ def render_report(
 def _save_notebook(run: Run, path: Path) -> None:
     """`run.save("report.ipynb")`: the executed report notebook plus `report.run.json` beside
     it, which the notebook loads (a notebook cannot hold the run for `load_run` itself)."""
-    from convlab._run_io import save
+    from convlab.analysis.io import save
 
     data = path.with_name(path.stem + ".run.json")
     existed = data.exists()
