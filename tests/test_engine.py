@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
+import threading
 
 import pytest
 
@@ -21,6 +21,15 @@ def echo(messages, ctx=None):
     if last == "boom":
         raise RuntimeError("agent exploded")
     return f"echo: {last}"
+
+
+GUARD_S = 30.0
+"""Code waiting for an event gives up after this long, so a regression fails, not hangs."""
+
+
+async def forever() -> None:
+    """Wait until cancelled (at most GUARD_S): what a stuck agent does."""
+    await asyncio.wait_for(asyncio.Event().wait(), GUARD_S)
 
 
 def std(case_id: str, text: str, *specs: dict, **kw) -> Case:
@@ -86,13 +95,13 @@ def test_an_agent_error_stops_the_remaining_turns():
 def test_timeout_marks_only_the_slow_case():
     async def slow(messages):
         if messages[-1]["content"] == "slow":
-            await asyncio.sleep(5)
+            await forever()
         return "ok"
 
     suite = Suite(id="s", cases=[std("slow", "slow"), std("fast", "fast", contains("ok"))])
-    run = cl.run(suite, slow, timeout=0.3, progress=False)
+    run = cl.run(suite, slow, timeout=0.5, progress=False)
     by = {r.case_id: r for r in run.results}
-    assert by["slow"].status == "timeout" and by["slow"].error == "timeout after 0.3s"
+    assert by["slow"].status == "timeout" and by["slow"].error == "timeout after 0.5s"
     assert by["fast"].status == "passed"
 
 
@@ -227,20 +236,23 @@ def test_store_and_resume_do_not_run_anything_twice(tmp_path):
 
 
 def test_start_stop_keeps_finished_results_and_cancels_the_rest():
-    async def slowish(messages):
-        await asyncio.sleep(0.05 if messages[-1]["content"] != "m9" else 30)
+    fourth = threading.Event()
+
+    async def agent(messages):
+        if messages[-1]["content"] == "m3":
+            fourth.set()
+            await forever()
         return "ok"
 
     suite = Suite(id="s", cases=[std(f"c{i}", f"m{i}") for i in range(10)])
-    handle = cl.start(suite, slowish, parallel=1)
-    deadline = time.time() + 10
-    while len(handle.results) < 3 and time.time() < deadline:
-        time.sleep(0.02)
+    handle = cl.start(suite, agent, parallel=1, progress=False)
+    assert fourth.wait(GUARD_S), "the fourth case never started"
     run = handle.stop()
-    statuses = [r.status for r in run.results]
     assert run.status == "cancelled"
-    assert statuses.count("passed") >= 3 and "cancelled" in statuses
-    assert len(run.results) == 10
+    assert [(r.case_id, r.status) for r in run.results] == [
+        *((f"c{i}", "passed") for i in range(3)),
+        *((f"c{i}", "cancelled") for i in range(3, 10)),
+    ]
 
 
 def test_run_works_inside_a_running_event_loop():
