@@ -6,12 +6,15 @@ from __future__ import annotations
 import asyncio
 import json
 import textwrap
-import time
+import threading
 
 import convlab as cl
 from convlab.cli import main
 from convlab.model import Case, Message, Suite
 from convlab.plan import fingerprint
+
+GUARD_S = 30.0
+"""Code waiting for an event gives up after this long, so a regression fails, not hangs."""
 
 
 def std(case_id: str, text: str = "hi", **kw) -> Case:
@@ -63,15 +66,18 @@ def test_a_failing_after_hook_keeps_the_run():
 
 
 def test_stopping_while_the_run_finishes_still_returns_the_run():
+    in_after, stopping = threading.Event(), threading.Event()
+
     async def slow_after(run, data):
-        await asyncio.sleep(0.5)
+        in_after.set()
+        await asyncio.to_thread(stopping.wait, GUARD_S)  # until stop has been asked for
 
     handle = cl.start(Suite(id="s", cases=[std("a")]), lambda m: "ok", after=slow_after)
-    deadline = time.time() + 10
-    while not handle.results and time.time() < deadline:
-        time.sleep(0.01)
-    time.sleep(0.1)
+    assert in_after.wait(GUARD_S), "the after hook never ran"
+    handle.cancel()  # what stop() does first; the hook is released only once it is asked
+    stopping.set()
     run = handle.stop()
+    assert run.status == "cancelled"
     assert run.results[0].status == "passed"
 
 
@@ -81,8 +87,12 @@ def test_an_instance_stopped_mid_conversation_keeps_its_turns_and_runs_after(tmp
     )
     monkeypatch.syspath_prepend(str(tmp_path))
 
+    second_turn = threading.Event()
+
     async def agent(messages):
-        await asyncio.sleep(0.02 if messages[-1]["content"] == "one" else 30)
+        if messages[-1]["content"] == "two":
+            second_turn.set()
+            await asyncio.wait_for(asyncio.Event().wait(), GUARD_S)  # until stopped
         return "ok"
 
     case = Case(
@@ -92,7 +102,7 @@ def test_an_instance_stopped_mid_conversation_keeps_its_turns_and_runs_after(tmp
         turns=[{"input": {"text": "one"}}, {"input": {"text": "two"}}],
     )
     handle = cl.start(Suite(id="s", cases=[case]), agent)
-    time.sleep(0.5)
+    assert second_turn.wait(GUARD_S), "the second turn never started"
     run = handle.stop()
     [res] = run.results
     assert res.status == "cancelled" and res.started_at is not None
