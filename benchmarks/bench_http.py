@@ -38,7 +38,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from convlab.agents.openai import OpenAIAgent  # noqa: E402
+from convlab.agents.openai_agent import OpenAIAgent  # noqa: E402
 from convlab.agents.protocol import AgentContext  # noqa: E402
 from convlab.model.conversation import Message  # noqa: E402
 

@@ -13,7 +13,7 @@ import pytest
 from aiohttp import web
 
 import convlab as cl
-from convlab.agents.http import HTTPAgent, get_path, render
+from convlab.agents.http_agent import HTTPAgent, get_path, render
 from convlab.agents.protocol import AgentContext, as_agent
 from convlab.errors import AgentError, AgentHTTPError, AgentResponseError
 from convlab.model.conversation import Message

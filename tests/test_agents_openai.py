@@ -15,7 +15,7 @@ import pytest
 from aiohttp import web
 
 import convlab as cl
-from convlab.agents.openai import OpenAIAgent
+from convlab.agents.openai_agent import OpenAIAgent
 from convlab.agents.protocol import AgentContext, as_agent
 from convlab.agents.tools import as_tools
 from convlab.errors import AgentError, AgentHTTPError, AgentResponseError, AgentTimeoutError
@@ -411,7 +411,7 @@ def test_many_requests_in_flight_share_one_pool(server):
 
 
 def test_the_factory_survives_importing_the_module():
-    import convlab.agents.openai as module
+    import convlab.agents.openai_agent as module
 
     assert isinstance(module.OpenAIAgent("m", base_url="http://127.0.0.1:9/v1"), OpenAIAgent)
     assert isinstance(cl.agents.openai("m", base_url="http://127.0.0.1:9/v1"), OpenAIAgent)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import convlab as cl
-from convlab.agents.demo.catalog import SelectionError
+from convlab.agents.demos.catalog import SelectionError
 from convlab.agents.protocol import AgentContext, as_agent
 from convlab.agents.scripted import ScriptedSimulator, SimulatorTurn
 from convlab.model.conversation import Message, Observation
@@ -60,13 +60,26 @@ def json_block(text: str) -> Any:
 
 
 # -- the registry ---------------------------------------------------------------------------
+def test_agent_factories_stay_functions_after_their_modules_load() -> None:
+    import importlib
+    import inspect
+
+    for name, module in (
+        ("openai", "convlab.agents.openai_agent"),
+        ("http", "convlab.agents.http_agent"),
+        ("demo", "convlab.agents.demos"),
+    ):
+        importlib.import_module(module)
+        assert inspect.isfunction(getattr(cl.agents, name)), name
+
+
 def test_demo_names_and_spec_strings() -> None:
-    assert cl.agents.demo.names() == ["catalog", "cloud_drive", "expense", "finance"]
-    for name in cl.agents.demo.names():
+    assert cl.agents.demos.names() == ["catalog", "cloud_drive", "expense", "finance"]
+    for name in cl.agents.demos.names():
         agent = as_agent(f"demo:{name}")
         assert agent.describe() == f"demo:{name}"
         assert "demo" in (type(agent).__doc__ or "").lower()
-    assert cl.agents.demo.get("cloud-drive").name == "cloud_drive"
+    assert cl.agents.demos.get("cloud-drive").name == "cloud_drive"
 
 
 def test_unknown_demo_name_suggests_the_closest() -> None:

@@ -34,7 +34,7 @@ def test_expected_yaml_covers_every_example_folder() -> None:
     folders = sorted(p.name for p in EXAMPLES.iterdir() if p.is_dir())
     assert folders == FOLDERS == ["catalog", "cloud_drive", "expense", "finance"]
     for spec in EXPECTED.values():
-        assert spec["agent"].removeprefix("demo:") in cl.agents.demo.names()
+        assert spec["agent"].removeprefix("demo:") in cl.agents.demos.names()
         assert set(spec["cases"].values()) <= {"passed", "failed", "error"}
 
 

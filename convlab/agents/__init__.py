@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from convlab.agents import demos
 from convlab.agents.function import FunctionAgent
 from convlab.agents.protocol import (
     AGENT_SPECS,
@@ -19,8 +20,8 @@ from convlab.agents.protocol import (
 )
 
 if TYPE_CHECKING:
-    from convlab.agents.http import HTTPAgent
-    from convlab.agents.openai import OpenAIAgent
+    from convlab.agents.http_agent import HTTPAgent
+    from convlab.agents.openai_agent import OpenAIAgent
 
 __all__ = [
     "AGENT_SPECS",
@@ -31,6 +32,7 @@ __all__ = [
     "agent_spec",
     "as_agent",
     "demo",
+    "demos",
     "function",
     "http",
     "openai",
@@ -50,18 +52,15 @@ agent_spec("py", "python")(FunctionAgent.from_spec)
 def demo(name: str) -> Agent:
     """A built-in demo agent, offline and deterministic: expense, cloud_drive, catalog, finance.
 
-    (The package `convlab.agents.demo` is callable the same way and lists `names()`.)
+    (`convlab.agents.demos.names()` lists them.)
     """
-    from convlab.agents.demo import get
+    from convlab.agents.demos import get
 
     return get(name)
 
 
 agent_spec("demo")(demo)
 
-# The package `convlab.agents.demo` replaces the function above as this module's `demo` as
-# soon as it is imported; import it now so `demo` is always the same callable package.
-import convlab.agents.demo  # noqa: E402, F401
 
 
 def openai(
@@ -77,9 +76,9 @@ def openai(
     Unset arguments come from OPENAI_MODEL, OPENAI_BASE_URL and OPENAI_API_KEY; `tools` are
     Python functions (run locally when the model calls them) or OpenAI tool definitions;
     `timeout` (seconds, default 60), `headers` and model parameters (temperature, ...) go in
-    `params`. (The module `convlab.agents.openai` is callable the same way.)
+    `params`.
     """
-    from convlab.agents.openai import OpenAIAgent
+    from convlab.agents.openai_agent import OpenAIAgent
 
     return OpenAIAgent(model, base_url, api_key, system, tools, **params)
 
@@ -93,9 +92,9 @@ def http(
 ) -> HTTPAgent:
     """A generic JSON endpoint as an agent: a request template in, dotted paths out.
 
-    See `convlab.agents.http.HTTPAgent` for the placeholders and paths.
+    See `convlab.agents.http_agent.HTTPAgent` for the placeholders and paths.
     """
-    from convlab.agents.http import HTTPAgent
+    from convlab.agents.http_agent import HTTPAgent
 
     return HTTPAgent(url, request, response, headers, timeout)
 
@@ -103,7 +102,7 @@ def http(
 @agent_spec("openai")
 def _openai_spec(rest: str) -> Agent:
     """`openai:MODEL`; the endpoint and key come from the environment."""
-    from convlab.agents.openai import OpenAIAgent
+    from convlab.agents.openai_agent import OpenAIAgent
 
     return OpenAIAgent(rest or None)
 
@@ -111,7 +110,7 @@ def _openai_spec(rest: str) -> Agent:
 @agent_spec("http")
 def _http_spec(rest: str) -> Agent:
     """`http:URL`, `http://...` or `https://...`."""
-    from convlab.agents.http import HTTPAgent
+    from convlab.agents.http_agent import HTTPAgent
 
     if rest.startswith("//"):
         rest = "http:" + rest

@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-import sys
 import time
-import types
 from collections.abc import Mapping
 from typing import Any
 
@@ -214,14 +212,3 @@ class _HTTPSession(AgentSession):
         obs = to_observation(reply)
         obs.latency_ms = (time.perf_counter() - start) * 1000
         return obs
-
-
-class _CallableModule(types.ModuleType):
-    """Importing this module sets `convlab.agents.http` to the module, hiding the package's
-    `http(...)` factory of the same name; so the module itself builds the agent when called."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> HTTPAgent:
-        return HTTPAgent(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule

@@ -15,9 +15,7 @@ or an error message.
 from __future__ import annotations
 
 import os
-import sys
 import time
-import types
 import urllib.parse
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -293,14 +291,3 @@ def _add_usage(total: Usage | None, raw: Any) -> Usage | None:
         if isinstance(value, int):
             setattr(total, key, getattr(total, key) + value)
     return total
-
-
-class _CallableModule(types.ModuleType):
-    """Importing this module sets `convlab.agents.openai` to the module, hiding the package's
-    `openai(...)` factory of the same name; so the module itself builds the agent when called."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> OpenAIAgent:
-        return OpenAIAgent(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule

@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from convlab.agents.demo._base import asks_confirmation, chat_of
+from convlab.agents.demos._base import asks_confirmation, chat_of
 from convlab.agents.protocol import Agent, AgentContext, AgentSession
 from convlab.agents.simulator import SimulatorTurn
 from convlab.model.conversation import Message, Observation

@@ -33,8 +33,8 @@ from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from typing import Any
 
 from convlab.agents._transport import dumps, loads
-from convlab.agents.demo import get as demo_agent
-from convlab.agents.demo import names as demo_names
+from convlab.agents.demos import get as demo_agent
+from convlab.agents.demos import names as demo_names
 from convlab.agents.protocol import Agent, AgentContext, as_agent
 from convlab.errors import MissingDependencyError, UnknownNameError
 from convlab.model.conversation import Message, Observation

@@ -15,18 +15,17 @@ suite under `examples/` runs on one of them:
 Example:
     >>> import convlab as cl
     >>> agent = cl.agents.demo("expense")
-    >>> cl.agents.demo.names()
+    >>> from convlab.agents import demos
+    >>> demos.names()
     ['catalog', 'cloud_drive', 'expense', 'finance']
 
-`convlab.agents.demo` is this package and is also callable (`demo("expense")` is
-`demo.get("expense")`), so both spellings work whichever was imported first.
+The factory is the function `convlab.agents.demo(name)`; this package is `demos`, so the
+two never shadow each other.
 """
 
 from __future__ import annotations
 
 import importlib
-import sys
-import types
 
 from convlab.agents.protocol import Agent
 from convlab.registry import Registry
@@ -35,10 +34,10 @@ __all__ = ["demo", "get", "names"]
 
 _MODULES: Registry[str] = Registry("demo agent")
 """Demo name -> `module:Class` (imported on first use, so `import convlab` stays light)."""
-_MODULES.add("expense", "convlab.agents.demo.expense:ExpenseAgent")
-_MODULES.add("cloud_drive", "convlab.agents.demo.cloud_drive:CloudDriveAgent")
-_MODULES.add("catalog", "convlab.agents.demo.catalog:CatalogAgent")
-_MODULES.add("finance", "convlab.agents.demo.finance:FinanceAgent")
+_MODULES.add("expense", "convlab.agents.demos.expense:ExpenseAgent")
+_MODULES.add("cloud_drive", "convlab.agents.demos.cloud_drive:CloudDriveAgent")
+_MODULES.add("catalog", "convlab.agents.demos.catalog:CatalogAgent")
+_MODULES.add("finance", "convlab.agents.demos.finance:FinanceAgent")
 
 
 def names() -> list[str]:
@@ -56,13 +55,3 @@ def get(name: str) -> Agent:
 def demo(name: str) -> Agent:
     """A new demo agent by name: `expense`, `cloud_drive`, `catalog` or `finance`."""
     return get(name)
-
-
-class _CallableModule(types.ModuleType):
-    """Lets `convlab.agents.demo("expense")` work once this package shadows the function."""
-
-    def __call__(self, name: str) -> Agent:
-        return get(name)
-
-
-sys.modules[__name__].__class__ = _CallableModule

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from convlab.agents.demo._base import Answer, Chat, DemoAgent, DemoSession, Turn
+from convlab.agents.demos._base import Answer, Chat, DemoAgent, DemoSession, Turn
 from convlab.errors import SelectionError
 from convlab.model.suite import Selection
 

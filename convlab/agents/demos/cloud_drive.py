@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from convlab.agents.demo._base import (
+from convlab.agents.demos._base import (
     Answer,
     Chat,
     DemoAgent,

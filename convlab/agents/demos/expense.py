@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from convlab.agents.demo._base import (
+from convlab.agents.demos._base import (
     Answer,
     Chat,
     DemoAgent,

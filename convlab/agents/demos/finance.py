@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from convlab.agents.demo._base import Answer, Chat, DemoAgent, DemoSession, Turn, format_number
+from convlab.agents.demos._base import Answer, Chat, DemoAgent, DemoSession, Turn, format_number
 
 __all__ = ["DEFAULT_TABLE", "FinanceAgent"]
 
