@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 import convlab as cl
-from convlab.checks import EVALUATORS, evaluator
+from convlab.checks import EVALUATORS
 from convlab.model import Case, Message, Suite
 from convlab.model.suite import Checkpoint, SimulatorSpec
 
@@ -41,9 +41,8 @@ def release(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
     mod = types.ModuleType(MODULE)
     mod.stuck = stuck  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, MODULE, mod)
-    evaluator("convlab_test_stuck")(stuck)
-    yield event
-    EVALUATORS._items.pop("convlab_test_stuck", None)
+    with EVALUATORS.registered("convlab_test_stuck", stuck):
+        yield event
     guard.cancel()
     event.set()
 

@@ -50,8 +50,8 @@ class FaultServer:
             assert request.transport is not None
             request.transport.close()
             return web.Response()
-        if word == "slow":
-            await asyncio.sleep(5)
+        if word == "slow":  # answers never: the client's timeout ends it
+            await asyncio.Event().wait()
         if word == "badjson":
             return web.Response(text="{not json", content_type="application/json")
         if word == "empty":
