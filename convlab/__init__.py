@@ -46,10 +46,14 @@ _LAZY = {
     "load_run": "convlab.analysis.io",
     "run": "convlab.api",
     "RunHandle": "convlab.api",
+    "Comparison": "convlab.analysis.compare",
+    "AgentContext": "convlab.agents.protocol",
     "start": "convlab.api",
 }
 
 if TYPE_CHECKING:
+    from convlab.agents.protocol import AgentContext
+    from convlab.analysis.compare import Comparison
     from convlab.api import RunHandle, arun, ask, run, start
     from convlab.checks._core import evaluator
 
@@ -72,6 +76,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "AgentContext",
     "AgentError",
     "AgentHTTPError",
     "AgentResponseError",
@@ -80,6 +85,7 @@ __all__ = [
     "AssertionResult",
     "Case",
     "CaseResult",
+    "Comparison",
     "ConvlabError",
     "Message",
     "Observation",

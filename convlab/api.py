@@ -8,10 +8,13 @@ elsewhere (convlab.report.console); a Stop button is offered only where stopping
 from __future__ import annotations
 
 import asyncio
+import difflib
+import inspect
 import sys
+import typing
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from convlab._sync import run_sync
 from convlab.engine.api import RunHandle, ask_once, build_runner
@@ -21,9 +24,102 @@ from convlab.model.answer import Answer
 from convlab.model.results import Run
 from convlab.model.suite import Suite
 
-__all__ = ["RunHandle", "arun", "ask", "run", "start"]
+__all__ = ["RUN_DEFAULTS", "RunHandle", "RunOptions", "arun", "ask", "run", "start"]
 
 PROGRESS_CHOICES = (None, False, True, "widget", "text")
+
+
+class RunOptions(TypedDict, total=False):
+    """The keyword arguments `run`, `arun` and `start` share (defaults in RUN_DEFAULTS)."""
+
+    runs: int
+    parallel: int
+    timeout: str | float
+    simulator: Any
+    judge: Any
+    store: str | Path | None
+    resume: bool
+    fail_fast: bool
+    progress: Any
+    retries: int
+    allow_external_writes: bool
+    before: Any
+    after: Any
+
+
+RUN_DEFAULTS: RunOptions = {
+    "runs": 1,
+    "parallel": 4,
+    "timeout": "2m",
+    "simulator": None,
+    "judge": None,
+    "store": None,
+    "resume": False,
+    "fail_fast": False,
+    "progress": None,
+    "retries": 3,
+    "allow_external_writes": False,
+    "before": None,
+    "after": None,
+}
+
+OPTIONS_DOC = """
+    Args:
+        suite: A Suite, or a path that `convlab.load` reads.
+        agent: A function `f(messages)` / `f(messages, ctx)` (messages are OpenAI-style
+            dicts: `messages[-1]["content"]`), an Agent, or a spec string (`demo:NAME`,
+            `openai:MODEL`, `http:URL`, `module:function`).
+        runs: Repeat every case this many times (stability).
+        parallel: Instances at once.
+        timeout: Per-instance timeout (`"2m"`, `"30s"` or seconds); a case's own wins.
+        simulator: The user simulator for dynamic and code-test cases (default: scripted).
+        judge: The agent that answers judge assertions.
+        store: A JSONL results store; every finished instance is appended at once.
+        resume: Skip the instances already in `store`.
+        fail_fast: Start nothing new after the first failure, error or timeout.
+        progress: None picks the live widget tree in a notebook and text elsewhere;
+            "widget" or "text" force one; False shows nothing; a callable receives every
+            engine event.
+        retries: Retries of transient agent failures (429, 5xx, connection errors).
+        allow_external_writes: Run cases whose write policy is `external`.
+        before: A run-level hook called with the suite before any case.
+        after: A run-level hook called with the Run and the before hook's result.
+"""
+
+
+def _shares_run_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Give `fn(suite, agent, **options)` the exact signature and docs of the options, so
+    `help()` and editors show every keyword with its default (written once, here)."""
+    hints = typing.get_type_hints(RunOptions)
+    given = typing.get_type_hints(fn)
+    positional = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    params = [
+        inspect.Parameter("suite", positional, annotation=given["suite"]),
+        inspect.Parameter("agent", positional, annotation=given["agent"]),
+    ]
+    params += [
+        inspect.Parameter(
+            name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=RUN_DEFAULTS[name],  # type: ignore[literal-required]
+            annotation=hints[name],
+        )
+        for name in RUN_DEFAULTS
+    ]
+    ret = given["return"]
+    fn.__signature__ = inspect.Signature(params, return_annotation=ret)  # type: ignore[attr-defined]
+    fn.__doc__ = (fn.__doc__ or "").rstrip() + "\n" + OPTIONS_DOC
+    return fn
+
+
+def _options(where: str, suite: Any, agent: Any, given: dict[str, Any]) -> dict[str, Any]:
+    """The options with defaults filled in; an unknown keyword is a TypeError with a hint."""
+    unknown = [k for k in given if k not in RUN_DEFAULTS]
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], list(RUN_DEFAULTS), n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise TypeError(f"{where}() got an unexpected keyword argument {unknown[0]!r}.{hint}")
+    return {"suite": suite, "agent": agent, **RUN_DEFAULTS, **given}
 
 
 class _View:
@@ -78,50 +174,14 @@ def _view(progress: Any) -> _View:
     return _View([ConsoleProgress(stream=sys.stdout if in_kernel() else sys.stderr)])
 
 
-async def arun(
-    suite: Suite | str | Path,
-    agent: Any,
-    *,
-    runs: int = 1,
-    parallel: int = 4,
-    timeout: str | float = "2m",
-    simulator: Any = None,
-    judge: Any = None,
-    store: str | Path | None = None,
-    resume: bool = False,
-    fail_fast: bool = False,
-    progress: Any = None,
-    retries: int = 3,
-    allow_external_writes: bool = False,
-    before: Any = None,
-    after: Any = None,
-) -> Run:
+@_shares_run_options
+async def arun(suite: Suite | str | Path, agent: Any, **options: Unpack[RunOptions]) -> Run:
     """Run a suite against an agent (awaitable: the notebook's first-class path).
-
-    Args:
-        suite: A Suite, or a path that `convlab.load` reads.
-        agent: A function `f(messages)` / `f(messages, ctx)`, an Agent, or a spec string
-            (`demo:NAME`, `openai:MODEL`, `http:URL`, `module:function`).
-        runs: Repeat every case this many times (stability).
-        parallel: Instances at once.
-        timeout: Per-instance timeout (`"2m"`, `"30s"` or seconds); a case's own wins.
-        simulator: The user simulator for dynamic and code-test cases (default: scripted).
-        judge: The agent that answers judge assertions.
-        store: A JSONL results store; every finished instance is appended at once.
-        resume: Skip the instances already in `store`.
-        fail_fast: Start nothing new after the first failure, error or timeout.
-        progress: None picks the live widget tree in a notebook and text elsewhere;
-            "widget" or "text" force one; False shows nothing; a callable receives every
-            engine event.
-        retries: Retries of transient agent failures (429, 5xx, connection errors).
-        allow_external_writes: Run cases whose write policy is `external`.
-        before: A run-level hook called with the suite before any case.
-        after: A run-level hook called with the Run and the before hook's result.
 
     Stopping (the widget's Stop button, or interrupting the kernel) returns the partial Run:
     finished instances kept, the rest `cancelled`.
     """
-    runner, view = _runner_and_view(dict(locals()))
+    runner, view = _runner_and_view(_options("arun", suite, agent, dict(options)))
     result: Run | None = None
     task = asyncio.ensure_future(runner.execute())
     loop = asyncio.get_running_loop()
@@ -144,31 +204,15 @@ async def arun(
         view.close(result)
 
 
-def run(
-    suite: Suite | str | Path,
-    agent: Any,
-    *,
-    runs: int = 1,
-    parallel: int = 4,
-    timeout: str | float = "2m",
-    simulator: Any = None,
-    judge: Any = None,
-    store: str | Path | None = None,
-    resume: bool = False,
-    fail_fast: bool = False,
-    progress: Any = None,
-    retries: int = 3,
-    allow_external_writes: bool = False,
-    before: Any = None,
-    after: Any = None,
-) -> Run:
+@_shares_run_options
+def run(suite: Suite | str | Path, agent: Any, **options: Unpack[RunOptions]) -> Run:
     """Run a suite against an agent and block until it ends (scripts, cells, CLI).
 
-    Takes the same arguments as `arun`. In a notebook cell the engine runs on a private
-    loop in a worker thread; interrupting the kernel stops it and returns the partial Run
-    (finished instances kept, the rest `cancelled`).
+    In a notebook cell the engine runs on a private loop in a worker thread; interrupting the
+    kernel stops it and returns the partial Run (finished instances kept, the rest
+    `cancelled`).
     """
-    runner, view = _runner_and_view(dict(locals()))
+    runner, view = _runner_and_view(_options("run", suite, agent, dict(options)))
     # a blocking cell cannot receive a button click: the kernel's interrupt is the way
     view.bind_stop(None, "interrupt the kernel (■) to stop; finished cases are kept")
     result: Run | None = None
@@ -179,29 +223,13 @@ def run(
         view.close(result)
 
 
-def start(
-    suite: Suite | str | Path,
-    agent: Any,
-    *,
-    runs: int = 1,
-    parallel: int = 4,
-    timeout: str | float = "2m",
-    simulator: Any = None,
-    judge: Any = None,
-    store: str | Path | None = None,
-    resume: bool = False,
-    fail_fast: bool = False,
-    progress: Any = None,
-    retries: int = 3,
-    allow_external_writes: bool = False,
-    before: Any = None,
-    after: Any = None,
-) -> RunHandle:
+@_shares_run_options
+def start(suite: Suite | str | Path, agent: Any, **options: Unpack[RunOptions]) -> RunHandle:
     """Start a run in the background and return a handle (`stop()`, `wait()`, `results`).
 
-    Takes the same arguments as `arun`; in a notebook the live tree has a Stop button.
+    In a notebook the live tree has a Stop button; `handle.stop()` does the same.
     """
-    runner, view = _runner_and_view(dict(locals()))
+    runner, view = _runner_and_view(_options("start", suite, agent, dict(options)))
 
     async def go() -> Run:
         result: Run | None = None
