@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 
 import convlab as cl
 
@@ -17,23 +18,42 @@ SCRIPT = textwrap.dedent("""
     import convlab as cl
     from convlab.model import Case, Message, Suite
 
+    HELD = 20  # cases from m20 on never answer in the killed run
+
     SUITE = Suite(id="kill", cases=[
         Case(id=f"c{i:02d}", input=[Message(content=f"m{i}")],
              assertions=[{"kind": "contains", "value": "ok"}])
         for i in range(40)
     ])
 
-    def make_agent(calls_path):
+    def make_agent(calls_path, hold_from=None):
         async def agent(messages):
+            text = messages[-1]["content"]
             with open(calls_path, "a") as fh:
-                fh.write(messages[-1]["content"] + "\\n")
-            await asyncio.sleep(0.05)
+                fh.write(text + "\\n")
+            if hold_from is not None and int(text[1:]) >= hold_from:
+                await asyncio.sleep(3600)  # held until the process is killed
             return "ok"
         return agent
 
     if __name__ == "__main__":
-        cl.run(SUITE, make_agent(sys.argv[2]), parallel=4, store=sys.argv[1], progress=False)
+        agent = make_agent(sys.argv[2], hold_from=HELD)
+        cl.run(SUITE, agent, parallel=4, store=sys.argv[1], progress=False)
 """)
+
+
+GUARD_S = 60.0
+"""How long a test waits for a state the child process reaches by itself."""
+
+
+def wait_for(reached: Callable[[], bool]) -> bool:
+    """Poll for a state that, once reached, stays (no timing window): True when reached."""
+    deadline = time.monotonic() + GUARD_S
+    while not reached():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
 
 
 def test_sigkill_then_resume(tmp_path):
@@ -41,18 +61,20 @@ def test_sigkill_then_resume(tmp_path):
     script.write_text(SCRIPT)
     store, calls = tmp_path / "store.jsonl", tmp_path / "calls.txt"
     proc = subprocess.Popen([sys.executable, str(script), str(store), str(calls)])
-    deadline = time.time() + 30
-    while time.time() < deadline:
-        if store.exists() and store.read_text().count('"type":"result"') >= 10:
-            break
-        time.sleep(0.02)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
+    # The run settles with m0-m19 stored and m20-m23 held (parallel=4): kill it there.
+    try:
+        held = wait_for(lambda: calls.exists() and len(calls.read_text().split()) >= 24)
+        assert held, "the killed run never reached its held cases"
+        assert wait_for(lambda: store.read_text().count('"type":"result"') == 20)
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
 
     lines = store.read_text().splitlines()
     records = [json.loads(line) for line in lines]  # every line parses
     stored = {r["case_id"] for r in records if r.get("type") == "result"}
-    assert 10 <= len(stored) < 40
+    assert stored == {f"c{i:02d}" for i in range(20)}
+    assert sorted(calls.read_text().split()) == sorted(f"m{i}" for i in range(24))
 
     sys.path.insert(0, str(tmp_path))
     try:
@@ -82,7 +104,8 @@ INTERRUPT = textwrap.dedent("""
     async def agent(messages):
         with open(sys.argv[1], "a") as fh:
             fh.write("x\\n")
-        await asyncio.sleep(0.05 if messages[-1]["content"] != "m39" else 60)
+        if messages[-1]["content"] == "m4":
+            await asyncio.sleep(3600)  # held until Ctrl-C
         return "ok"
 
     suite = Suite(id="int", cases=[Case(id=f"c{i:02d}", input=[Message(content=f"m{i}")])
@@ -102,11 +125,11 @@ def test_ctrl_c_keeps_finished_results_and_cancels_the_rest(tmp_path):
     proc = subprocess.Popen(
         [sys.executable, str(script), str(calls)], stdout=subprocess.PIPE, text=True
     )
-    deadline = time.time() + 60
-    while time.time() < deadline and (not calls.exists() or calls.read_text().count("x") < 4):
-        time.sleep(0.02)
-    proc.send_signal(signal.SIGINT)
-    out, _ = proc.communicate(timeout=30)
-    status, passed, cancelled = out.split()
-    assert status == "cancelled"
-    assert int(passed) >= 1 and int(passed) + int(cancelled) == 40
+    # parallel=1: m0-m3 answer, m4 is held; the fifth call means Ctrl-C lands on m4.
+    try:
+        assert wait_for(lambda: calls.exists() and calls.read_text().count("x") >= 5)
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=GUARD_S)
+    finally:
+        proc.kill()
+    assert out.split() == ["cancelled", "4", "36"]
