@@ -903,23 +903,26 @@ def test_single_turn_files_become_content_parts(tmp_path: Path) -> None:
 
 
 def test_env_placeholders_in_inputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # HoloDeck 0.7.1 config/env_loader.py `substitute_env_vars`: set variables are replaced,
+    # an unset one is an error naming it (convlab: with its line and field path)
     monkeypatch.setenv("CONVLAB_T_CITY", "Paris")
     monkeypatch.delenv("CONVLAB_T_UNSET", raising=False)
-    path = write(
-        tmp_path,
-        """
-        model: {api_key: "${CONVLAB_T_CITY}"}
+    text = """
+        model: {api_key: "${CONVLAB_T_UNSET}"}
         test_cases:
           - name: t
-            input: "Is ${CONVLAB_T_CITY} in ${CONVLAB_T_UNSET}?"
+            input: "Is ${CONVLAB_T_CITY} in France?"
             ground_truth: "${CONVLAB_T_CITY}"
-        """,
-    )
-    suite = convlab.load(path)
+        """
+    suite = convlab.load(write(tmp_path, text))
     case = suite.case("t")
-    assert (case.input or [])[0].content == "Is Paris in ${CONVLAB_T_UNSET}?"
+    assert (case.input or [])[0].content == "Is Paris in France?"
     assert case.metadata["ground_truth"] == "Paris"
-    assert suite.metadata["model"] == {"api_key": "${CONVLAB_T_CITY}"}
+    # the agent's own settings stay as written (a deliberate difference: no secrets)
+    assert suite.metadata["model"] == {"api_key": "${CONVLAB_T_UNSET}"}
+    found = problems(tmp_path, text.replace("in France", "in ${CONVLAB_T_UNSET}"))
+    problem = at(found, "test_cases[0].input")
+    assert problem.line == 4 and "'CONVLAB_T_UNSET' not found" in problem.message
 
 
 def test_disabled_metric_is_dropped(tmp_path: Path) -> None:

@@ -7,8 +7,16 @@ and whose every asserted argument matches; at least `count` of them must.
 
 Matchers, exactly as HoloDeck's tool_arg_matcher: literal (ints equal floats, bools are
 strict, lists element-wise, dicts need the same keys, strings exact), fuzzy (strip,
-lower-case, delete `,` `_` and spaces, collapse other whitespace; numbers compare when both
+lower-case, delete `,` `_` and U+202F NARROW NO-BREAK SPACE, then collapse every other
+whitespace run, ASCII space, tab, newline or U+00A0, to one space; numbers compare when both
 sides parse, a trailing `%` divides by 100), regex (`re.fullmatch` over `str(actual)`).
+So `hello world` matches `hello\tworld`, but `Hello World` does not match `helloworld` and
+`New_York` does not match `new york` (HoloDeck 0.7.1 `_normalize`; an ASCII space is kept).
+
+A call's arguments are read as HoloDeck's OpenAI backend reads them
+(`_parse_tool_arguments`): an object as is, a JSON object text parsed, any other text
+(invalid JSON, or JSON that is not an object) wrapped as `{"raw": <the text>}` so an
+`args: {raw: ...}` assertion can still reach it; anything else counts as no arguments.
 """
 
 from __future__ import annotations
@@ -18,7 +26,7 @@ import re
 from typing import Any
 
 from convlab.checks._core import CheckContext, kind, result
-from convlab.checks.tools import parse_arguments
+from convlab.checks.tools import holodeck_arguments
 from convlab.model.assertions import ArgMatcher, ExpectedTool, ExpectedTools
 from convlab.model.conversation import ToolCall
 from convlab.model.results import AssertionResult
@@ -32,7 +40,8 @@ __all__ = [
     "match_regex",
 ]
 
-_SEPARATORS = re.compile(r"[,_ ]")
+_SEPARATORS = re.compile("[,_\u202f]")
+"""HoloDeck's `_SEPARATOR_RE`: comma, underscore, U+202F (not the ASCII space)."""
 _WHITESPACE = re.compile(r"\s+")
 
 
@@ -56,6 +65,7 @@ def match_literal(expected: Any, actual: Any) -> bool:
 
 
 def _normalize(text: str) -> str:
+    """HoloDeck's order: strip, lower-case, delete separators, then collapse whitespace."""
     return _WHITESPACE.sub(" ", _SEPARATORS.sub("", text.strip().lower()))
 
 
@@ -71,7 +81,10 @@ def _number(text: str) -> float | None:
 
 
 def match_fuzzy(pattern: str, actual: Any) -> bool:
-    """Case-, space- and separator-insensitive; numeric when both parse ("14.14%" ~ 0.1414)."""
+    """Case-insensitive, `,` `_` U+202F deleted, whitespace runs equal; numeric when both parse.
+
+    "14.14%" ~ 0.1414 and "206,588" ~ 206588.0, as HoloDeck 0.7.1's `match_fuzzy`.
+    """
     want, got = _normalize(pattern), _normalize(str(actual))
     a, b = _number(want), _number(got)
     if a is not None and b is not None:
@@ -100,7 +113,7 @@ def match_arg(matcher: ArgMatcher, actual: Any) -> tuple[bool, str | None]:
 
 
 def _call_matches(call: ToolCall, args: dict[str, ArgMatcher]) -> tuple[bool, str | None]:
-    actual = parse_arguments(call.arguments) or {}
+    actual = holodeck_arguments(call.arguments)
     for key, matcher in args.items():
         if key not in actual:
             return False, f"arg '{key}' missing"

@@ -19,6 +19,7 @@ from convlab.model.conversation import ToolCall
 from convlab.model.results import AssertionResult
 
 __all__ = [
+    "holodeck_arguments",
     "match_arguments",
     "match_result",
     "match_tool_name",
@@ -48,6 +49,32 @@ def parse_arguments(arguments: Any) -> dict[str, Any] | None:
             return None
         return parsed if isinstance(parsed, dict) else None
     return None
+
+
+def holodeck_arguments(arguments: Any) -> dict[str, Any]:
+    """Call arguments as HoloDeck 0.7.1 reads them (`_parse_tool_arguments`, openai backend).
+
+    An object as is; a JSON object text parsed; any other text (not JSON, or JSON that is
+    not an object) as `{"raw": <the text>}`; no arguments as `{}`. A list or scalar that an
+    agent adapter already decoded from JSON is wrapped as `{"raw": <its JSON text>}`, the
+    text HoloDeck would have seen (compact separators may differ from the wire). HoloDeck's
+    `expected_tools` and code graders see exactly this, so a HoloDeck file asserting
+    `args: {raw: ...}` on a tool that sends plain text behaves the same in convlab.
+    """
+    if isinstance(arguments, dict):
+        return arguments
+    if isinstance(arguments, str):
+        try:
+            parsed = json.loads(arguments)
+        except ValueError:
+            return {"raw": arguments}
+        return parsed if isinstance(parsed, dict) else {"raw": arguments}
+    if arguments is None:
+        return {}
+    try:
+        return {"raw": json.dumps(arguments, ensure_ascii=False)}
+    except (TypeError, ValueError):
+        return {"raw": str(arguments)}
 
 
 def match_arguments(actual: Any, expected: dict[str, Any]) -> bool:

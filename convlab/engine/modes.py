@@ -2,7 +2,8 @@
 and code tests (query + simulated user, then a Python test function).
 
 Each mode drives a Conversation and returns an Outcome; the runner turns it into a
-CaseResult. Agent failures raise TurnFailed from the conversation and end the mode.
+CaseResult. Agent failures raise TurnFailed from the conversation and end the mode, except
+in the scripted turns of a HoloDeck case, where the later turns still run (CONFORMANCE §2.8).
 """
 
 from __future__ import annotations
@@ -77,7 +78,10 @@ def _file_block(path: str, base: Path | None) -> str:
 
 
 async def run_turns(conv: Conversation) -> Outcome:
-    """Scripted turns in order: a failed check goes on, an error stops; then final checks."""
+    """Scripted turns in order: a failed check goes on, an error stops; then final checks.
+
+    HoloDeck cases go on after an error too (see `_goes_on`); the case is then an error.
+    """
     base = Path(conv.case.source.file).parent if conv.case.source else None
     previous = None
     for step in conv.inst.turns:
@@ -95,12 +99,20 @@ async def run_turns(conv: Conversation) -> Outcome:
             turn = await conv.send([_user_message(step, base)], step_id=step.id, inp=inp, meta=meta)
         except TurnFailed as exc:
             conv.finish_turn(conv.turns[-1], [])
-            return Outcome("error", str(exc))
+            if not _goes_on(conv, []):
+                return Outcome("error", str(exc))
+            previous = conv.turns[-1]
+            continue
         results = await conv.check(step.assertions, turn, "turn")
         conv.finish_turn(turn, results)
         previous = turn
-        if turn.status == "error":  # an error stops the remaining turns; a failure does not
+        if turn.status == "error" and not _goes_on(conv, results):
+            # an error stops the remaining turns (a failure does not), except in HoloDeck
             return Outcome("error", f"turn {turn.index + 1}: {_first_problem(results)}")
+    errored = next((t for t in conv.turns if t.status == "error"), None)
+    if errored is not None:  # HoloDeck: later turns ran and were scored; the case errs
+        why = errored.error or _first_problem(errored.assertions)
+        return Outcome("error", f"turn {errored.index + 1}: {why}")
     # every step was recorded: the final checks run (seed 001), even after a failed step,
     # but a failed step decides the case
     final = await conv.check(conv.case.assertions, None, "final")
@@ -111,6 +123,19 @@ async def run_turns(conv: Conversation) -> Outcome:
         )
     status = status_of(final)
     return Outcome(status, None if status == "passed" else _first_problem(final), final)
+
+
+def _goes_on(conv: Conversation, results: list[AssertionResult]) -> bool:
+    """Whether the turns after an errored one still run: only in HoloDeck cases.
+
+    HoloDeck 0.7.1 (`_run_multi_turn`) records an agent error and runs and scores the
+    later turns; only a code grader with `fail_on_error: true` that errs stops them.
+    Every other format stops at the first error, as its seed says.
+    """
+    source = conv.case.source
+    if source is None or source.format != "yaml_cases":
+        return False
+    return not any(r.status == "error" and r.details.get("fail_on_error") for r in results)
 
 
 def _stop_with(conv: Conversation, step: Turn, error: str) -> Outcome:

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from convlab.formats._base import plain
-from convlab.formats._yaml_common import At, check_keys, expand_env, type_error
+from convlab.formats._yaml_common import At, check_keys, type_error
 from convlab.formats._yaml_metrics import (
     GraderImporter,
     MetricSpec,
@@ -213,7 +213,7 @@ def _text(raw: dict[Any, Any], key: str, at: At, required: bool) -> str | None:
     if not value.strip():
         where.error(f"{key} must be a non-empty string")
         return None
-    return expand_env(value)
+    return value
 
 
 def _truth(raw: dict[Any, Any], at: At) -> str | None:
@@ -226,7 +226,7 @@ def _truth(raw: dict[Any, Any], at: At) -> str | None:
     if not value.strip():
         where.error("ground_truth must be non-empty if provided")
         return None
-    return expand_env(value)
+    return value
 
 
 def _strings(raw: dict[Any, Any], key: str, at: At) -> list[str] | None:
@@ -239,7 +239,7 @@ def _strings(raw: dict[Any, Any], key: str, at: At) -> list[str] | None:
     out: list[str] = []
     for i, item in enumerate(value):
         if isinstance(item, str):
-            out.append(expand_env(item))
+            out.append(item)
         else:
             where.item(value, i).error(type_error("string", item))
     return out

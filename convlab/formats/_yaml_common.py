@@ -21,8 +21,10 @@ __all__ = [
     "HINT",
     "At",
     "check_keys",
+    "env_lines",
     "expand_env",
     "kind_name",
+    "path_at",
     "type_error",
     "validate_model",
 ]
@@ -95,16 +97,84 @@ def type_error(expected: str, value: Any) -> str:
     return f"Input should be a valid {expected} (got {kind_name(value)} {shown}{hint})"
 
 
-def expand_env(text: str) -> str:
-    """Replace `${VAR}` by the variable's value when it is set; keep it as written otherwise.
+def expand_env(text: str, problems: Problems, doc: Any, lines: set[int] | None = None) -> str:
+    """The file text with every `${VAR}` replaced by its value, as HoloDeck loads a file.
 
-    HoloDeck substitutes variables in the whole file and fails on unset ones; convlab does it
-    only in test-case texts (inputs, ground truths, retrieval context, file paths), so a
-    secret never lands in suite metadata and loading never depends on the environment.
+    HoloDeck 0.7.1 (`substitute_env_vars`, config/env_loader.py) substitutes over the raw
+    text before parsing, so a variable works anywhere, tool `args` included, and its value
+    is parsed as YAML (`a: ${N}` with N=5 is the number 5); an unset variable is an error.
+    `lines` (1-based) limits the substitution to the test-case part of an agent.yaml: the
+    agent's own settings (model, api_key: ${OPENAI_API_KEY}, ...) are kept as written so
+    a secret never lands in Suite.metadata or a report, and loading never needs it.
+    Each unset variable is reported with its line and the path of the node written there
+    (`doc` is the file parsed as written).
     """
     if "${" not in text:
         return text
-    return _ENV.sub(lambda m: os.environ.get(m.group(1), m.group(0)), text)
+    out = text.splitlines(keepends=True)
+    for n, line in enumerate(out, start=1):
+        if "${" not in line or (lines is not None and n not in lines):
+            continue
+
+        def value(m: re.Match[str], n: int = n) -> str:
+            name = m.group(1)
+            if name not in os.environ:
+                problems.add(
+                    n,
+                    path_at(doc, n),
+                    f"Environment variable {name!r} not found (written ${{{name}}}). "
+                    "Please set it and try again.",
+                )
+                return m.group(0)
+            return os.environ[name]
+
+        out[n - 1] = _ENV.sub(value, line)
+    return "".join(out)
+
+
+def env_lines(doc: Any, total: int) -> set[int]:
+    """The lines of an agent.yaml that HoloDeck's `${VAR}` substitution reaches in convlab.
+
+    They are the `test_cases` block and the `evaluations.metrics` block: a block runs from
+    its key's line to the line before the next key of the same mapping (or the end of the
+    enclosing block). Everything else is agent configuration, kept as written.
+    """
+    out: set[int] = set()
+    if not isinstance(doc, LineDict):
+        return out
+    span = _block(doc, "test_cases", 1, total)
+    if span is not None:
+        out.update(range(span[0], span[1] + 1))
+    evals = _block(doc, "evaluations", 1, total)
+    inner = doc.get("evaluations")
+    if evals is not None and isinstance(inner, LineDict):
+        metrics = _block(inner, "metrics", evals[0], evals[1])
+        if metrics is not None:
+            out.update(range(metrics[0], metrics[1] + 1))
+    return out
+
+
+def _block(node: LineDict, key: str, first: int, last: int) -> tuple[int, int] | None:
+    start = node.key_lines.get(key)
+    if start is None:
+        return None
+    later = [n for n in node.key_lines.values() if n > start]
+    return start, (min(later) - 1 if later else last)
+
+
+def path_at(node: Any, line: int, path: str = "") -> str:
+    """The field path of the deepest node written on or before `line` (for messages)."""
+    best = path
+    if isinstance(node, LineDict):
+        for key, value in node.items():
+            start = node.key_lines.get(key)
+            if start is not None and start <= line:
+                best = path_at(value, line, f"{path}.{key}" if path else str(key))
+    elif isinstance(node, LineList):
+        for i, value in enumerate(node):
+            if i < len(node.item_lines) and node.item_lines[i] <= line:
+                best = path_at(value, line, f"{path}[{i}]")
+    return best
 
 
 def validate_model(model: type[M], raw: Any, at: At) -> M | None:

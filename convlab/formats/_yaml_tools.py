@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
 from convlab.formats._base import did_you_mean, plain
-from convlab.formats._yaml_common import HINT, At, expand_env, validate_model
+from convlab.formats._yaml_common import HINT, At, validate_model
 from convlab.model.assertions import ArgMatcher, ExpectedTool, ExpectedTools
 from convlab.model.suite import FileRef
 
@@ -183,7 +183,7 @@ def _ref(spec: _FileInput, base: Path) -> FileRef:
     }
     if spec.url:
         extra["url"] = True
-        location = expand_env(spec.url)
+        location = spec.url
     else:
-        location = os.path.abspath(os.path.join(base, expand_env(str(spec.path))))
+        location = os.path.abspath(os.path.join(base, str(spec.path)))
     return FileRef(path=location, type=spec.type, description=spec.description, extra=extra)

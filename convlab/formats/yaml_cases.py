@@ -6,6 +6,8 @@ Two shapes are read:
   two keys exclude each other; an empty file gives no cases). Every other top-level key
   (name, model, tools, evaluations, observability, ...) is kept as written in
   `Suite.metadata`: `${ENV}` placeholders there are never expanded (they may hold secrets).
+  `${VAR}` in the test cases and `evaluations.metrics` is substituted over the text before
+  parsing, as HoloDeck does (tool `args` included); an unset variable is an error there.
   `evaluations.metrics` is also the default metric list of every case and turn.
 - a payload file on its own: a top-level list of cases (what `test_cases_file` points at).
 
@@ -28,7 +30,7 @@ import yaml
 from convlab.errors import SuiteError
 from convlab.formats._base import LineList, Problems, plain, register_format, yaml_with_lines
 from convlab.formats._yaml_case import CaseContext, build_case, case_name
-from convlab.formats._yaml_common import At, kind_name, type_error
+from convlab.formats._yaml_common import At, env_lines, expand_env, kind_name, type_error
 from convlab.formats._yaml_metrics import GraderImporter, parse_metrics
 from convlab.model.suite import NATIVE_TAG, Case, Source, Suite
 
@@ -94,6 +96,7 @@ def _load(path: Path, text: str) -> Suite:
     problems = Problems(str(path))
     doc = yaml_with_lines(text, problems)
     problems.raise_if_any()
+    doc = _substituted(text, doc, problems, agent=isinstance(doc, dict))
     if isinstance(doc, dict):
         return _agent_suite(path, doc, problems)
     if isinstance(doc, list):
@@ -156,6 +159,24 @@ def _agent_suite(path: Path, doc: dict[Any, Any], problems: Problems) -> Suite:
     )
 
 
+def _substituted(text: str, doc: Any, problems: Problems, *, agent: bool) -> Any:
+    """`doc` again after HoloDeck's `${VAR}` substitution (see `_yaml_common.expand_env`).
+
+    In an agent.yaml only the test cases and `evaluations.metrics` are substituted; a
+    payload file (a list of cases) is substituted whole, as HoloDeck does.
+    """
+    if "${" not in text:
+        return doc
+    lines = env_lines(doc, text.count("\n") + 1) if agent else None
+    expanded = expand_env(text, problems, doc, lines)
+    problems.raise_if_any()
+    if expanded == text:
+        return doc
+    doc = yaml_with_lines(expanded, problems)
+    problems.raise_if_any()
+    return doc
+
+
 def _agent_metrics(doc: dict[Any, Any], root: At, importer: GraderImporter) -> tuple[Any, Any]:
     """The agent's `evaluations.metrics` (raw, parsed); only that part of the agent is checked."""
     evals = doc.get("evaluations")
@@ -195,6 +216,11 @@ def _payload(ref: Any, at: At, base: Path) -> tuple[str, list[Any], Problems] | 
     data = yaml_with_lines(text, problems)
     if problems:
         return shown, [], problems
+    if "${" in text:
+        expanded = expand_env(text, problems, data)
+        data = yaml_with_lines(expanded, problems) if not problems else data
+        if problems:
+            return shown, [], problems
     if not data:
         return shown, [], problems
     cases = data["test_cases"] if isinstance(data, dict) and "test_cases" in data else data
