@@ -24,6 +24,8 @@ from convlab.model.conversation import Message
 KEY = "sk-test-SECRET-0123456789"
 TOOL = re.compile(r"tool:(\w+)(\{[^}]*\})?")
 SEEN = web.AppKey("seen", list)
+RELEASE = web.AppKey("release", asyncio.Event)
+"""Set when the server shuts down: what `fault:slow` waits for, so it never answers in time."""
 
 
 def _text(content: Any) -> str:
@@ -76,7 +78,7 @@ async def fake_model(request: web.Request) -> web.StreamResponse:
         request.transport.close()
         return web.Response(text="never sent")
     if text == "fault:slow":
-        await asyncio.sleep(1.0)
+        await request.app[RELEASE].wait()
         return _reply({"role": "assistant", "content": "too late"})
     if text == "fault:badjson":
         return web.Response(text="<html>oops, not JSON" + "x" * 500, content_type="text/html")
@@ -105,6 +107,7 @@ class Server:
     async def _start(self) -> None:
         app = web.Application()
         app[SEEN] = self.seen
+        self.release = app[RELEASE] = asyncio.Event()
         app.router.add_route("*", "/{tail:.*}", self.handler)
         self.runner = web.AppRunner(app, access_log=None)
         await self.runner.setup()
@@ -119,6 +122,7 @@ class Server:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.loop.call_soon_threadsafe(self.release.set)
         asyncio.run_coroutine_threadsafe(self.runner.cleanup(), self.loop).result(10)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(10)
