@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CLASSES",
     "STABILITY_COLUMNS",
+    "VERDICTS",
     "CountErrorsAs",
     "Tally",
     "case_row",
@@ -38,6 +39,7 @@ __all__ = [
     "summary_of",
     "tally",
     "tally_rows",
+    "verdict",
     "wilson",
 ]
 
@@ -59,6 +61,7 @@ STABILITY_COLUMNS = (
     "cancelled",
     "pass_rate",
     "classification",
+    "verdict",
     "flaky",
     "k",
     "pass_hat_k",
@@ -218,6 +221,22 @@ def _spread(durations: list[float]) -> tuple[float, float, float, float]:
     return (mean, min(durations), max(durations), math.sqrt(var))
 
 
+VERDICTS = ("always passes", "always fails", "flaky", "one run")
+"""Plain words beside the seed's class: a case run once and a case that always fails are both
+`highly_unstable` when they fail, and only these words tell them apart."""
+
+
+def verdict(runs: int, passed: int) -> str:
+    """`one run`, `always passes`, `always fails` or `flaky` ("" when nothing counted)."""
+    if runs == 0:
+        return ""
+    if runs == 1:
+        return "one run"
+    if passed == runs:
+        return "always passes"
+    return "always fails" if passed == 0 else "flaky"
+
+
 def case_row(t: Tally, mode: CountErrorsAs) -> dict[str, Any]:
     """A case's counts, pass rate, class and flakiness: what a summary needs, cheaply."""
     n, c = t.runs(mode), t.passed
@@ -232,6 +251,7 @@ def case_row(t: Tally, mode: CountErrorsAs) -> dict[str, Any]:
         "cancelled": t.cancelled,
         "pass_rate": rate,
         "classification": classify(rate),
+        "verdict": verdict(n, c),
         "flaky": 0 < c < n,
     }
 

@@ -43,7 +43,8 @@ def _pct(value: Any) -> str:
     return f"{float(value):.1f}%"
 
 
-Worst = list[tuple[str, float, str, str]]
+Worst = list[tuple[str, float, str, str, str]]
+"""(case id, pass rate, class, verdict, first reason it did not pass)"""
 
 
 def _views(run: Run) -> tuple[dict[str, Any], Worst]:
@@ -61,7 +62,13 @@ def _views(run: Run) -> tuple[dict[str, Any], Worst]:
         if r.case_id in wanted and r.case_id not in reasons and r.status != "passed":
             reasons[r.case_id] = why_not_passed(r)
     worst = [
-        (cid, float(row["pass_rate"]), str(row["classification"]), reasons.get(cid, ""))
+        (
+            cid,
+            float(row["pass_rate"]),
+            str(row["classification"]),
+            str(row["verdict"]),
+            reasons.get(cid, ""),
+        )
         for cid, row in bad
     ]
     return summary, worst
@@ -114,8 +121,9 @@ def _run_text(run: Run, s: dict[str, Any], worst: Worst) -> str:
     lines = [_title(run), "  " + _counts_line(s), "  " + _rate_line(s)]
     if worst:
         lines.append("  worst cases:")
-        for cid, rate, cls, why in worst:
-            lines.append(f"    {cid}  {_pct(rate)} {cls}" + (f"  {_short(why)}" if why else ""))
+        for cid, rate, cls, verdict, why in worst:
+            head = f"    {cid}  {_pct(rate)} {cls} ({verdict})"
+            lines.append(head + (f"  {_short(why)}" if why else ""))
     return "\n".join(lines)
 
 
@@ -164,14 +172,14 @@ def _worst_table(worst: Worst) -> str:
     e = html.escape
     rows = "".join(
         f"<tr><td><code>{e(cid)}</code></td><td>{e(_pct(rate))}</td><td>{e(cls)}</td>"
-        f"<td title='{e(why)}'>{e(_short(why, 200))}</td></tr>"
-        for cid, rate, cls, why in worst
+        f"<td>{e(verdict)}</td><td title='{e(why)}'>{e(_short(why, 200))}</td></tr>"
+        for cid, rate, cls, verdict, why in worst
     )
     if not rows:
         return ""
     return (
         "<table class='cl-small'><thead><tr><th>worst cases</th><th>pass rate</th>"
-        f"<th>class</th><th>why</th></tr></thead><tbody>{rows}</tbody></table>"
+        f"<th>class</th><th>verdict</th><th>why</th></tr></thead><tbody>{rows}</tbody></table>"
     )
 
 

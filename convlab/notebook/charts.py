@@ -227,12 +227,13 @@ def _rate_bars(cls: str, group: list[dict[str, Any]]) -> dict[str, Any]:
                 pct(r["ci_high"]),
                 CLASS_LABELS.get(cls, NO_VERDICT),
                 pct(r["pass_rate"]),
+                esc(r.get("verdict") or ""),
             ]
             for r in group
         ],
         "hovertemplate": (
             "<b>%{customdata[0]}</b><br>pass rate %{customdata[6]}: "
-            "%{customdata[2]} of %{customdata[1]} runs passed<br>"
+            "%{customdata[2]} of %{customdata[1]} runs passed (%{customdata[7]})<br>"
             "95% CI %{customdata[3]} to %{customdata[4]}<br>%{customdata[5]}<extra></extra>"
         ),
     }
