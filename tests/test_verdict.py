@@ -50,3 +50,15 @@ def test_the_card_names_the_verdict() -> None:
     run = cl.run(SUITE, _flaky, runs=6, progress=False)
     assert "never  0.0% highly_unstable (always fails)" in str(run)
     assert "<td>always fails</td>" in run._repr_mimebundle_()["text/html"]
+
+
+def test_a_reached_checkpoint_carries_the_message_that_reached_it() -> None:
+    """checkpoints_df used to keep an earlier turn's 'not yet' message on a passed row."""
+    run = cl.run("examples/expense", "demo:expense", progress=False)
+    df = run.checkpoints_df
+    reached = df[df["reached"]]
+    assert len(reached) >= 5
+    for message in reached["message"]:
+        assert "not" not in message and "no tools" not in message, message
+    call = df[(df["case_id"] == "expense-dynamic") & (df["checkpoint"] == "call_create")]
+    assert call["message"].item() == "tool 'create_expense' was called with matching arguments"

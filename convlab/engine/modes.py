@@ -268,6 +268,7 @@ async def _check_checkpoints(
             passed, message = res.passed, res.message
         if passed:
             state.reached = state.passed = True
+            state.message = message  # an earlier turn's "not yet" no longer describes it
             state.reached_at_turn = turn.index + 1  # type: ignore[attr-defined]
             conv.env.emit(CheckpointReached(conv.inst.key, cp.id, state.reached_at_turn))
         elif state.message is None:
