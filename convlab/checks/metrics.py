@@ -10,11 +10,18 @@ convlab.checks._textmetrics). The LLM metrics (groundedness, relevance, coherenc
 A metric passes at or above its `threshold` when one is set; otherwise equality/numeric
 pass on a match, the overlap metrics on a score above 0, and judged metrics at 0.5.
 Multi-turn rule: on a turn with an empty reply no metric runs, and a metric that needs a
-ground truth (or retrieval context) the turn lacks is skipped; single-turn cases fail it.
+ground truth (or retrieval context) the turn lacks is skipped; single-turn cases fail it
+(HoloDeck 0.7.1 runs no metric on any empty reply, so there an empty single-turn reply
+passes: convlab deliberately keeps the failure, docs/holodeck.md).
+
+Judged metrics honour `timeout_ms` (per judge call), `retry_on_failure` (extra judge
+calls when one fails or gives no score) and, for geval, `strict_mode` (score 1 or 0,
+threshold 1). HoloDeck validates the first two and ignores them; convlab applies them.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import string
@@ -225,6 +232,36 @@ def _prompt(spec: Metric, ctx: CheckContext, response: str, truth: str | None) -
     return "\n\n".join(parts)
 
 
+async def _ask_judge(spec: Metric, judge: Any, prompt: str) -> tuple[str | None, str | None]:
+    """(answer with a score, problem): `timeout_ms` bounds each try, `retry_on_failure` adds tries.
+
+    HoloDeck 0.7.1 validates both options and then ignores them; convlab applies them to
+    the judge call, the only part of a metric that can hang or answer unusably. A try
+    fails when the judge raises, times out or gives no score in 0..1.
+    """
+    timeout_ms = spec.options.get("timeout_ms")
+    tries = 1 + int(spec.options.get("retry_on_failure") or 0)
+    problem: str | None = None
+    for _ in range(tries):
+        try:
+            if timeout_ms:
+                answer = await asyncio.wait_for(ask(judge, prompt), float(timeout_ms) / 1000)
+            else:
+                answer = await ask(judge, prompt)
+        except TimeoutError:
+            problem = f"judge timed out after {timeout_ms} ms (timeout_ms)"
+            continue
+        except Exception as exc:
+            problem = f"judge failed: {type(exc).__name__}: {exc}"
+            continue
+        if parse_score(answer)[0] is not None:
+            return answer, None
+        problem = f"judge answer has no score in 0..1: {answer[:200]!r}"
+    if tries > 1:
+        problem = f"{problem} (after {tries} tries, retry_on_failure)"
+    return None, problem
+
+
 async def _judged(
     spec: Metric, ctx: CheckContext, response: str, truth: str | None
 ) -> AssertionResult:
@@ -233,17 +270,18 @@ async def _judged(
     if spec.type == "geval" and not spec.options.get("criteria"):
         return error_result(spec, "a geval metric needs 'criteria'")
     prompt = _prompt(spec, ctx, response, truth)
-    try:
-        answer = await ask(ctx.judge, prompt)
-    except Exception as exc:
-        return error_result(spec, f"judge failed: {type(exc).__name__}: {exc}")
+    answer, problem = await _ask_judge(spec, ctx.judge, prompt)
+    if answer is None:
+        return error_result(spec, problem or "judge failed", details={"prompt": prompt})
     score, reason = parse_score(answer)
-    details = {"judge_answer": answer, "prompt": prompt}
-    if score is None:
-        return error_result(
-            spec, f"judge answer has no score in 0..1: {answer[:200]!r}", details=details
-        )
+    assert score is not None  # _ask_judge returns only answers with a score
+    details: dict[str, Any] = {"judge_answer": answer, "prompt": prompt}
     threshold = 0.5 if spec.threshold is None else spec.threshold
+    if spec.type == "geval" and spec.options.get("strict_mode"):
+        # deepeval's GEval strict_mode, which HoloDeck passes on: 1 for a perfect score,
+        # else 0, and the threshold becomes 1
+        score, threshold = (1.0 if score >= 1.0 else 0.0), 1.0
+        details["strict_mode"] = True
     msg = f"{spec.metric} score {score:g} (threshold {threshold:g})" + (
         f": {reason}" if reason else ""
     )

@@ -24,6 +24,7 @@ __all__ = [
     "env_lines",
     "expand_env",
     "kind_name",
+    "masked",
     "path_at",
     "type_error",
     "validate_model",
@@ -112,6 +113,7 @@ def expand_env(text: str, problems: Problems, doc: Any, lines: set[int] | None =
     if "${" not in text:
         return text
     out = text.splitlines(keepends=True)
+    base = "test_cases" if isinstance(doc, list) else ""  # a payload: paths as in a file
     for n, line in enumerate(out, start=1):
         if "${" not in line or (lines is not None and n not in lines):
             continue
@@ -121,7 +123,7 @@ def expand_env(text: str, problems: Problems, doc: Any, lines: set[int] | None =
             if name not in os.environ:
                 problems.add(
                     n,
-                    path_at(doc, n),
+                    path_at(doc, n, base),
                     f"Environment variable {name!r} not found (written ${{{name}}}). "
                     "Please set it and try again.",
                 )
@@ -130,6 +132,15 @@ def expand_env(text: str, problems: Problems, doc: Any, lines: set[int] | None =
 
         out[n - 1] = _ENV.sub(value, line)
     return "".join(out)
+
+
+def masked(text: str) -> str:
+    """The text with each `${VAR}` neutralised (`$(VAR)`, same lines) so it parses as YAML.
+
+    `{a: ${N}}` is valid YAML only after substitution; this lets the loader learn the
+    file's layout (which lines hold test cases) before substituting anything.
+    """
+    return _ENV.sub(lambda m: f"$({m.group(1)})", text)
 
 
 def env_lines(doc: Any, total: int) -> set[int]:

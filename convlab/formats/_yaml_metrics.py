@@ -4,7 +4,12 @@ The four entry kinds mirror holodeck/models/evaluation.py (all `extra="forbid"`)
 `type: standard` (the default when `type` is absent) with a literal `metric` name and the
 deterministic flags; `type: geval` (`name`, `criteria`, ...); `type: rag` (`metric_type`);
 `type: code` (`grader: "pkg.module:callable"`, imported at load as HoloDeck does, with the
-agent.yaml's folder importable). Entries with `enabled: false` are validated, then dropped.
+agent.yaml's folder importable). Entries with `enabled: false` are validated, then dropped
+(HoloDeck 0.7.1 still runs a disabled standard metric; convlab follows the documented
+intent). `scale` is rejected: scores are 0..1 and HoloDeck ignores it. `timeout_ms`,
+`retry_on_failure` and geval's `strict_mode` are carried in the options and applied by
+convlab.checks.metrics to judged metrics. Each entry keeps its own options, even when two
+entries name the same metric (HoloDeck keeps one per metric name for the whole file).
 """
 
 from __future__ import annotations
@@ -185,6 +190,12 @@ def _entry(raw: Any, at: At, importer: GraderImporter) -> MetricSpec | None:
         if why is not None:
             at.key(raw, "grader").error(why)
             return None
+    if isinstance(model, _Standard) and model.scale is not None:
+        at.key(raw, "scale").error(
+            "scale is not supported: every metric scores from 0 to 1 (HoloDeck 0.7.1 "
+            "validates scale and then ignores it); remove it and write a 0..1 threshold"
+        )
+        return None
     if not getattr(model, "enabled", True):
         return None
     try:

@@ -30,7 +30,14 @@ import yaml
 from convlab.errors import SuiteError
 from convlab.formats._base import LineList, Problems, plain, register_format, yaml_with_lines
 from convlab.formats._yaml_case import CaseContext, build_case, case_name
-from convlab.formats._yaml_common import At, env_lines, expand_env, kind_name, type_error
+from convlab.formats._yaml_common import (
+    At,
+    env_lines,
+    expand_env,
+    kind_name,
+    masked,
+    type_error,
+)
 from convlab.formats._yaml_metrics import GraderImporter, parse_metrics
 from convlab.model.suite import NATIVE_TAG, Case, Source, Suite
 
@@ -94,9 +101,9 @@ def load_yaml_cases(path: Path, text: str) -> Suite:
 
 def _load(path: Path, text: str) -> Suite:
     problems = Problems(str(path))
+    text = _substituted(text, problems)
     doc = yaml_with_lines(text, problems)
     problems.raise_if_any()
-    doc = _substituted(text, doc, problems, agent=isinstance(doc, dict))
     if isinstance(doc, dict):
         return _agent_suite(path, doc, problems)
     if isinstance(doc, list):
@@ -159,22 +166,25 @@ def _agent_suite(path: Path, doc: dict[Any, Any], problems: Problems) -> Suite:
     )
 
 
-def _substituted(text: str, doc: Any, problems: Problems, *, agent: bool) -> Any:
-    """`doc` again after HoloDeck's `${VAR}` substitution (see `_yaml_common.expand_env`).
+def _substituted(text: str, problems: Problems, *, whole: bool = False) -> str:
+    """The text after HoloDeck's `${VAR}` substitution (see `_yaml_common.expand_env`).
 
     In an agent.yaml only the test cases and `evaluations.metrics` are substituted; a
-    payload file (a list of cases) is substituted whole, as HoloDeck does.
+    payload file (`whole`, or a top-level list of cases) is substituted whole, as HoloDeck
+    does. A file that does not parse even with the placeholders neutralised is left as is,
+    so its YAML error is what gets reported.
     """
     if "${" not in text:
-        return doc
-    lines = env_lines(doc, text.count("\n") + 1) if agent else None
-    expanded = expand_env(text, problems, doc, lines)
+        return text
+    shape = yaml_with_lines(masked(text), Problems(problems.file))
+    if shape is None:
+        return text
+    agent = isinstance(shape, dict) and ("test_cases" in shape or "test_cases_file" in shape)
+    whole = whole or not agent
+    lines = None if whole else env_lines(shape, text.count("\n") + 1)
+    expanded = expand_env(text, problems, shape, lines)
     problems.raise_if_any()
-    if expanded == text:
-        return doc
-    doc = yaml_with_lines(expanded, problems)
-    problems.raise_if_any()
-    return doc
+    return expanded
 
 
 def _agent_metrics(doc: dict[Any, Any], root: At, importer: GraderImporter) -> tuple[Any, Any]:
@@ -213,14 +223,13 @@ def _payload(ref: Any, at: At, base: Path) -> tuple[str, list[Any], Problems] | 
         at.error(f"test_cases_file not found at {shown}: {getattr(exc, 'strerror', None) or exc}")
         return None
     problems = Problems(shown)
+    try:
+        text = _substituted(text, problems, whole=True)
+    except SuiteError:
+        return shown, [], problems
     data = yaml_with_lines(text, problems)
     if problems:
         return shown, [], problems
-    if "${" in text:
-        expanded = expand_env(text, problems, data)
-        data = yaml_with_lines(expanded, problems) if not problems else data
-        if problems:
-            return shown, [], problems
     if not data:
         return shown, [], problems
     cases = data["test_cases"] if isinstance(data, dict) and "test_cases" in data else data
