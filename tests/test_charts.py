@@ -410,9 +410,9 @@ def test_checkpoint_ids_are_escaped(expense: cl.Run) -> None:
 def test_charts_draw_offline_with_plotly_js_loaded_once(
     flaky: cl.Run, expense: cl.Run, comparison: Any, tmp_path: Path
 ) -> None:
-    sync_api = pytest.importorskip("playwright.sync_api")
-    if not CHROMIUM.exists():
-        pytest.skip("no /usr/bin/chromium")
+    from playwright import sync_api  # the test extra has it; missing means a broken set-up
+
+    assert CHROMIUM.exists(), "install Debian's chromium (.ci/run does)"
     js = Path(go.__file__).parent.parent / "package_data" / "plotly.min.js"
     figures = [
         expense.plot.pass_rates(),
