@@ -314,6 +314,16 @@ def test_grader_context_fields(graders: list[GraderContext]) -> None:
         ctx.turn_index = 3  # type: ignore[misc]  # frozen
 
 
+def test_grader_sees_non_object_arguments_as_raw(graders: list[GraderContext]) -> None:
+    """HoloDeck 0.7.1 `_parse_tool_arguments`: text that is not a JSON object is {"raw": text}."""
+    case = Case(id="c", mode="turns", turns=[Turn(input=TurnInput(text="q"), ground_truth="x")])
+    obs = Observation(text="x", tool_calls=[ToolCall("search", "plain words")])
+    ctx = CheckContext(observation=obs, case=case, turn_index=0, input=case.turns[0].input)
+    asyncio.run(evaluate(Grader(grader="convlab_test_graders:exact"), ctx))
+    [seen] = graders
+    assert seen.tool_invocations[0].args == {"raw": "plain words"}
+
+
 def test_grader_return_rules(graders: list[GraderContext]) -> None:
     assert not grade("exact", reply="1").passed
     assert grade("half").passed  # 0.5 >= default 0.5

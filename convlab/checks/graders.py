@@ -21,7 +21,7 @@ from typing import Any
 from convlab._util import call_user, import_callable
 from convlab.checks._core import CheckContext, error_result, kind, result
 from convlab.checks._values import reply_text
-from convlab.checks.tools import parse_arguments
+from convlab.checks.tools import holodeck_arguments
 from convlab.model.assertions import Grader
 from convlab.model.results import AssertionResult
 
@@ -78,7 +78,7 @@ def grader_context(spec: Grader, ctx: CheckContext) -> GraderContext:
     users = [m for m in ctx.messages if m.role == "user"]
     text = ctx.input.text if ctx.input is not None else (users[-1].text() if users else "")
     calls = tuple(
-        ToolInvocation(c.name, parse_arguments(c.arguments) or {}, c.result, c.error)
+        ToolInvocation(c.name, holodeck_arguments(c.arguments), c.result, c.error)
         for c in ctx.observation.tool_calls
     )
     truth = (
