@@ -1,19 +1,46 @@
 """The command line: thin over the public API.
 
-Exit codes: 0 everything passed (or valid), 1 failures/errors/timeouts (or invalid files
-for `validate`), 2 an invalid suite or a usage error, with the message on stderr.
+Exit codes, the same for every command (`validate` included):
+
+- 0: everything passed (or, for `validate`, every file is valid);
+- 1: something did not pass: a failed, errored or timed-out case, a failed suite assertion,
+  a failed run hook (`Run.status == "failed"`), a cancelled or interrupted run, an agent
+  that could not answer `ask`, a report notebook that failed;
+- 2: the input or the command line is wrong, with a message on stderr and no traceback:
+  argparse errors and bad values (`--runs 0`, `--timeout abc`), an invalid suite (every
+  SuiteError problem, one per line), no agent given, an agent spec that does not resolve
+  (unknown scheme, a module or attribute that is not found: ImportError, a bad value:
+  ValueError), an `openai:` agent with no key, any other ConvlabError raised before results;
+- 3: an unexpected exception (a bug, or user code raising something else while it is
+  imported or called outside a case): its traceback is printed, never disguised as usage.
+
+An exception raised by the agent while it answers a case is recorded on that case (`error`,
+exit 1), not raised.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
+from convlab._cli_run import (
+    DEFAULTS,
+    ask_command,
+    duration,
+    is_path,
+    positive_int,
+    run_command,
+)
 from convlab.errors import ConvlabError, SuiteError
 
 __all__ = ["main"]
+
+_is_path = is_path  # the %convlab magic uses these two
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CRASH = 0, 1, 2, 3
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -28,22 +55,10 @@ def _validate(args: argparse.Namespace) -> int:
             continue
         cases += len(suite.cases)
         files += len(suite.sources)
-    for p in problems:
-        print(p)
     if problems:
-        print(f"{len(problems)} problem(s) found", file=sys.stderr)
-        return 1
+        raise SuiteError(problems)
     print(f"valid: {cases} case(s) in {files} file(s)")
-    return 0
-
-
-SUITE_SUFFIXES = (".jsonl", ".json", ".yaml", ".yml", ".py")
-
-
-def _is_path(text: str) -> bool:
-    """A suite path (existing, or looking like one); anything else is a quick message."""
-    looks = text.endswith(SUITE_SUFFIXES) or ("/" in text and " " not in text.strip())
-    return Path(text).exists() or looks
+    return EXIT_OK
 
 
 def _check_options(args: argparse.Namespace) -> None:
@@ -68,49 +83,8 @@ def _check_options(args: argparse.Namespace) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    import convlab as cl
-    from convlab.report.console import ConsoleProgress
-
     _check_options(args)
-    if not _is_path(args.input):
-        answer = cl.ask(args.name or "demo:expense", args.input)
-        print(answer)
-        return 0 if answer.passed else 1
-    if not Path(args.input).exists():
-        raise ConvlabError(f"{args.input}: no such file or folder")
-    suite = cl.load(args.input)
-    if args.run:
-        suite = suite.filter(run=args.run)
-        if not suite.cases:
-            raise ConvlabError(f"no test cases match pattern {args.run!r}")
-    if args.dry_run:
-        print(suite.df.to_string(index=False))
-        return 0
-    if not args.name:
-        raise ConvlabError(
-            "give the agent to test with -n AGENT (e.g. -n demo:expense, "
-            "-n openai:gpt-4o-mini, -n http://127.0.0.1:8000/chat, -n module:function)"
-        )
-    run = cl.run(
-        suite,
-        args.name,
-        runs=args.runs,
-        parallel=args.parallel,
-        timeout=args.timeout,
-        simulator=args.simulator,
-        judge=args.judge,
-        store=args.store,
-        resume=args.resume,
-        fail_fast=args.fail_fast,
-        allow_external_writes=args.allow_external_writes,
-        progress=ConsoleProgress(verbose=args.verbose, quiet=False),
-    )
-    if args.output:
-        run.save(args.output)
-        print(f"results written to {args.output}", file=sys.stderr)
-    bad = sum(r.status in ("failed", "error", "timeout") for r in run.results)
-    bad += sum(a.status in ("failed", "error") for a in run.suite_assertions)
-    return 1 if bad or run.status == "cancelled" else 0
+    return run_command(args)
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -119,7 +93,7 @@ def _demo(args: argparse.Namespace) -> int:
     ok, lines = run_examples(find_examples(args.path), runs=args.runs)
     print("\n".join(lines))
     print("every example ended as expected" if ok else "some examples did NOT end as expected")
-    return 0 if ok else 1
+    return EXIT_OK if ok else EXIT_FAILED
 
 
 def _assertions(args: argparse.Namespace) -> int:
@@ -129,7 +103,7 @@ def _assertions(args: argparse.Namespace) -> int:
     width = max(len(k) for k, _ in kinds)
     for name, doc in kinds:
         print(f"{name.ljust(width)}  {doc}")
-    return 0
+    return EXIT_OK
 
 
 def _serve_demo(args: argparse.Namespace) -> int:
@@ -152,24 +126,109 @@ def _report(args: argparse.Namespace) -> int:
         out = render_report(args.input, args.output, timeout=timeout)
     except NotebookError as err:  # the notebook ran and failed: not a usage error
         print(f"convlab: {err}", file=sys.stderr)
-        return 1
+        return EXIT_FAILED
     print(f"report written to {out}", file=sys.stderr)
-    return 0
+    return EXIT_OK
+
+
+class _Given(argparse.Action):
+    """Store the value and remember the flag was given (it then wins over convlab.yaml)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        setattr(namespace, self.dest, values)
+        given: set[str] = set(getattr(namespace, "given", set()))
+        namespace.given = given | {self.dest}
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be 0..65535, got {value}")
+    return value
+
+
+def _non_negative(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+    return value
+
+
+def _sub(sub: Any, name: str, help: str, epilog: str) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = sub.add_parser(
+        name,
+        help=help,
+        description=help[:1].upper() + help[1:] + ".",
+        epilog="example:\n" + epilog.strip("\n"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    return parser
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="convlab", description="Evaluate conversational agents.")
+    p = argparse.ArgumentParser(
+        prog="convlab",
+        description="Evaluate conversational agents.",
+        epilog=(
+            "example:\n  convlab run -i examples/expense -n demo:expense -o report.html\n\n"
+            "exit codes: 0 all passed, 1 something did not pass, 2 invalid suite or usage,"
+            " 3 unexpected error (traceback printed)"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = p.add_subparsers(dest="command", required=True)
-    v = sub.add_parser("validate", help="check suite files without running anything")
-    v.add_argument("paths", nargs="+")
+    v = _sub(
+        sub,
+        "validate",
+        "check suite files without running anything",
+        "  convlab validate examples/          # 0 valid, 2 invalid (problems on stderr)",
+    )
+    v.add_argument("paths", nargs="+", help="suite files or folders")
     v.set_defaults(fn=_validate)
-    r = sub.add_parser("run", help="run a suite (or a quick message) against an agent")
+    r = _sub(
+        sub,
+        "run",
+        "run a suite (or a quick message) against an agent",
+        "  convlab run -i examples/expense -n demo:expense -o report.html\n"
+        "  convlab run -i examples/finance -n demo:finance --runs 3 --run 'convfinqa-.*'\n"
+        '  convlab run -i "I want to submit an expense" -n demo:expense\n'
+        "without -o, results go to output-{timestamp}.jsonl beside the input; without -n,\n"
+        "the agent comes from a convlab.yaml beside the input (agent: SPEC) or the suite's\n"
+        "HoloDeck model (openai:NAME, needs OPENAI_API_KEY; OPENAI_BASE_URL for another\n"
+        "endpoint)",
+    )
     r.add_argument("-i", "--input", required=True, help="suite file or folder, or a message")
     r.add_argument("-n", "--name", help="agent: demo:NAME, openai:MODEL, http:URL, module:function")
-    r.add_argument("-o", "--output", help="results file (.json, .jsonl)")
-    r.add_argument("--runs", type=int, default=1)
-    r.add_argument("--parallel", type=int, default=4)
-    r.add_argument("--timeout", default="2m")
+    r.add_argument("-o", "--output", help="results: .json, .jsonl, .md, .html, .xml, .ipynb")
+    r.add_argument(
+        "--runs", type=positive_int, default=DEFAULTS["runs"], action=_Given, help="default 1"
+    )
+    r.add_argument(
+        "--parallel",
+        type=positive_int,
+        default=DEFAULTS["parallel"],
+        action=_Given,
+        help="cases in flight (default 4)",
+    )
+    r.add_argument(
+        "--timeout",
+        type=duration,
+        default=DEFAULTS["timeout"],
+        action=_Given,
+        help="per case: 90, 30s, 2m (default 2m)",
+    )
     r.add_argument("--run", help="regex: only cases whose id matches")
     r.add_argument("--fail-fast", action="store_true")
     r.add_argument("--dry-run", action="store_true", help="load and list the cases only")
@@ -177,42 +236,76 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--resume", action="store_true", help="skip cases already in --store")
     r.add_argument("--simulator", help="user simulator agent (default: scripted)")
     r.add_argument("--judge", help="judge agent for judge assertions")
+    r.add_argument("--before", metavar="HOOK", help="module:function called with the suite first")
+    r.add_argument("--after", metavar="HOOK", help="module:function called with the Run at the end")
     r.add_argument("--allow-external-writes", action="store_true")
     r.add_argument("-v", "--verbose", action="store_true")
     r.set_defaults(fn=_run)
-    rep = sub.add_parser("report", help="execute a notebook or a saved run into a report")
+    k = _sub(
+        sub,
+        "ask",
+        "send one message to an agent and check the reply",
+        '  convlab ask demo:expense "I want to submit an expense" --assert contains:expense\n'
+        "--assert takes a shorthand (contains:TEXT, regex:RE, tool:NAME, json, judge:QUESTION)\n"
+        "or a JSON/YAML assertion; exit 0 if every assertion passed, else 1",
+    )
+    k.add_argument("agent", help="demo:NAME, openai:MODEL, http:URL, module:function")
+    k.add_argument("message", help="the user message")
+    k.add_argument("--assert", dest="asserts", action="append", metavar="SPEC", default=[])
+    k.add_argument("--judge", help="judge agent for judge assertions")
+    k.set_defaults(fn=ask_command)
+    rep = _sub(
+        sub,
+        "report",
+        "execute a notebook or a saved run into a report",
+        "  convlab report output-20260101120000.jsonl -o report.html",
+    )
     rep.add_argument("input", help=".ipynb notebook, or a saved run (.json, .jsonl, a store)")
     rep.add_argument("-o", "--output", required=True, help="report: .html (offline) or .ipynb")
-    rep.add_argument("--timeout", default="10m", help="per cell (e.g. 600, 90s, 10m)")
+    rep.add_argument("--timeout", type=duration, default="10m", help="per cell (90s, 10m)")
     rep.set_defaults(fn=_report)
-    d = sub.add_parser("demo", help="run every example suite on its built-in demo agent")
+    d = _sub(
+        sub,
+        "demo",
+        "run every example suite on its built-in demo agent",
+        "  convlab demo examples/    # 0 when every example ends as examples/expected.yaml says",
+    )
     d.add_argument("path", nargs="?", help="examples folder (default: ./examples)")
-    d.add_argument("--runs", type=int, default=1)
+    d.add_argument("--runs", type=positive_int, default=1)
     d.set_defaults(fn=_demo)
-    a = sub.add_parser("assertions", help="list the assertion kinds")
+    a = _sub(sub, "assertions", "list the assertion kinds", "  convlab assertions | grep json")
     a.set_defaults(fn=_assertions)
-    s = sub.add_parser("serve-demo", help="serve the demo agents as an OpenAI-compatible API")
-    s.add_argument("--port", type=int, default=8765)
-    s.add_argument("--latency-ms", type=float, default=0)
+    s = _sub(
+        sub,
+        "serve-demo",
+        "serve the demo agents as an OpenAI-compatible API",
+        "  convlab serve-demo --port 8765 &\n"
+        "  OPENAI_BASE_URL=http://127.0.0.1:8765/v1 convlab ask openai:demo:expense hello",
+    )
+    s.add_argument("--port", type=_port, default=8765)
+    s.add_argument("--latency-ms", type=_non_negative, default=0)
     s.set_defaults(fn=_serve_demo)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit code."""
-    args = _parser().parse_args(argv)
+    """Run the CLI; returns the exit code (see the module docstring)."""
+    args = _parser().parse_args(argv)  # usage errors: SystemExit(2) with argparse's message
     try:
         return int(args.fn(args))
     except SuiteError as err:
-        print(str(err), file=sys.stderr)
-        return 2
-    except (ConvlabError, ValueError, ImportError) as err:
-        # bad options, an agent spec that does not import, a store of another suite
-        print(f"convlab: {err}", file=sys.stderr)
-        return 2
+        print("\n".join(str(p) for p in err.problems) or str(err), file=sys.stderr)
+        return EXIT_USAGE
+    except ConvlabError as err:
+        print(f"convlab {args.command}: {err}", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 1
+        return EXIT_FAILED
+    except Exception:
+        traceback.print_exc()
+        print(f"convlab {args.command}: unexpected error (exit code 3)", file=sys.stderr)
+        return EXIT_CRASH
 
 
 if __name__ == "__main__":

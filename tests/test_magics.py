@@ -226,7 +226,7 @@ def test_convlab_other_commands_show_their_output(shell, capsys, tmp_path):
     bad.write_text('{"id": "a", "input": "x"}\n{"id": \n')
     assert shell.run_line_magic("convlab", f"validate {shlex.quote(str(bad))}") is None
     captured = capsys.readouterr()
-    assert f"{bad}:2:" in captured.out and "exit code 1" in captured.err
+    assert f"{bad}:2:" in captured.err and "exit code 2" in captured.err
 
 
 @pytest.mark.parametrize(

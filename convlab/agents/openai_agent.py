@@ -23,7 +23,7 @@ from typing import Any
 from convlab.agents._transport import HTTPClient, Secret, dumps, loads, safe_url, url_secrets
 from convlab.agents.protocol import Agent, AgentContext, AgentSession
 from convlab.agents.tools import Tool, ToolFailed, as_tools
-from convlab.errors import AgentResponseError
+from convlab.errors import AgentError, AgentResponseError
 from convlab.model.conversation import Message, Observation, ToolCall, Usage
 
 __all__ = ["DEFAULT_BASE_URL", "DEFAULT_MAX_PASSES", "OpenAIAgent", "message_text"]
@@ -89,8 +89,30 @@ class OpenAIAgent(Agent):
             return self.name
         return f"{self.name} @ {safe_url(self.base_url)}"
 
+    def missing_key(self) -> str | None:
+        """Why this agent cannot call its endpoint (no key for a remote one), or None.
+
+        A local endpoint (127.0.0.1, localhost) and a URL with credentials need no key.
+        """
+        if self._key:
+            return None
+        parts = urllib.parse.urlsplit(self.base_url)
+        if parts.hostname in ("127.0.0.1", "localhost", "::1") or "@" in parts.netloc:
+            return None
+        return (
+            f"no API key for {self.name} at {safe_url(self.base_url)}: set OPENAI_API_KEY "
+            "(or pass api_key=...), or point OPENAI_BASE_URL at a local server"
+        )
+
     async def open(self, ctx: AgentContext) -> AgentSession:
-        """Chat completions are stateless: a session only carries the conversation it is sent."""
+        """Chat completions are stateless: a session only carries the conversation it is sent.
+
+        Raises:
+            AgentError: At once, without connecting, if no key is set (`missing_key()`).
+        """
+        problem = self.missing_key()
+        if problem:
+            raise AgentError(problem)
         return _OpenAISession(self)
 
     async def aclose(self) -> None:

@@ -6,11 +6,13 @@ user simulators, judges) is adapted to `Agent`; the engine knows nothing else.
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from convlab.errors import UnknownNameError
 from convlab.registry import Registry
 
 if TYPE_CHECKING:
@@ -112,4 +114,7 @@ def _from_spec(spec: str) -> Agent:
         from convlab.agents.function import FunctionAgent, import_callable
 
         return FunctionAgent(import_callable(spec))
-    raise AGENT_SPECS.unknown(scheme)
+    error = AGENT_SPECS.unknown(scheme)
+    if not sep and re.match(r"(gpt|chatgpt|o\d)", spec):  # a bare model name: gpt-4o-mini
+        error = UnknownNameError(error.kind, spec, [f"openai:{spec}"], error.available)
+    raise error

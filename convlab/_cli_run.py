@@ -1,0 +1,249 @@
+"""`convlab run` and `convlab ask`: choosing the agent, the settings and the output path.
+
+The agent comes from `-n`, else from a `convlab.yaml` beside the input (`agent: SPEC`, and
+optional `runs`, `parallel`, `timeout`), else from a HoloDeck agent.yaml's `model` block;
+with none of them a run stops with a usage error that says how to pass one. Flags given on
+the command line win over `convlab.yaml`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from convlab.errors import AgentError, ConvlabError
+
+__all__ = [
+    "CONFIG_NAME",
+    "DEFAULTS",
+    "NO_AGENT",
+    "ask_command",
+    "default_output",
+    "is_path",
+    "read_config",
+    "resolve_agent",
+    "run_command",
+]
+
+CONFIG_NAME = "convlab.yaml"
+DEFAULTS: dict[str, Any] = {"runs": 1, "parallel": 4, "timeout": "2m"}
+NO_AGENT = (
+    "no agent to test: pass one with -n AGENT (e.g. -n demo:expense, -n openai:gpt-4o-mini, "
+    "-n http://127.0.0.1:8000/chat, -n module:function), or put `agent: SPEC` in a "
+    f"{CONFIG_NAME} beside the input"
+)
+SUITE_SUFFIXES = (".jsonl", ".json", ".yaml", ".yml", ".py")
+
+
+def is_path(text: str) -> bool:
+    """A suite path (existing, or looking like one); anything else is a quick message."""
+    looks = text.endswith(SUITE_SUFFIXES) or ("/" in text and " " not in text.strip())
+    return Path(text).exists() or looks
+
+
+def positive_int(text: str) -> int:
+    """argparse `type=`: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"invalid int value: {text!r} (a whole number >= 1)"
+        ) from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def duration(text: str) -> str:
+    """argparse `type=`: a duration (`90`, `30s`, `2m30s`); kept as written."""
+    from convlab._util import parse_duration
+
+    try:
+        seconds = parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text!r}")
+    return text
+
+
+def read_config(folder: Path) -> dict[str, Any]:
+    """The settings of `folder/convlab.yaml` ({} when there is none), checked.
+
+    Raises:
+        ConvlabError: If the file is not a mapping of the known keys with valid values.
+    """
+    import yaml
+
+    path = folder / CONFIG_NAME
+    if not path.is_file():
+        return {}
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ConvlabError(f"{path}: not valid YAML: {exc}") from None
+    if doc is None:
+        return {}
+    if not isinstance(doc, dict):
+        raise ConvlabError(f"{path}: expected a mapping with agent, runs, parallel, timeout")
+    out: dict[str, Any] = {}
+    for key, value in doc.items():
+        if key == "agent" and isinstance(value, str) and value.strip():
+            out[key] = value.strip()
+        elif key in ("runs", "parallel"):
+            try:
+                out[key] = positive_int(str(value))
+            except argparse.ArgumentTypeError as exc:
+                raise ConvlabError(f"{path}: {key}: {exc}") from None
+        elif key == "timeout":
+            try:
+                out[key] = duration(str(value))
+            except argparse.ArgumentTypeError as exc:
+                raise ConvlabError(f"{path}: timeout: {exc}") from None
+        else:
+            raise ConvlabError(
+                f"{path}: {key}: expected agent (a spec string), runs, parallel or timeout"
+            )
+    return out
+
+
+def suite_model_agent(metadata: dict[str, Any]) -> str | None:
+    """`openai:NAME` from a HoloDeck agent.yaml's `model` block kept in `Suite.metadata`."""
+    blocks = [metadata, *(metadata.get("suites") or {}).values()]
+    specs = set()
+    for block in blocks:
+        model = block.get("model") if isinstance(block, dict) else None
+        if isinstance(model, dict) and isinstance(model.get("name"), str):
+            provider = str(model.get("provider", "openai"))
+            if provider != "openai":
+                raise ConvlabError(
+                    f"the suite's model provider {provider!r} is not run by convlab; "
+                    "pass the agent with -n AGENT"
+                )
+            specs.add(f"openai:{model['name']}")
+    if len(specs) > 1:
+        raise ConvlabError(f"the suite names several models ({', '.join(sorted(specs))}): pass -n")
+    return specs.pop() if specs else None
+
+
+def resolve_agent(spec: str) -> Any:
+    """The Agent for `spec`; a spec that cannot be resolved is a usage error.
+
+    ImportError (module or attribute not found) and ValueError (a bad value in the spec)
+    become ConvlabError (exit 2); any other exception, such as a user module whose import
+    raises RuntimeError, propagates (exit 3 with its traceback). An `openai:` agent with no
+    key for a remote endpoint fails here, before anything runs.
+    """
+    from convlab.agents import as_agent
+    from convlab.agents.openai_agent import OpenAIAgent
+
+    try:
+        agent = as_agent(spec)
+    except (ImportError, ValueError) as exc:
+        raise ConvlabError(f"-n {spec}: {exc}") from None
+    if isinstance(agent, OpenAIAgent):
+        problem = agent.missing_key()
+        if problem:
+            raise ConvlabError(problem)
+    return agent
+
+
+def default_output(input_path: Path) -> Path:
+    """The seed's default: `output-{YYYYmmddHHMMSS}.jsonl` in the input's folder."""
+    folder = input_path if input_path.is_dir() else input_path.parent
+    stamp = datetime.now().astimezone().strftime("%Y%m%d%H%M%S")
+    return folder / f"output-{stamp}.jsonl"
+
+
+def _setting(args: argparse.Namespace, config: dict[str, Any], key: str) -> Any:
+    given: set[str] = getattr(args, "given", set())
+    if key in given:
+        return getattr(args, key)
+    return config.get(key, getattr(args, key, DEFAULTS[key]))
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """`convlab run`: a quick message, or a suite; the exit code (see convlab.cli)."""
+    import convlab as cl
+    from convlab.report.console import ConsoleProgress
+
+    if not is_path(args.input):
+        config = read_config(Path.cwd())
+        spec = args.name or config.get("agent")
+        if not spec:
+            raise ConvlabError(NO_AGENT)
+        try:
+            answer = cl.ask(resolve_agent(spec), args.input)
+        except AgentError as exc:
+            print(f"convlab: {exc}", file=sys.stderr)  # noqa: T201 - the CLI's output
+            return 1
+        print(answer)  # noqa: T201 - the CLI's output
+        return 0 if answer.passed else 1
+    source = Path(args.input)
+    if not source.exists():
+        raise ConvlabError(f"{args.input}: no such file or folder")
+    config = read_config(source if source.is_dir() else source.parent)
+    suite = cl.load(source)
+    if args.run:
+        suite = suite.filter(run=args.run)
+        if not suite.cases:
+            raise ConvlabError(f"no test cases match pattern {args.run!r}")
+    if args.dry_run:
+        print(suite.df.to_string(index=False))  # noqa: T201 - the CLI's output
+        return 0
+    spec = args.name or config.get("agent") or suite_model_agent(suite.metadata)
+    if not spec:
+        raise ConvlabError(NO_AGENT)
+    agent = resolve_agent(spec)
+    output = Path(args.output) if args.output else default_output(source)
+    run = cl.run(
+        suite,
+        agent,
+        runs=_setting(args, config, "runs"),
+        parallel=_setting(args, config, "parallel"),
+        timeout=_setting(args, config, "timeout"),
+        simulator=args.simulator,
+        judge=args.judge,
+        store=args.store,
+        resume=args.resume,
+        fail_fast=args.fail_fast,
+        allow_external_writes=args.allow_external_writes,
+        before=getattr(args, "before", None),
+        after=getattr(args, "after", None),
+        progress=ConsoleProgress(verbose=args.verbose, quiet=False),
+    )
+    written = run.save(output)
+    print(f"results written to {written}", file=sys.stderr)  # noqa: T201 - the CLI's output
+    return run_exit_code(run)
+
+
+def run_exit_code(run: Any) -> int:
+    """1 if anything did not pass (failures, errors, timeouts, a failed hook, a cancel)."""
+    bad = sum(r.status in ("failed", "error", "timeout", "cancelled") for r in run.results)
+    bad += sum(a.status in ("failed", "error") for a in run.suite_assertions)
+    broken = run.status in ("failed", "cancelled") or bool(run.error)
+    return 1 if bad or broken else 0
+
+
+def ask_command(args: argparse.Namespace) -> int:
+    """`convlab ask AGENT MESSAGE [--assert SPEC ...]`: the transcript, 0 if every check passed."""
+    import convlab as cl
+    from convlab.notebook.magics import parse_assertion
+
+    specs: list[Any] = []
+    for text in args.asserts or []:
+        try:
+            specs += parse_assertion(text)
+        except ValueError as exc:
+            raise ConvlabError(f"--assert {text!r}: {exc}") from None
+    judge = resolve_agent(args.judge) if args.judge else None
+    try:
+        answer = cl.ask(resolve_agent(args.agent), args.message, *specs, judge=judge)
+    except AgentError as exc:  # the agent could not answer: a failed test, not bad usage
+        print(f"convlab: {exc}", file=sys.stderr)  # noqa: T201 - the CLI's output
+        return 1
+    print(str(answer))  # noqa: T201 - the CLI's output
+    return 0 if answer.passed else 1
