@@ -1,95 +1,150 @@
-"""Plain-text progress for terminals, CI logs and notebooks without widgets.
+"""Plain-text progress for terminals, CI logs and notebooks without widgets (seed 002's layout).
 
-A listener of engine events: one line per finished instance, then a summary.
+A listener of engine events: a header, then each finished instance as one line (standard and
+code cases) or one tree (turn-based and dynamic cases), then the summary block and, when each
+case ran more than once, the stability table. Instances are printed whole when they finish,
+so with `parallel > 1` the lines of two instances never interleave; on a TTY a single
+progress line below them says how many are done and running.
+
+Every total and pass rate comes from `Run.summary`: the console never counts on its own, so
+it cannot disagree with the run, the reports or the notebook card.
 """
 
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from typing import TextIO
 
 from convlab.engine.events import (
     CaseFinished,
-    CheckpointReached,
+    CaseStarted,
     Event,
     RunFinished,
     RunStarted,
-    TurnCompleted,
 )
+from convlab.report._console_render import header, instance, stability_table, summary_block
+from convlab.report._console_text import Glyphs, Style, clean, pick_glyphs, wants_color
 
 __all__ = ["ConsoleProgress"]
 
-MARKS = {
-    "passed": "PASSED",
-    "failed": "FAILED",
-    "error": "ERROR",
-    "timeout": "TIMEOUT",
-    "skipped": "SKIPPED",
-    "cancelled": "CANCELLED",
-    "blocked": "BLOCKED",
-}
+_QUIET_HIDES = ("passed", "skipped")
 
 
 class ConsoleProgress:
-    """Prints `► [case] ... STATUS (1.2s)` per instance and a summary at the end.
+    """Prints a run as seed 002 does: header, `► [case] input… PASSED (1.2s)`, trees, summary.
 
-    `quiet` prints only the instances that did not pass (and the summary): the default in
-    a notebook kernel, where a thousand lines would bury the cell's output.
+    - `stream`: where to write (stderr by default: stdout stays free for data);
+    - `verbose`: trees for every case, with passing checks too;
+    - `quiet`: only the instances that did not pass, and the summary: the default in a
+      notebook kernel, where a thousand lines would bury the cell's output;
+    - `color`: None picks colours on a TTY unless `NO_COLOR` is set;
+    - `glyphs`: "unicode" or "ascii"; None picks ASCII when the stream cannot encode Unicode;
+    - `source`: the suite's path or name, shown in the header.
     """
 
     def __init__(
-        self, stream: TextIO | None = None, verbose: bool = False, quiet: bool | None = None
+        self,
+        stream: TextIO | None = None,
+        verbose: bool = False,
+        quiet: bool | None = None,
+        *,
+        color: bool | None = None,
+        glyphs: str | None = None,
+        source: str | None = None,
+        output: str | None = None,
     ) -> None:
-        self.stream = stream or sys.stderr
+        self.stream: TextIO = stream or sys.stderr
         self.verbose = verbose
         self.quiet = ("ipykernel" in sys.modules) if quiet is None else quiet
+        self.style = Style(wants_color(self.stream, color))
+        self.glyphs: Glyphs = pick_glyphs(self.stream, glyphs)
+        self.source = source
+        self.output = output
         self.total = self.done = 0
         self.t0 = time.perf_counter()
+        self._modes: dict[tuple[str, str, int, int], tuple[str, str | None]] = {}
+        self._running: set[tuple[str, str, int, int]] = set()
+        self._live = self._is_tty() and not self.quiet
+        self._drawn = False
+        self._lock = threading.Lock()
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, RunStarted):
-            self.total, self.done = event.total, event.resumed
-            self.t0 = time.perf_counter()
-            extra = f", {event.resumed} already stored" if event.resumed else ""
-            self._say(f"convlab: {event.total} instance(s) against {event.agent}{extra}")
+            self._started(event)
+        elif isinstance(event, CaseStarted):
+            self._modes[event.key] = (event.mode, event.name)
+            self._running.add(event.key)
+            self._emit([])
         elif isinstance(event, CaseFinished):
-            self.done += 1
-            r = event.result
-            if self.quiet and r.status in ("passed", "skipped"):
-                return
-            line = f"► [{event.label or r.case_id}] {MARKS.get(r.status, r.status)}"
-            line += f" ({r.duration_ms / 1000:.1f}s)" if r.duration_ms else ""
-            if r.status not in ("passed", "skipped") and r.error:
-                line += f" - {r.error[:200]}"
-            self._say(f"{line}  [{self.done}/{self.total}]")
-        elif self.verbose and isinstance(event, TurnCompleted):
-            t = event.turn
-            said = " / ".join(m.text() for m in t.messages) or "-"
-            reply = (t.observation.text if t.observation else None) or t.error or "-"
-            self._say(f"  [{event.key[0]}] turn {t.index + 1}: {_clip(said)!r} -> {_clip(reply)!r}")
-        elif self.verbose and isinstance(event, CheckpointReached):
-            self._say(f"  [{event.key[0]}] ✓ checkpoint {event.checkpoint} (turn {event.turn})")
+            self._finished(event)
         elif isinstance(event, RunFinished):
-            self._say(summary_line(event.run.results, time.perf_counter() - self.t0))
+            run, g, s = event.run, self.glyphs, self.style
+            lines = summary_block(run, time.perf_counter() - self.t0, g, s, self.output)
+            if int(run.settings.get("runs") or 1) > 1 and not self.quiet and run.results:
+                lines = stability_table(run, g, s) + lines
+            self._live = False
+            self._emit(lines)
 
-    def _say(self, text: str) -> None:
-        print(text, file=self.stream, flush=True)
+    def _started(self, event: RunStarted) -> None:
+        self.total, self.done = event.total, event.resumed
+        self.t0 = time.perf_counter()
+        self._modes.clear()
+        self._running.clear()
+        if self.quiet:
+            stored = f", {event.resumed} already stored" if event.resumed else ""
+            self._emit([f"convlab: {event.total} instance(s) against {clean(event.agent)}{stored}"])
+            return
+        self._emit(
+            header(
+                self.glyphs,
+                self.style,
+                event.agent,
+                event.settings,
+                event.total,
+                event.resumed,
+                self.source,
+            )
+        )
 
+    def _finished(self, event: CaseFinished) -> None:
+        r = event.result
+        self.done += 1
+        self._running.discard(r.key)
+        mode, name = self._modes.pop(r.key, (None, None))
+        if self.quiet and r.status in _QUIET_HIDES:
+            self._emit([])
+            return
+        label = event.label or r.case_id
+        self._emit(instance(r, label, mode, name, self.glyphs, self.style, self.verbose))
 
-def _clip(text: str, limit: int = 60) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    def _emit(self, lines: list[str]) -> None:
+        """Write whole blocks at once, under the progress line when the stream is a TTY."""
+        with self._lock:
+            parts = ["\r\x1b[K"] if self._drawn else []
+            self._drawn = False
+            parts += [line + "\n" for line in lines]
+            if self._live and self.total:
+                running = f", {len(self._running)} running" if self._running else ""
+                parts.append(f"[Progress: {self.done}/{self.total} completed{running}...]")
+                self._drawn = True
+            if parts:
+                self._write("".join(parts))
 
+    def _write(self, text: str) -> None:
+        encoding = getattr(self.stream, "encoding", None)
+        if encoding:  # never let one odd character in a reply stop the output
+            try:
+                text.encode(encoding)
+            except (UnicodeEncodeError, LookupError):
+                text = text.encode(encoding, "backslashreplace").decode(encoding, "replace")
+        self.stream.write(text)
+        self.stream.flush()
 
-def summary_line(results: list, seconds: float) -> str:  # type: ignore[type-arg]
-    """`Total: 4  Passed: 2  Failed: 1 ... Pass rate: 66.7%` for a list of CaseResults."""
-    counts: dict[str, int] = {}
-    for r in results:
-        counts[r.status] = counts.get(r.status, 0) + 1
-    ran = sum(v for k, v in counts.items() if k not in ("skipped", "cancelled", "blocked"))
-    rate = 100 * counts.get("passed", 0) / ran if ran else 0.0
-    parts = [f"Total: {len(results)}"] + [
-        f"{k.capitalize()}: {v}" for k, v in sorted(counts.items())
-    ]
-    return "  ".join(parts) + f"  Pass rate: {rate:.1f}%  Duration: {seconds:.1f}s"
+    def _is_tty(self) -> bool:
+        isatty = getattr(self.stream, "isatty", None)
+        try:
+            return bool(isatty and isatty())
+        except (ValueError, OSError):
+            return False
