@@ -92,6 +92,7 @@ class ConsoleProgress:
         self.t0 = time.perf_counter()
         self._modes.clear()
         self._running.clear()
+        self._live = self._is_tty() and not self.quiet  # one listener may watch several runs
         if self.quiet:
             stored = f", {event.resumed} already stored" if event.resumed else ""
             self._emit([f"convlab: {event.total} instance(s) against {clean(event.agent)}{stored}"])
