@@ -164,6 +164,14 @@ def test_report_modules_import_no_view_libraries():
 # ---------------------------------------------------------------- convlab report: usage
 
 
+def _exit(argv: list[str]) -> int | str | None:
+    """`main(argv)`'s exit code, whether it returns it or argparse raises SystemExit."""
+    try:
+        return main(argv)
+    except SystemExit as exc:
+        return exc.code
+
+
 def test_report_cli_bad_input_exits_2(tmp_path, capsys):
     assert main(["report", str(tmp_path / "missing.ipynb"), "-o", str(tmp_path / "o.html")]) == 2
     assert "no such file" in capsys.readouterr().err
@@ -175,7 +183,7 @@ def test_report_cli_bad_input_exits_2(tmp_path, capsys):
     expense_run().save(run_file)
     assert main(["report", str(run_file), "-o", str(tmp_path / "o.pdf")]) == 2
     assert "use .html (offline page) or .ipynb" in capsys.readouterr().err
-    assert main(["report", str(run_file), "-o", str(tmp_path / "o.html"), "--timeout", "x"]) == 2
+    assert _exit(["report", str(run_file), "-o", str(tmp_path / "o.html"), "--timeout", "x"]) == 2
     assert "--timeout" in capsys.readouterr().err
     broken = tmp_path / "broken.json"
     broken.write_text("{nope")

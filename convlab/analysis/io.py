@@ -1,4 +1,17 @@
-"""Saving a Run and reading it back, losslessly: `.json` (the model) and `.jsonl` (JSON Lines).
+"""Saving a Run and reading it back, losslessly: `.json` and `.jsonl` (JSON Lines).
+
+`.json` is seed 002's report object (CONFORMANCE.md §1.9) with the Run model folded in, so
+jq scripts written for `yao agent test -o report.json` keep working and nothing is lost:
+
+    {"summary": {total, passed, failed, skipped, errors, timeouts, duration_ms, agent_id, ...},
+     "results": [{"id", "input", "output", ...every CaseResult field...}],
+     "stability_results": [...]  (only when a case ran more than once),
+     "metadata": {"started_at", "completed_at", "version"},
+     ...every other Run field (format_version, suite, agent, settings, status, ...)}
+
+The seed's keys are derived (from `results`), so `load_run` drops them and validates the rest
+as the Run model; a `.json` holding only the Run model (older convlab) loads too. The seed's
+`environment` block is left out: convlab has no user/team/locale context to report.
 
 The `.jsonl` layout keeps seed 004's line types (CONFORMANCE.md §1.9), so `jq 'select(.type ==
 "summary")'` works, and adds what a lossless reload needs:
@@ -37,7 +50,15 @@ from convlab.model.results import CaseResult, Run
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["SAVERS", "jsonl_lines", "load_run", "register_saver", "save", "write_atomic"]
+__all__ = [
+    "SAVERS",
+    "json_report",
+    "jsonl_lines",
+    "load_run",
+    "register_saver",
+    "save",
+    "write_atomic",
+]
 
 Saver = Callable[[Run, Path], None]
 SAVERS: dict[str, Saver] = {}
@@ -50,6 +71,9 @@ _DERIVED = ("stability", "summary")
 _TORN = '{"type":"result",'
 """How a store's result line starts; one that is not valid JSON was cut short by a crash."""
 _YAO_EXTRAS = ("output", "trace", "input", "expected", "options", "metadata")
+_SEED_JSON_KEYS = ("summary", "environment", "stability_results", "metadata")
+"""Seed 002's report keys in `.json`: derived from the results, dropped on reading."""
+_SEED_RESULT_KEYS = ("id", "input", "output")
 
 
 def register_saver(*suffixes: str) -> Callable[[Saver], Saver]:
@@ -105,7 +129,52 @@ def write_atomic(path: Path, text: str) -> None:
 
 @register_saver(".json")
 def _save_json(run: Run, path: Path) -> None:
-    write_atomic(path, run.model_dump_json(indent=2) + "\n")
+    write_atomic(path, json.dumps(json_report(run), ensure_ascii=False, indent=2) + "\n")
+
+
+def _version() -> str:
+    """convlab's installed version (the top package is a layer above this one)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("convlab")
+    except PackageNotFoundError:
+        return ""
+
+
+def _first_input(r: CaseResult) -> Any:
+    """Seed 002's `input`: the messages the first turn sent."""
+    if not r.turns:
+        return None
+    return [m.model_dump(mode="json", exclude_none=True) for m in r.turns[0].messages]
+
+
+def json_report(run: Run) -> dict[str, Any]:
+    """The `.json` object: seed 002's `summary`/`results`/`metadata` keys plus the Run model."""
+    from convlab.analysis.frames import instances_frame, suite_order
+    from convlab.analysis.stats import stability, summary
+
+    df = instances_frame(run)
+    stab = stability(df, order=suite_order(run))
+    summ = _summary_record(run, df, summary(df, stab))
+    del summ["type"]
+    repeated = summ["runs_per_case"] > 1
+    body = run.model_dump(mode="json", exclude={"results"})
+    results = [
+        {"id": r.case_id, "input": _first_input(r), "output": _output(r)}
+        | r.model_dump(mode="json")
+        for r in run.results
+    ]
+    out: dict[str, Any] = {"summary": {**summ, "agent_id": run.agent}, "results": results}
+    if repeated:
+        stab_rows = [_stability_record(row) for row in stab.to_dict("records")]
+        out["stability_results"] = [{k: v for k, v in r.items() if k != "type"} for r in stab_rows]
+    out["metadata"] = {
+        "started_at": run.started_at,
+        "completed_at": run.finished_at,
+        "version": _version(),
+    }
+    return out | body
 
 
 def _plain(value: Any) -> Any:
@@ -148,7 +217,7 @@ def _wall_ms(run: Run, df: pd.DataFrame) -> float:
 
 
 def _summary_record(run: Run, df: pd.DataFrame, summ: dict[str, Any]) -> dict[str, Any]:
-    per_case = df.groupby("case_id").size() if len(df) else None
+    per_case = df.groupby(["case_id", "variant"]).size() if len(df) else None
     extra = {
         "duration_ms": _wall_ms(run, df),
         "overall_pass_rate": summ["pass_rate"],
@@ -242,11 +311,23 @@ def _from_json(path: Path, data: Any) -> Run:
     if not isinstance(data, dict):
         problems.add(1, "", "a saved run is a JSON object (the Run model)")
         problems.raise_if_any()
+    data = {k: v for k, v in data.items() if k not in _SEED_JSON_KEYS}
+    if isinstance(data.get("results"), list):
+        data["results"] = [_json_result(r) for r in data["results"]]
     try:
         return Run.model_validate(data)
     except ValidationError as exc:
         problems.add_validation(exc, None)
         raise SuiteError(problems.items) from None
+
+
+def _json_result(rec: Any) -> Any:
+    """A `.json` result without the seed's derived keys; a Yao result mapped as in `.jsonl`."""
+    if not isinstance(rec, dict):
+        return rec
+    if "case_id" in rec:
+        return {k: v for k, v in rec.items() if k not in _SEED_RESULT_KEYS}
+    return _yao_body(rec)
 
 
 def _header(rec: dict[str, Any], line: int, problems: Problems) -> Run | None:
@@ -267,15 +348,20 @@ def _header(rec: dict[str, Any], line: int, problems: Problems) -> Run | None:
 def _result(rec: dict[str, Any], line: int, problems: Problems) -> CaseResult | None:
     if "case_id" in rec:
         body = {k: v for k, v in rec.items() if k in CaseResult.model_fields}
-    else:  # seed 004's own result line
-        meta = {k: rec[k] for k in _YAO_EXTRAS if k in rec}
-        body = {"case_id": rec.get("id"), "status": rec.get("status"), "metadata": meta}
-        body |= {k: rec[k] for k in ("duration_ms", "error") if k in rec}
+    else:
+        body = _yao_body(rec)
     try:
         return CaseResult.model_validate(body)
     except ValidationError as exc:
         problems.add_validation(exc, line)
         return None
+
+
+def _yao_body(rec: dict[str, Any]) -> dict[str, Any]:
+    """A result as Yao writes it (no `case_id`): `id` is the case id, the rest is metadata."""
+    meta = {k: rec[k] for k in _YAO_EXTRAS if k in rec}
+    body = {"case_id": rec.get("id"), "status": rec.get("status"), "metadata": meta}
+    return body | {k: rec[k] for k in ("duration_ms", "error") if k in rec}
 
 
 def _from_lines(path: Path, text: str) -> Run:

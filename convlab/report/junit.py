@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 
 __all__ = ["run_junit"]
 
-_INVALID = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+_INVALID = re.compile("[^\t\n\r\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+"""What XML 1.0 cannot hold, plus DEL and the C1 controls (`\\x9b` is a terminal CSI)."""
 _MESSAGE_LIMIT = 500
 _FAILURE = {"failed": "failure", "error": "error", "timeout": "error"}
 _SKIPPED = ("skipped", "blocked", "cancelled")

@@ -24,21 +24,27 @@ _REASON_LIMIT = 300
 _FAILURES_LIMIT = 200
 """Failures listed; a CI summary with thousands of rows helps nobody (the rest are counted)."""
 _NEWLINES = re.compile(r"\r\n|\r|\n")
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+"""Control characters (ESC starts terminal sequences) are shown as `\\xNN`, never written raw."""
 
 
 def cell(value: Any, limit: int | None = None) -> str:
     """`value` as the text of one Markdown table cell: pipes escaped, newlines as `<br>`.
 
     `&`, `<` and `>` are escaped too, so an agent reply holding HTML shows as text where the
-    renderer would otherwise pass the HTML through.
+    renderer would otherwise pass the HTML through; `[` and `]` too, so agent text never forms
+    a link (`[x](javascript:...)`); control characters become visible `\\xNN` text, so a
+    terminal `cat`ting the file runs no escape sequence.
     """
     text = "" if value is None else str(value)
     if isinstance(value, float) and math.isnan(value):
         text = ""
     if limit is not None and len(text) > limit:
         text = text[: limit - 1] + "…"
+    text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
     text = html.escape(text, quote=False).replace("\\", "\\\\").replace("|", "\\|")
     text = text.replace("$", "\\$")  # GitHub reads `$...$` as math
+    text = text.replace("[", "\\[").replace("]", "\\]")  # no `[x](javascript:...)` links
     return _NEWLINES.sub("<br>", text)
 
 
