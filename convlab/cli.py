@@ -290,7 +290,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (see the module docstring)."""
-    args = _parser().parse_args(argv)  # usage errors: SystemExit(2) with argparse's message
+    try:  # usage errors: argparse's message and 2 (0 after --help)
+        args = _parser().parse_args(argv)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     try:
         return int(args.fn(args))
     except SuiteError as err:
