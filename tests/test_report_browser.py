@@ -192,6 +192,89 @@ def test_hostile_agent_text_runs_nothing(browser, reports, which):
     page.close()
 
 
+HOSTILE_PARTS = [
+    "<script>window.__pwned=1</script>",
+    '<img src=x onerror="window.__pwned=2">',
+    '<a href="javascript:window.__pwned=3">click</a>',
+    "[x](javascript:window.__pwned=4)",
+    "red \x1b[31mALERT\x1b[0m title \x1b]0;t\x07 done",
+]
+"""Markup, `javascript:` links (HTML and Markdown) and terminal escapes, in one agent reply."""
+
+
+@pytest.fixture(scope="module")
+def hostile_links(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A run whose agent answers HOSTILE_PARTS: `run.save(x.html)` and `convlab report`."""
+    import json
+
+    import convlab as cl
+
+    tmp = tmp_path_factory.mktemp("links")
+    cases = [
+        {"id": "hostile-equals", "input": "hi", "expected": "a calm answer"},
+        {"id": "hostile-contains", "input": "hi", "assert": {"type": "contains", "value": "zz"}},
+        {"id": "passes", "input": "hi", "assert": {"type": "contains", "value": "ALERT"}},
+    ]
+    (tmp / "links.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
+    reply = "\n".join(HOSTILE_PARTS)
+
+    def agent(messages: list[dict[str, Any]]) -> str:
+        return reply
+
+    run = cl.run(cl.load(tmp / "links.jsonl"), agent, progress=False)
+    run.save(tmp / "run.json")
+    out = {"saved": run.save(tmp / "x.html"), "rerendered": tmp / "y.html"}
+    _report(tmp / "run.json", out["rerendered"])
+    return out
+
+
+@pytest.mark.parametrize("which", ["saved", "rerendered"])
+def test_clicking_every_link_runs_no_agent_text(browser, hostile_links, which):
+    """Every link on the page is clicked (as a script would, hidden ones too): none runs
+    agent text, none leaves the machine, and the hostile text still shows as text."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    left: list[str] = []
+    errors: list[str] = []
+
+    def route(r: Any) -> None:
+        if r.request.url.startswith("file://"):
+            r.continue_()
+        else:
+            left.append(r.request.url)
+            r.abort()
+
+    context.route("**/*", route)
+    page = context.new_page()
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    url = hostile_links[which].as_uri()
+    page.goto(url, wait_until="load")
+    page.wait_for_selector("table.dataTable tbody tr", timeout=30_000)
+    page.wait_for_timeout(500)
+    text = page.locator("body").inner_text()
+    for part in HOSTILE_PARTS[:4]:
+        assert part in text, f"{part!r} is not shown as text"
+    assert "ALERT" in text and "title" in text
+    links = page.locator("a").count()
+    clicked = []
+    for i in range(links):
+        href = page.evaluate(
+            "i => { const a = document.querySelectorAll('a')[i];"
+            " if (!a) return null; const h = a.getAttribute('href'); a.click(); return h; }",
+            i,
+        )
+        clicked.append(href)
+        page.wait_for_timeout(50)
+        assert page.evaluate("typeof window.__pwned") == "undefined", f"link {href!r} ran"
+        if page.url != url:  # an in-page anchor (#...) or another file: back to the report
+            page.goto(url, wait_until="load")
+    assert links == 0 or clicked, "no link was clicked"
+    assert page.evaluate("typeof window.__pwned") == "undefined"
+    assert page.locator("main img[src='x'], main img[onerror], a[href^='javascript:']").count() == 0
+    assert left == [], f"requests left the page: {left}"
+    assert errors == [], f"script errors: {errors}"
+    context.close()
+
+
 class _Held:
     """demo:expense, except that dynamic cases wait at their second turn until released:
     the tree is caught mid-run with running, failed and passed instances."""

@@ -214,6 +214,7 @@ def test_html_is_one_offline_page_with_the_notebook_views(saved):
     page = saved[".html"].read_text()
     assert page.count("<html") == 1
     assert not re.search(r"<(script|link|img|iframe)[^>]+(src|href)=[\"']?(https?:)?//", page)
+    assert "itables.org" not in page  # no link that a click would send to the network
     assert "cl-card" in page  # summary card
     assert page.count("Plotly.newPlot") >= 3 and page.count("plotly.js v") == 1
     assert "dataTable" in page or "DataTable" in page  # sortable tables

@@ -199,7 +199,7 @@ def run_html_report(run: Run) -> str:
     """A standalone offline HTML page for `run` (no kernel, no network)."""
     from convlab.notebook.display import run_html
     from convlab.notebook.tables import bundle_html, run_table
-    from convlab.report.notebook import plotly_script
+    from convlab.report.notebook import plotly_script, without_itables_links
 
     meta = [run.status, f"started {run.started_at}" if run.started_at else ""]
     meta += [f"run {run.id}" if run.id else ""]
@@ -221,7 +221,9 @@ def run_html_report(run: Run) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>{_e(_title(run))}</title>\n<style>{_PAGE_CSS}</style>\n"
         f"{plotly_script()}\n</head>\n<body>\n{bundle_html()}\n"
-        f'<main class="convlab">\n' + "\n".join(sections) + "\n</main>\n</body>\n</html>\n"
+        f'<main class="convlab">\n'
+        + without_itables_links("\n".join(sections))
+        + "\n</main>\n</body>\n</html>\n"
     )
 
 

@@ -40,6 +40,7 @@ __all__ = [
     "export_html",
     "render_report",
     "run_notebook",
+    "without_itables_links",
 ]
 
 DEFAULT_TIMEOUT = 600.0
@@ -58,6 +59,8 @@ DISPLAY_PRIORITY = [
 """Static HTML first: widget views need an html-manager that an offline page does not have."""
 RUN_SUFFIXES = (".json", ".jsonl")
 OUTPUT_SUFFIXES = (".html", ".htm", ".ipynb")
+_ITABLES_LINK = re.compile(r"<a href=[\"']?https://itables\.org/[^\s>\"']*[\"']?[^>]*>(.*?)</a>")
+"""itables' help and static-preview links: a page that needs no network links to none either."""
 _PLOTLY_MIME = "application/vnd.plotly.v1+json"
 _OFFLINE_TEMPLATE = """{%- extends 'index.html.j2' -%}
 {%- block html_head_js_requirejs -%}{%- endblock html_head_js_requirejs -%}
@@ -212,7 +215,16 @@ def export_html(nb: NotebookNode, *, keep_widget_state: bool = False) -> str:
     body = dedupe_bundles(body)  # each table output carries the DataTables bundle; keep one
     if _has_plotly(page_nb):
         body = body.replace("</head>", plotly_script() + "\n</head>", 1)
-    return str(body)
+    return without_itables_links(str(body))
+
+
+def without_itables_links(page: str) -> str:
+    """`page` without itables' links to itables.org ("help", the static-preview "ⓘ").
+
+    An offline report must not send a click to the network either. Agent text cannot hold
+    such a link: every view escapes it, so only itables' own markup matches.
+    """
+    return _ITABLES_LINK.sub(lambda m: "" if m.group(1) == "ⓘ" else m.group(1), page)
 
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]{}()#+!|~>-])")
