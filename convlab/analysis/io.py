@@ -9,9 +9,12 @@ jq scripts written for `yao agent test -o report.json` keep working and nothing 
      "metadata": {"started_at", "completed_at", "version"},
      ...every other Run field (format_version, suite, agent, settings, status, ...)}
 
-The seed's keys are derived (from `results`), so `load_run` drops them and validates the rest
-as the Run model; a `.json` holding only the Run model (older convlab) loads too. The seed's
-`environment` block is left out: convlab has no user/team/locale context to report.
+It is indented, with each result on one line (pydantic writes them: 10x faster than an
+indenting `json.dumps` on a big run, and one line per instance greps well). The seed's keys are
+derived (from `results`), so `load_run` drops them and validates the rest as the Run model;
+a `.json` holding only the Run model (older convlab) loads too, and so does a seed report
+(results keyed by `id`, read as in `.jsonl`). The seed's `environment` block is left out:
+convlab has no user/team/locale context to report.
 
 The `.jsonl` layout keeps seed 004's line types (CONFORMANCE.md §1.9), so `jq 'select(.type ==
 "summary")'` works, and adds what a lossless reload needs:
