@@ -213,7 +213,9 @@ def run_command(args: argparse.Namespace) -> int:
         allow_external_writes=args.allow_external_writes,
         before=getattr(args, "before", None),
         after=getattr(args, "after", None),
-        progress=ConsoleProgress(verbose=args.verbose, quiet=False),
+        progress=ConsoleProgress(
+            verbose=args.verbose, quiet=False, source=str(source), output=str(output)
+        ),
     )
     written = run.save(output)
     print(f"results written to {written}", file=sys.stderr)  # noqa: T201 - the CLI's output

@@ -351,8 +351,9 @@ def _run(namespace: dict[str, Any], args: argparse.Namespace) -> Any:
     except ConvlabError as err:
         _usage(f"convlab run: {err}")
     if not _is_path(args.input):
-        agent = _agent(namespace, args.name) if args.name else "demo:expense"
-        return convlab.ask(agent, args.input)
+        if not args.name:  # as the CLI: no silent default agent
+            _usage("convlab run: give the agent to ask with -n AGENT (e.g. -n demo:expense)")
+        return convlab.ask(_agent(namespace, args.name), args.input)
     if not Path(args.input).exists():
         _usage(f"convlab run: {args.input}: no such file or folder")
     try:
