@@ -505,3 +505,15 @@ def test_earlier_tool_calls_without_results_get_tool_messages(server):
         ("tool", "c3", "already answered"),
         ("user", None, "third"),
     ]
+
+
+def test_a_key_and_url_credentials_together_send_the_key(server):
+    """aiohttp refuses an Authorization header beside URL credentials: the key wins."""
+    server.seen.clear()
+    url = server.url.replace("http://", "http://user:secretpw@")
+    agent = cl.agents.openai("test-model", base_url=url, api_key=KEY)
+    obs = ask(agent, "Hello")
+    assert obs.text == "You said: Hello"
+    [req] = server.seen
+    assert req["headers"]["Authorization"] == f"Bearer {KEY}"
+    assert "secretpw" not in agent.describe()

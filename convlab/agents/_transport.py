@@ -329,7 +329,13 @@ class HTTPClient:
         """
         known = self._urls.get(url)
         if known is None:
-            known = self._urls[url] = (yarl.URL(url), safe_url(url))
+            target = yarl.URL(url)
+            if target.user is not None and any(
+                k.lower() == "authorization" for k, _ in self.headers
+            ):
+                # aiohttp refuses both; the key's Authorization header is the one the API reads
+                target = target.with_user(None)
+            known = self._urls[url] = (target, safe_url(url))
         target, shown = known
         try:
             async with asyncio.timeout(self.timeout):
