@@ -321,3 +321,20 @@ def test_no_secret_reaches_any_format(tmp_path, monkeypatch):
             text = run.save(tmp_path / f"{name}{suffix}").read_text()
             for secret in (key, "secretpw", basic):
                 assert secret not in text, f"{secret!r} is in the {name} {suffix} report"
+
+
+def test_convlab_report_re_renders_a_saved_run_into_every_data_format(tmp_path: Path) -> None:
+    run = cl.run("examples/expense", "demo:expense", progress=False)
+    src = run.save(tmp_path / "run.json")
+    for suffix in (".jsonl", ".md", ".xml", ".json"):
+        out = tmp_path / f"again{suffix}"
+        proc = subprocess.run(
+            [sys.executable, "-m", "convlab.cli", "report", str(src), "-o", str(out)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert out.read_text(encoding="utf-8").strip()
+    assert cl.load_run(tmp_path / "again.jsonl").summary == run.summary
+    assert "expense-policy-limit" in (tmp_path / "again.md").read_text(encoding="utf-8")

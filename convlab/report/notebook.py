@@ -59,6 +59,8 @@ DISPLAY_PRIORITY = [
 """Static HTML first: widget views need an html-manager that an offline page does not have."""
 RUN_SUFFIXES = (".json", ".jsonl")
 OUTPUT_SUFFIXES = (".html", ".htm", ".ipynb")
+_DATA_SUFFIXES = (".json", ".jsonl", ".md", ".markdown", ".xml")
+"""Formats a saved run re-renders into directly (`Run.save`), without executing anything."""
 _ITABLES_LINK = re.compile(r"<a href=[\"']?https://itables\.org/[^\s>\"']*[\"']?[^>]*>(.*?)</a>")
 """itables' help and static-preview links: a page that needs no network links to none either."""
 _PLOTLY_MIME = "application/vnd.plotly.v1+json"
@@ -325,7 +327,8 @@ def _check_paths(src: Path, out: Path) -> None:
     if out.suffix.lower() not in OUTPUT_SUFFIXES:
         raise ReportInputError(
             f"{out}: cannot write a report as {out.suffix or 'a file with no suffix'}; "
-            "use .html (offline page) or .ipynb (the executed notebook)"
+            "use .html (offline page) or .ipynb (the executed notebook); a saved run also "
+            "re-renders as .json, .jsonl, .md or .xml"
         )
 
 
@@ -347,6 +350,13 @@ def render_report(
         MissingDependencyError: The `report` extra is not installed.
     """
     src, out = Path(input_path), Path(output_path)
+    if src.suffix.lower() in RUN_SUFFIXES and out.suffix.lower() in _DATA_SUFFIXES:
+        # a saved run re-rendered as data (.json, .jsonl, .md, .xml): no notebook needed
+        if not src.is_file():
+            raise ReportInputError(f"{src}: no such file")
+        from convlab.analysis.io import load_run
+
+        return load_run(src).save(out)
     _check_paths(src, out)
     html_out = out.suffix.lower() != ".ipynb"
     _require("nbformat", "nbclient", "ipykernel", *(("nbconvert",) if html_out else ()))
