@@ -4,6 +4,10 @@ Line 1 is a header `{"type": "header", "run": {...}}` (the Run without results, 
 suite's fingerprint); every other line is `{"type": "result", ...CaseResult}`. A crash can
 only lose the line being written: readers skip a torn last line. `resume=True` skips the
 instances already stored (cancelled ones run again).
+
+One writer at a time: a store is locked (an OS lock on `.<name>.lock` beside it, holding the
+owner's PID) while a run writes it, and a second writer gets `StoreError` at once. Readers
+never lock. A store whose header line is torn is refused rather than resumed unchecked.
 """
 
 from __future__ import annotations
@@ -16,6 +20,11 @@ from pathlib import Path
 from typing import IO, Any
 
 from convlab.errors import ConvlabError
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no OS lock, one writer is up to the user
+    fcntl = None  # type: ignore[assignment]
 from convlab.model._compact import compact
 from convlab.model.results import CaseResult, Run
 
@@ -57,6 +66,40 @@ def read_store(path: str | Path) -> tuple[dict[str, Any] | None, list[CaseResult
     return header, results
 
 
+def _lock_path(path: Path) -> Path:
+    return path.with_name(f".{path.name}.lock")
+
+
+class _StoreLock:
+    """An exclusive OS lock for one store, held until `release` (or the process ends)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = _lock_path(path)
+        self._fh: IO[str] | None = open(self.path, "a+", encoding="utf-8")  # noqa: SIM115
+        if fcntl is None:  # pragma: no cover - Windows
+            return
+        try:
+            fcntl.flock(self._fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            self._fh.seek(0)
+            owner = self._fh.read(32).strip() or "unknown"
+            self._fh.close()
+            self._fh = None
+            raise StoreError(
+                f"{path} is in use by another run (process {owner}, lock {self.path}); "
+                "wait for it to finish or use another store path"
+            ) from None
+        self._fh.seek(0)
+        self._fh.truncate()
+        self._fh.write(f"{os.getpid()}\n")
+        self._fh.flush()
+
+    def release(self) -> None:
+        if self._fh is not None:
+            self._fh.close()  # closing drops the lock
+            self._fh = None
+
+
 class ResultStore:
     """Appends results to a JSONL file, one flushed line per finished instance."""
 
@@ -64,18 +107,31 @@ class ResultStore:
         self.path = Path(path)
         self.done: dict[tuple[str, str, int, int], CaseResult] = {}
         self._fh: IO[str] | None = None
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = _StoreLock(self.path)
+        try:
+            self._open(run, resume)
+        except BaseException:
+            self._lock.release()
+            raise
+
+    def _open(self, run: Run, resume: bool) -> None:
         if resume and self.path.exists() and self.path.stat().st_size:
             self._load_existing(run)
             self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - kept open
             self._repair_tail()
         else:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
             self._fh = open(self.path, "w", encoding="utf-8")  # noqa: SIM115 - kept open
             header = run.model_dump(mode="json", exclude={"results"})
             self._write({"type": "header", "run": header})
 
     def _load_existing(self, run: Run) -> None:
         header, results = read_store(self.path)
+        if header is None:
+            raise StoreError(
+                f"{self.path} has no complete header line (torn or not a convlab store), so "
+                "its suite cannot be checked; use another store path or resume=False"
+            )
         stored = (header or {}).get("fingerprint")
         if stored and stored != run.fingerprint:
             raise StoreError(
@@ -117,3 +173,4 @@ class ResultStore:
             os.fsync(self._fh.fileno())
             self._fh.close()
             self._fh = None
+        self._lock.release()

