@@ -82,3 +82,13 @@ def test_torn_header_is_refused(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="header"):
         cl.run(_suite(1), _slow_ok, store=store, resume=True, progress=False)
     assert store.read_text(encoding="utf-8").startswith('{"type":"header"')
+
+
+def test_compacted_results_stay_independent() -> None:
+    a, b = cl.run(_suite(2), _slow_ok, progress=False).results
+    before = b.model_dump(exclude_unset=True)
+    assert "metadata" not in a.model_fields_set
+    a.metadata = {"changed": True}
+    assert "metadata" in a.model_dump(exclude_unset=True)
+    assert b.model_dump(exclude_unset=True) == before
+    assert a.__pydantic_fields_set__ is not b.__pydantic_fields_set__
