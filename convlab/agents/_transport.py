@@ -363,19 +363,21 @@ class HTTPClient:
         return err
 
     async def aclose(self) -> None:
-        """Close this loop's pool; forget pools of closed loops, ask live ones to close."""
+        """Close the running loop's pool and forget pools of closed loops.
+
+        Pools of other live loops are left alone: they belong to runs still going on there
+        (an `ask()` during a `start()`), which close their own pool when they end.
+        """
         try:
             loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
             loop = None
-        pools, self._by_loop = self._by_loop, {}
-        for owner, transport in pools.items():
+        for owner in [lp for lp in self._by_loop if lp is loop or lp.is_closed()]:
+            transport = self._by_loop.pop(owner)
             if owner is loop:
                 await transport.aclose()
-            elif owner.is_closed():
-                transport.discard()
             else:
-                asyncio.run_coroutine_threadsafe(transport.aclose(), owner)
+                transport.discard()
 
 
 def json_headers(

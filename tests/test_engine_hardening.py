@@ -1,0 +1,77 @@
+"""Issue 10, "Agents and runs": shared agents stay usable, agent faults stay inside their
+case, hooks keep to the per-case timeout, closing never loses the Run, hook modules are
+loaded per file, and no error is swallowed without a word."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+from aiohttp import web
+from test_agents_openai import KEY, Server, fake_model
+
+import convlab as cl
+from convlab.model import Case, Message, Suite
+
+GUARD_S = 30.0
+"""Code waiting for an event gives up after this long, so a regression fails, not hangs."""
+
+
+def std(case_id: str, text: str = "hi", **kw: Any) -> Case:
+    return Case(id=case_id, input=[Message(content=text)], **kw)
+
+
+# --- 6: a shared agent object stays usable across runs and concurrent use -------------
+
+
+class HoldingServer(Server):
+    """The fake model, but `hold` waits (the run's request stays in flight) until released."""
+
+    def __init__(self) -> None:
+        super().__init__(self.handle)
+        self.holding = threading.Event()
+        self.held = 0
+        self.release_hold: asyncio.Event | None = None
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        if body["messages"][-1].get("content").startswith("hold"):
+            if self.release_hold is None:
+                self.release_hold = asyncio.Event()
+            self.held += 1
+            if self.held == 4:
+                self.holding.set()
+            await asyncio.wait_for(self.release_hold.wait(), GUARD_S)
+            return web.json_response(
+                {"choices": [{"index": 0, "message": {"role": "assistant", "content": "held"}}]}
+            )
+        return await fake_model(request)
+
+    def let_go(self) -> None:
+        def go() -> None:
+            assert self.release_hold is not None
+            self.release_hold.set()
+
+        self.loop.call_soon_threadsafe(go)
+
+
+def test_two_runs_and_an_ask_during_a_start_on_one_openai_agent() -> None:
+    with HoldingServer() as srv:
+        agent = cl.agents.openai("m", base_url=srv.url, api_key=KEY)
+        suite = Suite(id="s", cases=[std(f"c{i}", f"n{i}") for i in range(6)])
+        first = cl.run(suite, agent, progress=False, parallel=3, retries=0)
+        second = cl.run(suite, agent, progress=False, parallel=3, retries=0)
+        assert [r.status for r in first.results + second.results] == ["passed"] * 12
+
+        holds = [std(f"hold{i}", f"hold{i}") for i in range(4)]
+        held = Suite(id="h", cases=[*holds, *suite.cases])
+        handle = cl.start(held, agent, progress=False, parallel=4, retries=0)
+        assert srv.holding.wait(GUARD_S)
+        answer = cl.ask(agent, "Hello")  # closes its own loop's pool, not the run's
+        assert answer.observation.text == "You said: Hello"
+        srv.let_go()
+        run = handle.wait(GUARD_S)
+        assert [(r.case_id, r.status, r.error) for r in run.results] == [
+            (c.id, "passed", None) for c in held.cases
+        ]
