@@ -4,8 +4,12 @@ replies capped and stored once, echoed Basic credentials never shown."""
 from __future__ import annotations
 
 import asyncio
+import base64
+import http.server
+import json
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -92,3 +96,67 @@ def test_compacted_results_stay_independent() -> None:
     assert "metadata" in a.model_dump(exclude_unset=True)
     assert b.model_dump(exclude_unset=True) == before
     assert a.__pydantic_fields_set__ is not b.__pydantic_fields_set__
+
+
+class _EchoHeaders(http.server.BaseHTTPRequestHandler):
+    """Answers every POST with 401 echoing the request's Authorization, as some servers do."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        auth = self.headers.get("authorization") or ""
+        token = auth.partition(" ")[2]
+        body = json.dumps({"error": f"bad credentials {token}", "authorization": auth}).encode()
+        self.send_response(401)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def echo_server() -> Iterator[str]:
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _EchoHeaders)
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"127.0.0.1:{srv.server_address[1]}"
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
+PASSWORD = "pw-Basic-9f3c"
+
+
+@pytest.mark.parametrize("how", ["url", "header"])
+def test_echoed_basic_authorization_never_shows(
+    echo_server: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], how: str
+) -> None:
+    b64 = base64.b64encode(f"alice:{PASSWORD}".encode()).decode()
+    if how == "url":
+        agent = cl.agents.openai("m", base_url=f"http://alice:{PASSWORD}@{echo_server}/v1")
+    else:
+        agent = cl.agents.http(
+            f"http://{echo_server}/chat", headers={"Authorization": f"Basic {b64}"}
+        )
+    store = tmp_path / "r.jsonl"
+    run = cl.run(_suite(1), agent, store=store, retries=0, progress=True)
+    result = run.results[0]
+    assert result.status == "error" and result.error and "401" in result.error
+    assert "bad credentials ***" in result.error  # the echo arrived, masked
+    run.save(tmp_path / "saved.json")
+    run.save(tmp_path / "saved.jsonl")
+    out = capsys.readouterr()
+    shown = [
+        result.error,
+        store.read_text(encoding="utf-8"),
+        (tmp_path / "saved.json").read_text(encoding="utf-8"),
+        (tmp_path / "saved.jsonl").read_text(encoding="utf-8"),
+        out.out,
+        out.err,
+    ]
+    for text in shown:
+        assert b64 not in text and b64.rstrip("=") not in text and PASSWORD not in text

@@ -14,6 +14,8 @@ loop in a worker thread, so `HTTPClient` keeps one transport per running loop.
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import contextlib
 import email.utils
 import json
@@ -78,7 +80,11 @@ class Secret:
 
     def __init__(self, value: str | None, *more: str) -> None:
         self._value = value or None
-        self._more = tuple(m for m in more if m)
+        extra = {m for m in more if m}
+        for item in [value or "", *more]:
+            extra.update(_basic_forms(item))  # an echoed `Basic <base64>` hides as well
+        extra.discard(self._value or "")
+        self._more = tuple(sorted(extra, key=len, reverse=True))
 
     def reveal(self) -> str | None:
         """The value itself, for the one place that sends it."""
@@ -98,6 +104,32 @@ class Secret:
         return "Secret('***')" if self._value else "Secret(None)"
 
     __str__ = __repr__
+
+
+def basic_credentials(user: str, password: str) -> list[str]:
+    """The forms `user:password` takes in a Basic `Authorization` header, which servers echo:
+    base64 of it in UTF-8 and Latin-1 (and JSON's `\\/` escaping), and the pair itself."""
+    pair = f"{user}:{password}"
+    found = {pair}
+    for encoding in ("utf-8", "latin-1"):
+        with contextlib.suppress(UnicodeEncodeError):
+            b64 = base64.b64encode(pair.encode(encoding)).decode("ascii")
+            found |= {b64, b64.rstrip("="), b64.replace("/", "\\/")}
+    return sorted(found, key=len, reverse=True)
+
+
+def _basic_forms(value: str) -> list[str]:
+    """For a `Basic <base64>` header value: the base64 and the decoded `user:password`."""
+    scheme, _, token = value.strip().partition(" ")
+    token = token.strip()
+    if scheme.lower() != "basic" or not token:
+        return []
+    try:
+        pair = base64.b64decode(token, validate=True).decode("utf-8", "replace")
+    except (binascii.Error, ValueError):
+        return [token]
+    user, colon, password = pair.partition(":")
+    return [token, *basic_credentials(user, password)] if colon and password else [token]
 
 
 def _split(url: str) -> urllib.parse.SplitResult | None:
@@ -135,7 +167,8 @@ def safe_url(url: str) -> str:
 
 
 def url_secrets(url: str) -> list[str]:
-    """The credentials `url` holds (its password and query values), as written and decoded.
+    """The credentials `url` holds (its password and query values), as written and decoded,
+    and the base64 of `user:password` that a Basic Authorization header carries.
 
     A `Secret` made with them masks them wherever a server echoes them back. Query values
     shorter than 4 characters (`v=1`) are left out: masking every "1" in an error body
@@ -147,8 +180,13 @@ def url_secrets(url: str) -> list[str]:
     found: set[str] = set()
     userinfo = parts.netloc.rpartition("@")[0]
     if ":" in userinfo:
-        password = userinfo.partition(":")[2]
+        user, _, password = userinfo.partition(":")
         found |= {password, urllib.parse.unquote(password)}
+        if password:  # sent as a Basic Authorization header, which servers may echo
+            found.update(basic_credentials(user, password))
+            found.update(
+                basic_credentials(urllib.parse.unquote(user), urllib.parse.unquote(password))
+            )
     for item in [*parts.query.split("&"), parts.fragment]:
         key, eq, value = item.partition("=")
         value = value if eq else key
