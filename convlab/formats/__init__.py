@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from convlab.errors import Problem, SuiteError
-from convlab.formats._base import FORMATS, Format, Problems, register_format
+from convlab.formats._base import FORMATS, MAX_YAML_CHARS, Format, Problems, register_format
 from convlab.model.suite import Source, Suite
 
 __all__ = ["FORMATS", "Format", "Problems", "detect", "load", "register_format"]
@@ -65,6 +65,10 @@ def _load_file(path: Path, format: str | None, strict: bool) -> Suite | None:
         if strict:
             raise
         return None  # e.g. a Latin-1 helper module in a folder of suites
+    if path.suffix.lower() in (".yaml", ".yml") and len(text) > MAX_YAML_CHARS:
+        # refused before any sniff parses it (a sniff would read it whole)
+        too_big = f"file too big: {len(text):,} characters (limit for YAML {MAX_YAML_CHARS:,})"
+        raise SuiteError.one(str(path), None, "", too_big)
     fmt = FORMATS.get(format) if format else detect(path, text)
     if fmt is None:
         if not strict:

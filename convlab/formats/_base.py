@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import gc
+import reprlib
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -31,6 +32,8 @@ __all__ = [
     "line_of",
     "plain",
     "register_format",
+    "safe_yaml",
+    "short_repr",
     "yaml_with_lines",
 ]
 
@@ -189,19 +192,130 @@ for _loader in (_LineLoader, _FastLineLoader):
     _loader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_as_text)
 
 
+MAX_YAML_CHARS = 20_000_000
+"""The longest YAML text read (characters)."""
+MAX_YAML_NODES = 1_000_000
+"""The most nodes a YAML document may hold once every alias is expanded."""
+MAX_YAML_EXPANDED_CHARS = 50_000_000
+"""The most scalar characters a YAML document may hold once every alias is expanded."""
+
+
+class YAMLBudgetError(yaml.MarkedYAMLError):
+    """A document too big once its aliases are expanded (an alias bomb), or too long."""
+
+
+def _expanded_size(root: yaml.Node) -> tuple[int, int]:
+    """(nodes, scalar characters) of the document with every alias expanded, in linear time.
+
+    An alias is the same node object as its anchor, so each node's size is computed once
+    and reused; a node reached again while its own size is being computed is a recursive
+    alias, which no JSON value can hold. Iterative: deep nesting cannot overflow the stack.
+    """
+    sizes: dict[int, tuple[int, int]] = {}
+    open_: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        if done:
+            nodes, chars = 1, 0
+            for child in _children(node):
+                n, c = sizes[id(child)]
+                nodes, chars = nodes + n, chars + c
+            sizes[key] = (nodes, chars)
+            open_.discard(key)
+            continue
+        if key in sizes:
+            continue
+        if key in open_:
+            raise YAMLBudgetError(
+                None, None, "a recursive alias (an anchor used inside itself)", node.start_mark
+            )
+        if isinstance(node, yaml.ScalarNode):
+            sizes[key] = (1, len(node.value))
+            continue
+        open_.add(key)
+        stack.append((node, True))
+        stack.extend((child, False) for child in _children(node) if id(child) not in sizes)
+    return sizes[id(root)]
+
+
+def _children(node: yaml.Node) -> Iterator[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        yield from node.value
+    elif isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            yield key
+            yield value
+
+
+def _budgeted_load(text: str, loader_class: type[yaml.SafeLoader]) -> Any:
+    """Compose the document, check its expanded size against the budget, then construct it."""
+    loader = loader_class(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        nodes, chars = _expanded_size(node)
+        if nodes > MAX_YAML_NODES or chars > MAX_YAML_EXPANDED_CHARS:
+            raise YAMLBudgetError(
+                None,
+                None,
+                "the document is too big once its aliases (*name) are expanded "
+                f"(limits: {MAX_YAML_NODES:,} values and {MAX_YAML_EXPANDED_CHARS:,} "
+                "characters); an alias bomb?",
+                _first_alias_mark(text, node.start_mark),
+            )
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def _first_alias_mark(text: str, fallback: yaml.Mark) -> yaml.Mark:
+    """Where the first alias `*name` is written (the line to look at), else `fallback`."""
+    for token in yaml.scan(text, Loader=yaml.SafeLoader):
+        if isinstance(token, yaml.AliasToken):
+            mark: yaml.Mark = token.start_mark
+            return mark
+    return fallback
+
+
+_SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def safe_yaml(text: str) -> Any:
+    """Plain YAML data (for a sniff), within the same budget as `yaml_with_lines`.
+
+    Raises:
+        yaml.YAMLError: Invalid YAML, or a text or document over the budget.
+    """
+    if len(text) > MAX_YAML_CHARS:
+        raise YAMLBudgetError(None, None, "file too big", None)
+    return _budgeted_load(text, _SAFE_LOADER)
+
+
 def yaml_with_lines(text: str, problems: Problems) -> Any:
     """Parse YAML keeping line numbers (LineDict/LineList); a syntax error becomes a problem.
 
     libyaml parses first (same nodes, same lines); only when it fails does the pure-Python
     parser read the text again, so a problem is worded (and placed) the same in every format,
-    and a text only libyaml rejects still loads as before.
+    and a text only libyaml rejects still loads as before. A text longer than
+    MAX_YAML_CHARS, or a document bigger than the node and character budget once its
+    aliases are expanded, is a problem (with the line of the first alias), never built.
     """
+    if len(text) > MAX_YAML_CHARS:
+        problems.add(None, "", f"file too big: {len(text):,} characters (limit {MAX_YAML_CHARS:,})")
+        return None
     try:
-        return yaml.load(text, Loader=_FastLineLoader)
+        return _budgeted_load(text, _FastLineLoader)
+    except YAMLBudgetError as exc:
+        mark = exc.problem_mark
+        problems.add(mark.line + 1 if mark else None, "", f"invalid YAML: {exc.problem}")
+        return None
     except Exception:  # the pure-Python parser below says what is wrong, and where
         pass
     try:
-        return yaml.load(text, Loader=_LineLoader)
+        return _budgeted_load(text, _LineLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
@@ -250,6 +364,22 @@ def plain(value: Any, _memo: dict[int, Any] | None = None) -> Any:
     memo[id(value)] = out_l
     out_l.extend(plain(v, memo) for v in value)
     return out_l
+
+
+_SHORT = reprlib.Repr()
+_SHORT.maxlevel = 3
+_SHORT.maxdict = _SHORT.maxlist = _SHORT.maxtuple = _SHORT.maxset = 4
+_SHORT.maxstring = _SHORT.maxother = _SHORT.maxlong = 60
+
+
+def short_repr(value: Any, limit: int = 60) -> str:
+    """`repr(value)` cut to `limit` characters, built without walking the whole value.
+
+    `reprlib` stops after a few items and levels, so a huge value (an expanded YAML alias,
+    a long string) costs the same as a small one; `repr()` then slicing could take gigabytes.
+    """
+    shown = _SHORT.repr(value)
+    return shown if len(shown) <= limit else shown[: limit - 3] + "..."
 
 
 def json_type(value: Any) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from convlab.formats._base import Problems, did_you_mean, json_type
+from convlab.formats._base import Problems, did_you_mean, json_type, short_repr
 from convlab.formats._jsonl_assert import assertion_from, assertions_from
 from convlab.model.assertions import All, Assertion
 from convlab.model.suite import Checkpoint, SimulatorSpec
@@ -24,7 +24,11 @@ _SIMULATOR_KEYS = ("use", "options")
 
 def shown(value: Any) -> str:
     """A value as a message shows it: strings quoted, others with their JSON type."""
-    return repr(value) if isinstance(value, str) else f"{json_type(value)} {value!r}"[:80]
+    return (
+        short_repr(value, 80)
+        if isinstance(value, str)
+        else f"{json_type(value)} {short_repr(value, 80)}"
+    )
 
 
 class DynamicFields:

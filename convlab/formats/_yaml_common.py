@@ -15,7 +15,15 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from convlab.formats._base import LineDict, LineList, Problems, did_you_mean, dotted, line_of
+from convlab.formats._base import (
+    LineDict,
+    LineList,
+    Problems,
+    did_you_mean,
+    dotted,
+    line_of,
+    short_repr,
+)
 
 __all__ = [
     "HINT",
@@ -90,8 +98,7 @@ def kind_name(value: Any) -> str:
 
 def type_error(expected: str, value: Any) -> str:
     """Pydantic's wording for a wrong type, plus what was found (and a quoting hint)."""
-    shown = repr(value)
-    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    shown = short_repr(value)  # never repr() the whole value: it may be an alias bomb
     hint = ""
     if expected == "string" and value is not None and not isinstance(value, dict | list):
         hint = "; quote it in the YAML to make it a string"

@@ -17,9 +17,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from convlab.formats._base import Problems, register_format, yaml_with_lines
+from convlab.formats._base import Problems, register_format, safe_yaml, yaml_with_lines
 from convlab.formats._python_case import TestSpec, build_case
 from convlab.formats._python_dataset import (
     Dataset,
@@ -80,7 +78,7 @@ def _sniff_py(text: str) -> bool:
 def _sniff_yaml(text: str) -> bool:
     if not (_LIST_HINT.search(text) or _CASES_HINT.search(text)):
         return False
-    data = yaml.safe_load(text)
+    data = safe_yaml(text)  # an alias bomb is refused, not expanded
     if isinstance(data, list):
         return _is_test_list(data)
     if isinstance(data, dict) and isinstance(data.get("test_cases"), list):

@@ -25,10 +25,15 @@ import re
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from convlab.errors import SuiteError
-from convlab.formats._base import LineList, Problems, plain, register_format, yaml_with_lines
+from convlab.formats._base import (
+    LineList,
+    Problems,
+    plain,
+    register_format,
+    safe_yaml,
+    yaml_with_lines,
+)
 from convlab.formats._yaml_case import CaseContext, build_case, case_name
 from convlab.formats._yaml_common import (
     At,
@@ -45,7 +50,6 @@ __all__ = ["load_yaml_cases", "sniff"]
 
 _FORMAT = "yaml_cases"
 _TOP_KEY = re.compile(r"^test_cases(_file)?\s*:", re.MULTILINE)
-_SNIFF_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def sniff(path: Path, text: str) -> bool:
@@ -59,7 +63,7 @@ def sniff(path: Path, text: str) -> bool:
     if "test_cases" not in text and "input" not in text and "turns" not in text:
         return False
     try:
-        data = yaml.load(text, Loader=_SNIFF_LOADER)  # a safe loader (C if available)
+        data = safe_yaml(text)  # a safe loader (C if available), within the YAML budget
     except Exception:  # broken YAML: claim it if it says so, so load() reports the error
         return bool(_TOP_KEY.search(text)) and NATIVE_TAG not in text
     return _claims(data)

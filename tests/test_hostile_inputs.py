@@ -1,0 +1,138 @@
+"""Hostile and careless input files (issue 10, Inputs 1, 2 and 5): every loader ends in a
+clear SuiteError, quickly and in bounded memory, and loading or validating runs no user code.
+"""
+
+from __future__ import annotations
+
+import time
+import tracemalloc
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+import convlab
+from convlab.errors import SuiteError
+
+SECONDS = 2.0
+MEGABYTES = 500
+
+
+@contextmanager
+def bounded(seconds: float = SECONDS, megabytes: int = MEGABYTES) -> Iterator[None]:
+    """Fail unless the block ends within `seconds` and allocates at most `megabytes` at peak."""
+    tracemalloc.start()
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        took = time.perf_counter() - start
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    assert took < seconds, f"took {took:.2f} s"
+    assert peak < megabytes * 1_000_000, f"peaked at {peak / 1e6:.0f} MB"
+
+
+def bomb(levels: int, width: int = 9, indent: str = "    ") -> str:
+    """A YAML alias bomb as block mapping lines: `a<levels>` expands to width**levels items."""
+    lines = [f"a0: &a0 [{', '.join(['l'] * width)}]"]
+    for i in range(1, levels + 1):
+        lines.append(f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * width)}]")
+    return "".join(f"{indent}{line}\n" for line in lines)
+
+
+def agent_yaml(field: str, levels: int) -> str:
+    """An agent.yaml whose one test case carries a bomb in `field`."""
+    return (
+        "name: agent\ntest_cases:\n  - name: bomb\n    input: hi\n"
+        f"    {field}:\n{bomb(levels, indent='      ')}"
+    )
+
+
+def problems_of(path: Path, check: Callable[[], object] | None = None) -> SuiteError:
+    """The SuiteError loading `path` raises, within the time and memory bounds."""
+    with bounded(), pytest.raises(SuiteError) as info:
+        (check or (lambda: convlab.load(path)))()
+    return info.value
+
+
+# ------------------------------------------------------------ Input 1: YAML alias bombs
+
+
+def test_the_520_byte_alias_bomb_in_ground_truth_fails_at_once(tmp_path: Path) -> None:
+    path = tmp_path / "agent.yaml"
+    path.write_text(agent_yaml("ground_truth", 8))
+    assert len(path.read_bytes()) < 600
+    err = problems_of(path)
+    [problem] = err.problems
+    assert problem.file == str(path)
+    assert problem.line == 7  # the first alias
+    assert "too big once its aliases" in problem.message
+
+
+@pytest.mark.parametrize("field", ["ground_truth", "input", "retrieval_context"])
+def test_a_bomb_in_a_field_that_otherwise_validates_is_refused(tmp_path: Path, field: str) -> None:
+    # 7 levels: 4.8 million values once expanded, over the 1 million budget
+    path = tmp_path / "agent.yaml"
+    path.write_text(agent_yaml(field, 7))
+    err = problems_of(path)
+    assert "an alias bomb?" in str(err)
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        "metadata:\n  extra:\n{bomb}test_cases:\n  - name: t\n    input: hi\n",
+        "test_cases:\n  - name: t\n    input: hi\n    expected_tools:\n"
+        "      - name: search\n        args:\n{bomb}",
+    ],
+    ids=["agent-metadata", "expected-tools-args"],
+)
+def test_a_bomb_where_it_validates_is_refused_at_load(tmp_path: Path, where: str) -> None:
+    # HoloDeck keeps agent settings and tool args as written: before, these loaded and the
+    # run then wrote the expanded value (572 MB) into the store header
+    path = tmp_path / "agent.yaml"
+    path.write_text("name: agent\n" + where.format(bomb=bomb(7, indent="          ")))
+    assert "too big once its aliases" in str(problems_of(path))
+
+
+def test_a_small_shared_alias_still_loads(tmp_path: Path) -> None:
+    path = tmp_path / "agent.yaml"
+    path.write_text(
+        "name: agent\nmetadata:\n"
+        + bomb(3, width=3, indent="  ")
+        + "test_cases:\n  - name: t\n    input: hi\n"
+    )
+    suite = convlab.load(path)
+    assert len(suite.metadata["metadata"]["a3"]) == 3
+
+
+def test_a_recursive_alias_is_a_problem_with_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "agent.yaml"
+    path.write_text("name: agent\ntest_cases:\n  - name: t\n    input: hi\n    metadata: &m [*m]\n")
+    err = problems_of(path)
+    assert "recursive alias" in str(err)
+    assert err.problems[0].line == 5
+
+
+@pytest.mark.parametrize("name", ["agent.yaml", "tests.yml"])
+def test_a_yaml_file_over_the_size_limit_is_refused_unread(tmp_path: Path, name: str) -> None:
+    from convlab.formats._base import MAX_YAML_CHARS
+
+    path = tmp_path / name
+    path.write_text("test_cases:\n  - input: hi\n    description: " + "x" * MAX_YAML_CHARS + "\n")
+    err = problems_of(path)
+    assert "file too big" in str(err)
+    assert err.problems[0].file == str(path)
+
+
+def test_a_wrong_type_message_never_reprs_the_whole_value(tmp_path: Path) -> None:
+    from convlab.formats._yaml_common import type_error
+
+    value: list[object] = ["lol"]
+    for _ in range(40):  # 9**40 items once walked: repr() would never end
+        value = [value] * 9
+    with bounded(seconds=0.5, megabytes=5):
+        message = type_error("string", value)
+    assert len(message) < 200
