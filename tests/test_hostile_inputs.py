@@ -4,6 +4,7 @@ clear SuiteError, quickly and in bounded memory, and loading or validating runs 
 
 from __future__ import annotations
 
+import os
 import time
 import tracemalloc
 from collections.abc import Callable, Iterator
@@ -136,3 +137,70 @@ def test_a_wrong_type_message_never_reprs_the_whole_value(tmp_path: Path) -> Non
     with bounded(seconds=0.5, megabytes=5):
         message = type_error("string", value)
     assert len(message) < 200
+
+
+# ------------------------------------------------- Input 5: silent or vague problems
+
+
+def test_a_non_utf8_jsonl_in_a_folder_is_a_problem_with_its_line(tmp_path: Path) -> None:
+    (tmp_path / "good.jsonl").write_text('{"id": "a", "input": "hi"}\n')
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b'{"id": "b", "input": "hi"}\n\n{"id": "c", "input": "caf\xe9"}\n')
+    err = problems_of(tmp_path)
+    [problem] = err.problems
+    assert (problem.file, problem.line) == (str(bad), 3)
+    assert problem.message.startswith("not UTF-8 text")
+    assert "byte 53, 0xe9" in problem.message
+
+
+def test_a_non_utf8_file_after_a_bom_names_the_right_line(tmp_path: Path) -> None:
+    path = tmp_path / "cases.jsonl"
+    path.write_bytes(b'\xef\xbb\xbf{"id": "a", "input": "hi"}\n{"id": "\xff"}\n')
+    [problem] = problems_of(path).problems
+    assert problem.line == 2
+
+
+def test_a_latin1_helper_module_beside_suites_is_still_skipped(tmp_path: Path) -> None:
+    (tmp_path / "cases.jsonl").write_text('{"id": "a", "input": "hi"}\n')
+    (tmp_path / "helper.py").write_bytes(b"# caf\xe9\nX = 1\n")
+    assert [c.id for c in convlab.load(tmp_path).cases] == ["a"]
+
+
+def test_an_empty_json_file_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "suite.json"
+    path.write_text("")
+    [problem] = problems_of(path).problems
+    assert problem.message == "empty file: it holds no suite"
+
+
+def test_a_thinkingbox_scenario_alone_says_to_load_the_dataset(tmp_path: Path) -> None:
+    folder = tmp_path / "scenario"
+    folder.mkdir()
+    path = folder / "shop.yaml"
+    path.write_text("world_state:\n  items: []\nbot_instructions: be nice\n")
+    [problem] = problems_of(path).problems
+    assert problem.message.startswith("this is a thinkingbox scenario: load the dataset folder")
+    loose = tmp_path / "shop.yaml"  # outside scenario/, told by its keys
+    loose.write_text(path.read_text())
+    assert "thinkingbox scenario" in str(problems_of(loose))
+
+
+def test_a_fifo_is_refused_unopened(tmp_path: Path) -> None:
+    fifo = tmp_path / "cases.jsonl"
+    os.mkfifo(fifo)
+    for target in (fifo, tmp_path / "cases.jsonl"):
+        [problem] = problems_of(target).problems
+        assert "not a regular file (a FIFO, device or socket)" in problem.message
+
+
+def test_dev_zero_is_refused_unread() -> None:
+    for format in (None, "jsonl", "yaml_cases"):
+        with bounded(), pytest.raises(SuiteError, match="not a regular file"):
+            convlab.load("/dev/zero", format)
+
+
+def test_a_fifo_inside_a_folder_is_passed_over(tmp_path: Path) -> None:
+    (tmp_path / "cases.jsonl").write_text('{"id": "a", "input": "hi"}\n')
+    os.mkfifo(tmp_path / "zz.jsonl")
+    with bounded():
+        assert [c.id for c in convlab.load(tmp_path).cases] == ["a"]

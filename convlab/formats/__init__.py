@@ -9,7 +9,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from convlab.errors import Problem, SuiteError
-from convlab.formats._base import FORMATS, MAX_YAML_CHARS, Format, Problems, register_format
+from convlab.formats._base import (
+    FORMATS,
+    MAX_YAML_CHARS,
+    Format,
+    Problems,
+    register_format,
+    safe_yaml,
+)
 from convlab.model.suite import Source, Suite
 
 __all__ = ["FORMATS", "Format", "Problems", "detect", "load", "register_format"]
@@ -42,12 +49,29 @@ def detect(path: Path, text: str) -> Format | None:
 
 
 def _read(path: Path) -> str:
+    """The file's text; a FIFO, device or socket is refused unread (reading could block).
+
+    Bytes that are not UTF-8 are reported with their line (1-based) and byte offset.
+    """
+    if not path.is_file():
+        raise SuiteError.one(str(path), None, "", _NOT_REGULAR)
     try:
-        return path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise SuiteError.one(str(path), None, "", f"not UTF-8 text: {exc.reason}") from None
+        data = path.read_bytes()
     except OSError as exc:
         raise SuiteError.one(str(path), None, "", f"cannot read: {exc.strerror}") from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        bom = 3 if data.startswith(b"\xef\xbb\xbf") else 0
+        start = exc.start + bom if exc.object is not data else exc.start
+        line = data.count(b"\n", 0, start) + 1
+        message = f"not UTF-8 text: {exc.reason} (byte {start}, 0x{data[start]:02x})"
+        raise SuiteError.one(str(path), line, "", message) from None
+
+
+_NOT_REGULAR = (
+    "not a regular file (a FIFO, device or socket): a suite is read from a file or folder"
+)
 
 
 def _claimable(path: Path, format: str | None) -> bool:
@@ -62,8 +86,8 @@ def _load_file(path: Path, format: str | None, strict: bool) -> Suite | None:
     try:
         text = _read(path)
     except SuiteError:
-        if strict:
-            raise
+        if strict or path.suffix.lower() != ".py":
+            raise  # a data file of suites that cannot be read is a problem, never skipped
         return None  # e.g. a Latin-1 helper module in a folder of suites
     if path.suffix.lower() in (".yaml", ".yml") and len(text) > MAX_YAML_CHARS:
         # refused before any sniff parses it (a sniff would read it whole)
@@ -73,11 +97,29 @@ def _load_file(path: Path, format: str | None, strict: bool) -> Suite | None:
     if fmt is None:
         if not strict:
             return None
-        known = ", ".join(sorted({s for n in FORMATS for s in FORMATS.get(n).suffixes}))
-        raise SuiteError.one(
-            str(path), None, "", f"not a recognised suite file (supported suffixes: {known})"
-        )
+        raise SuiteError.one(str(path), None, "", _unclaimed(path, text))
     return fmt.load(path, text)
+
+
+def _unclaimed(path: Path, text: str) -> str:
+    """Why no format claims the file given alone: empty, a thinkingbox data file, or unknown."""
+    if not text.strip():
+        return "empty file: it holds no suite"
+    if path.suffix.lower() in (".yaml", ".yml") and _thinkingbox_scenario(path, text):
+        return "this is a thinkingbox scenario: load the dataset folder (the one holding scenario/)"
+    known = ", ".join(sorted({s for n in FORMATS for s in FORMATS.get(n).suffixes}))
+    return f"not a recognised suite file (supported suffixes: {known})"
+
+
+def _thinkingbox_scenario(path: Path, text: str) -> bool:
+    """A `scenario/<name>.yaml` of a thinkingbox dataset (world_state, bot_instructions)."""
+    if path.parent.name == "scenario":
+        return True
+    try:
+        data = safe_yaml(text)
+    except Exception:  # not YAML, or over the budget: not a scenario we can tell
+        return False
+    return isinstance(data, dict) and ("world_state" in data or "bot_instructions" in data)
 
 
 def load(path: str | Path, format: str | None = None) -> Suite:
@@ -94,6 +136,8 @@ def load(path: str | Path, format: str | None = None) -> Suite:
     root = Path(path)
     if not root.exists():
         raise SuiteError.one(str(root), None, "", "no such file or folder")
+    if not root.is_file() and not root.is_dir():
+        raise SuiteError.one(str(root), None, "", _NOT_REGULAR)  # never opened: could block
     if root.is_file():
         suite = _load_file(root, format, strict=True)
         assert suite is not None
