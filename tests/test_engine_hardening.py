@@ -57,7 +57,8 @@ class HoldingServer(Server):
 
 
 def test_two_runs_and_an_ask_during_a_start_on_one_openai_agent() -> None:
-    with HoldingServer() as srv:
+    srv = HoldingServer()
+    with srv:
         agent = cl.agents.openai("m", base_url=srv.url, api_key=KEY)
         suite = Suite(id="s", cases=[std(f"c{i}", f"n{i}") for i in range(6)])
         first = cl.run(suite, agent, progress=False, parallel=3, retries=0)
@@ -75,3 +76,26 @@ def test_two_runs_and_an_ask_during_a_start_on_one_openai_agent() -> None:
         assert [(r.case_id, r.status, r.error) for r in run.results] == [
             (c.id, "passed", None) for c in held.cases
         ]
+
+
+# --- 9: a failing aclose never loses the Run; the rest are still closed --------------
+
+
+def test_a_raising_aclose_keeps_the_run_and_closes_the_judge_and_simulators() -> None:
+    closed: list[str] = []
+    agent = cl.agents.function(lambda m: "ok")
+    judge = cl.agents.function(lambda m: "yes")
+
+    async def broken() -> None:
+        closed.append("agent")
+        raise RuntimeError("pool gone")
+
+    async def judge_close() -> None:
+        closed.append("judge")
+
+    agent.aclose = broken  # type: ignore[method-assign]
+    judge.aclose = judge_close  # type: ignore[method-assign]
+    run = cl.run(Suite(id="s", cases=[std("a")]), agent, judge=judge, progress=False)
+    assert [r.status for r in run.results] == ["passed"]
+    assert closed == ["agent", "judge"]
+    assert "RuntimeError: pool gone" in (run.error or "")

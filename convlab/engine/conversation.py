@@ -48,13 +48,24 @@ class Env:
             self.simulators[spec] = resolve_simulator(spec)
         return self.simulators[spec]
 
-    async def aclose(self) -> None:
-        """Release the agent's, the judge's and the simulators' resources."""
+    async def aclose(self) -> list[str]:
+        """Release the agent's, the judge's and the simulators' resources.
+
+        One that fails to close does not keep the others open: every one is closed and the
+        failures come back as messages (the runner records them on the Run).
+        """
+        problems: list[str] = []
         objs = (self.agent, self.judge, self.simulator, *self.simulators.values())
         for obj in {id(o): o for o in objs if o is not None}.values():
             close = getattr(obj, "aclose", None)
-            if close is not None:
+            if close is None:
+                continue
+            try:
                 await close()
+            except Exception as exc:
+                name = getattr(obj, "name", None) or type(obj).__name__
+                problems.append(f"closing {name} failed: {type(exc).__name__}: {exc}")
+        return problems
 
 
 def resolve_simulator(simulator: Any) -> Any:

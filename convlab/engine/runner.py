@@ -149,7 +149,9 @@ class Runner:
         except Exception as exc:
             self.run.status = "failed"
             self.run.error = f"after hook failed: {type(exc).__name__}: {exc}"
-        await self.env.aclose()
+        problems = await self.env.aclose()  # a failing close never loses the Run
+        if problems:
+            self.run.error = "; ".join([self.run.error, *problems] if self.run.error else problems)
         self.emit(RunFinished(self.run))
         return self.run
 
