@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from typing import Any
 
 from aiohttp import web
@@ -76,6 +77,58 @@ def test_two_runs_and_an_ask_during_a_start_on_one_openai_agent() -> None:
         assert [(r.case_id, r.status, r.error) for r in run.results] == [
             (c.id, "passed", None) for c in held.cases
         ]
+
+
+# --- 7: agent faults stay inside their case ----------------------------------------
+
+
+class Failed(BaseException):
+    """Like pytest's `Failed`: a BaseException that is no Exception."""
+
+
+def test_a_sync_agent_raising_a_base_exception_errors_its_case_only() -> None:
+    def agent(messages: list[dict[str, Any]]) -> str:
+        text = messages[-1]["content"]
+        if text == "fail":
+            raise Failed("assert in agent")
+        if text == "exit":
+            raise SystemExit(3)
+        return "ok"
+
+    suite = Suite(id="s", cases=[std("a", "fail"), std("b", "exit"), std("c", "hi")])
+    run = cl.run(suite, agent, progress=False, retries=0)
+    assert run.status == "completed"
+    assert [r.status for r in run.results] == ["error", "error", "passed"]
+    assert "Failed: assert in agent" in (run.results[0].error or "")
+
+
+def test_an_async_agent_raising_keyboard_interrupt_or_cancelled_errors_its_case() -> None:
+    async def agent(messages: list[dict[str, Any]]) -> str:
+        text = messages[-1]["content"]
+        if text == "kbd":
+            raise KeyboardInterrupt
+        if text == "cancel":
+            raise asyncio.CancelledError("agent's own")
+        return "ok"
+
+    suite = Suite(id="s", cases=[std("a", "kbd"), std("b", "cancel"), std("c", "hi")])
+    run = cl.run(suite, agent, progress=False, retries=0, parallel=1)
+    assert run.status == "completed"
+    assert [r.status for r in run.results] == ["error", "error", "passed"]
+    assert "KeyboardInterrupt" in (run.results[0].error or "")
+    assert "CancelledError" in (run.results[1].error or "")
+
+
+def test_an_async_agent_blocking_the_loop_is_a_timeout_naming_how_long() -> None:
+    async def agent(messages: list[dict[str, Any]]) -> str:
+        time.sleep(0.6)  # noqa: ASYNC251 - blocks the loop: the 0.2 s timeout cannot fire
+        return "ok"
+
+    run = cl.run(Suite(id="s", cases=[std("a")]), agent, progress=False, timeout=0.2)
+    [result] = run.results
+    assert result.status == "timeout"
+    assert "timeout after 0.2s" in (result.error or "")
+    assert "blocked the event loop for 0.6s" in (result.error or "")
 
 
 # --- 9: a failing aclose never loses the Run; the rest are still closed --------------

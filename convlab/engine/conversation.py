@@ -6,6 +6,7 @@ policy, evaluates checks and emits turn events.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import time
 from collections.abc import Callable, Sequence
@@ -24,7 +25,17 @@ if TYPE_CHECKING:
     from convlab.model.suite import Suite, TurnInput
     from convlab.plan import Instance
 
-__all__ = ["Conversation", "Env", "resolve_simulator", "status_of"]
+__all__ = ["Conversation", "Env", "resolve_simulator", "status_of", "stopping"]
+
+
+def stopping() -> bool:
+    """Whether the running task is really being cancelled (the run's stop, a timeout).
+
+    A CancelledError that user code raises itself, with no cancel request pending, is that
+    code's fault, not a stop: it stays inside its case.
+    """
+    task = asyncio.current_task()
+    return task is None or task.cancelling() > 0
 
 
 @dataclass
@@ -140,7 +151,12 @@ class Conversation:
             obs = await call_agent(
                 self.session, self.messages, self.ctx, self.env.policy, self.attempts
             )
-        except (Exception, SystemExit) as exc:  # a sync agent calling sys.exit() too
+        except BaseException as exc:
+            # the agent's own SystemExit, KeyboardInterrupt, CancelledError or a test
+            # framework's BaseException (pytest's Failed) is this turn's error; only a real
+            # stop of the run propagates
+            if isinstance(exc, asyncio.CancelledError) and stopping():
+                raise
             turn.status, turn.error = "error", _agent_error(exc, index)
             turn.duration_ms = (time.perf_counter() - start) * 1000
             raise TurnFailed(turn.error) from exc

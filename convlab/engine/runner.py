@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from convlab.engine.conversation import Conversation, Env
+from convlab.engine.conversation import Conversation, Env, stopping
 from convlab.engine.events import (
     CaseFinished,
     CaseStarted,
@@ -193,43 +193,57 @@ class Runner:
         return _result(inst, conv, outcome, started, t0)
 
     async def _converse(self, conv: Conversation, timeout: float) -> Outcome:
+        """The hooks and the conversation; user code's faults (whatever it raises, a blocked
+        loop) end in this case's outcome, never the run."""
         case = conv.case
         near = case.source.file if case.source else None
         outcome = Outcome("error", "not run")
         data = None
+        loop = asyncio.get_running_loop()
 
         async def after(outcome: Outcome) -> None:
             await call_hook(resolve_hook(case.hooks.after, near), case, outcome, data)
 
         try:
             data = await call_hook(resolve_hook(case.hooks.before, near), case)
-            async with asyncio.timeout(timeout):
+            deadline = loop.time() + timeout
+            async with asyncio.timeout_at(deadline):
                 await conv.open()
                 try:
                     outcome = await MODES[case.mode](conv)
                 finally:
                     await conv.close()
+            if loop.time() > deadline:  # the loop was blocked, so the timeout could not fire
+                outcome = _timeout(conv, timeout)
         except TimeoutError:
             outcome = _timeout(conv, timeout)
-        except asyncio.CancelledError:
-            # `after` always runs, also for an instance stopped mid-way
-            stopped = Outcome("cancelled", "run stopped while it ran")
-            with contextlib.suppress(Exception):
-                await asyncio.shield(after(stopped))
-            raise
-        except Exception as exc:
-            outcome = Outcome("error", f"{type(exc).__name__}: {exc}")
+        except asyncio.CancelledError as exc:
+            if not stopping():  # user code raised it: its fault, not a stop
+                outcome = Outcome("error", f"{type(exc).__name__}: {exc}")
+            else:
+                # `after` always runs, also for an instance stopped mid-way
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(after(Outcome("cancelled", "run stopped while it ran")))
+                raise
+        except BaseException as exc:  # SystemExit, KeyboardInterrupt, pytest's Failed ...
+            outcome = Outcome("error", _why(exc))
         try:
             await after(outcome)
         except Exception as exc:
             if outcome.status == "passed":
                 outcome = Outcome(
                     "error",
-                    f"after hook failed: {type(exc).__name__}: {exc}",
+                    f"after hook failed: {_why(exc)}",
                     outcome.assertions,
                     outcome.checkpoints,
                 )
         return outcome
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, TimeoutError) and not str(exc):
+        return "TimeoutError: timed out"
+    return f"{type(exc).__name__}: {exc}"
 
 
 def _result(
@@ -276,9 +290,15 @@ async def _suite_checks(run: Run) -> list[Any]:
 def _timeout(conv: Conversation, timeout: float) -> Outcome:
     if conv.turns and conv.turns[-1].observation is None and conv.turns[-1].status != "error":
         conv.turns[-1].status, conv.turns[-1].error = "error", "timeout"
-    return Outcome(
-        "timeout", f"timeout after {_fmt_duration(timeout)}", checkpoints=conv.checkpoints
-    )
+    why = f"timeout after {_fmt_duration(timeout)}"
+    # an agent call that outlasted the timeout never let the loop run the timeout
+    blocked = max((t.duration_ms or 0.0 for t in conv.turns), default=0.0) / 1000
+    if blocked > timeout:
+        why += (
+            f": the agent blocked the event loop for {blocked:.1f}s (a blocking call in "
+            "async code: await it, or make the agent a sync function)"
+        )
+    return Outcome("timeout", why, checkpoints=conv.checkpoints)
 
 
 def _uncancel() -> None:
