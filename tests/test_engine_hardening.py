@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
@@ -129,6 +130,52 @@ def test_an_async_agent_blocking_the_loop_is_a_timeout_naming_how_long() -> None
     assert result.status == "timeout"
     assert "timeout after 0.2s" in (result.error or "")
     assert "blocked the event loop for 0.6s" in (result.error or "")
+
+
+# --- 8: case hooks run within the per-case timeout, in a daemon thread ---------------
+
+GATE = threading.Event()
+"""What the slow hooks below wait for (set when the test ends)."""
+DAEMON: list[bool] = []
+
+
+def hooked(tmp_path: Path, case_id: str, code: str, **hooks: str) -> Case:
+    """A case whose hooks live in `hooks_<case_id>.py` beside its (pretend) suite file."""
+    (tmp_path / f"hooks_{case_id}.py").write_text(code)
+    extra: dict[str, Any] = {}
+    if case_id == "failing":
+        extra["assertions"] = [{"kind": "contains", "value": "no"}]
+    return std(
+        case_id,
+        hooks={k: f"hooks_{case_id}:{v}" for k, v in hooks.items()},
+        source={"file": str(tmp_path / "suite.jsonl")},
+        **extra,
+    )
+
+
+SLOW_HOOKS = (
+    "import threading\n"
+    "from test_engine_hardening import DAEMON, GATE\n"
+    "def before(case):\n"
+    "    DAEMON.append(threading.current_thread().daemon)\n"
+    "    GATE.wait(30)\n"
+    "def after(case, outcome):\n"
+    "    GATE.wait(30)\n"
+)
+
+
+def test_a_slow_case_hook_is_a_timeout(tmp_path: Path) -> None:
+    try:
+        case = hooked(tmp_path, "a", SLOW_HOOKS, before="before")
+        run = cl.run(Suite(id="s", cases=[case]), lambda m: "ok", progress=False, timeout=0.2)
+        assert [r.status for r in run.results] == ["timeout"]
+        assert DAEMON == [True]
+        case = hooked(tmp_path, "b", SLOW_HOOKS, after="after")
+        run = cl.run(Suite(id="s", cases=[case]), lambda m: "ok", progress=False, timeout=0.2)
+        [result] = run.results
+        assert result.status == "error" and "after hook failed" in (result.error or "")
+    finally:
+        GATE.set()
 
 
 # --- 9: a failing aclose never loses the Run; the rest are still closed --------------

@@ -6,14 +6,12 @@ JSONL suites name hooks like `env_test.Before`; they are looked up next to the s
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from convlab._util import import_callable
+from convlab._util import call_user, import_callable, positional_arity
 
 __all__ = ["call_hook", "resolve_hook"]
 
@@ -38,20 +36,9 @@ def resolve_hook(
 
 
 async def call_hook(fn: Callable[..., Any] | None, *args: Any) -> Any:
-    """Call a hook with as many of `args` as it accepts; sync hooks run in a thread."""
+    """Call a hook with as many of `args` as it accepts, through `call_user`: an async hook
+    is awaited, a sync one runs in a daemon thread (the per-case timeout can abandon it)."""
     if fn is None:
         return None
-    try:
-        params = inspect.signature(fn).parameters.values()
-        varargs = any(p.kind is p.VAR_POSITIONAL for p in params)
-        n = (
-            len(args)
-            if varargs
-            else sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
-        )
-    except (TypeError, ValueError):
-        n = len(args)
-    if inspect.iscoroutinefunction(fn):
-        return await fn(*args[:n])
-    out = await asyncio.to_thread(fn, *args[:n])
-    return await out if inspect.isawaitable(out) else out
+    n = positional_arity(fn)
+    return await call_user(fn, *args[: len(args) if n is None else n])

@@ -193,21 +193,22 @@ class Runner:
         return _result(inst, conv, outcome, started, t0)
 
     async def _converse(self, conv: Conversation, timeout: float) -> Outcome:
-        """The hooks and the conversation; user code's faults (whatever it raises, a blocked
-        loop) end in this case's outcome, never the run."""
+        """The hooks and the conversation, within the per-case timeout; user code's faults
+        (whatever it raises, a blocked loop) end in this case's outcome, never the run."""
         case = conv.case
         near = case.source.file if case.source else None
         outcome = Outcome("error", "not run")
         data = None
         loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
 
         async def after(outcome: Outcome) -> None:
-            await call_hook(resolve_hook(case.hooks.after, near), case, outcome, data)
+            async with asyncio.timeout(timeout):
+                await call_hook(resolve_hook(case.hooks.after, near), case, outcome, data)
 
         try:
-            data = await call_hook(resolve_hook(case.hooks.before, near), case)
-            deadline = loop.time() + timeout
             async with asyncio.timeout_at(deadline):
+                data = await call_hook(resolve_hook(case.hooks.before, near), case)
                 await conv.open()
                 try:
                     outcome = await MODES[case.mode](conv)
