@@ -5,6 +5,7 @@ loaded per file, and no error is swallowed without a word."""
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 import time
 from pathlib import Path
@@ -199,3 +200,28 @@ def test_a_raising_aclose_keeps_the_run_and_closes_the_judge_and_simulators() ->
     assert [r.status for r in run.results] == ["passed"]
     assert closed == ["agent", "judge"]
     assert "RuntimeError: pool gone" in (run.error or "")
+
+
+# --- 10: hook modules are per suite file --------------------------------------------
+
+
+def test_two_suites_with_their_own_env_test_get_their_own_module(tmp_path: Path) -> None:
+    sys_path = list(sys.path)
+    runs = []
+    for name in ("one", "two"):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "env_test.py").write_text(
+            f"def before(case):\n    return {name!r}\n"
+            "def after(case, outcome, data):\n"
+            "    if data != " + repr(name) + ":\n"
+            "        raise RuntimeError(f'wrong module: {data}')\n"
+        )
+        case = std(
+            "a",
+            hooks={"before": "env_test.before", "after": "env_test.after"},
+            source={"file": str(folder / "suite.jsonl")},
+        )
+        runs.append(cl.run(Suite(id=name, cases=[case]), lambda m: "ok", progress=False))
+    assert [r.results[0].status for r in runs] == ["passed", "passed"]
+    assert sys.path == sys_path and "env_test" not in sys.modules
