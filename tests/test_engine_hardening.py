@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from aiohttp import web
 from test_agents_openai import KEY, Server, fake_model
 
@@ -225,3 +226,49 @@ def test_two_suites_with_their_own_env_test_get_their_own_module(tmp_path: Path)
         runs.append(cl.run(Suite(id=name, cases=[case]), lambda m: "ok", progress=False))
     assert [r.results[0].status for r in runs] == ["passed", "passed"]
     assert sys.path == sys_path and "env_test" not in sys.modules
+
+
+# --- 11: no error is swallowed without a word ----------------------------------------
+
+
+def test_a_raising_listener_is_reported_once_and_results_are_kept() -> None:
+    from convlab.engine.conversation import Env
+    from convlab.engine.runner import Runner, Settings
+
+    def listener(event: Any) -> None:
+        raise ValueError("view broke")
+
+    suite = Suite(id="s", cases=[std("a"), std("b")])
+    runner = Runner(
+        Env(agent=cl.agents.function(lambda m: "ok"), suite=suite), Settings(), [listener]
+    )
+    with pytest.warns(RuntimeWarning, match="listener .*ValueError: view broke") as record:
+        run = asyncio.run(runner.execute())
+    assert len([w for w in record if "view broke" in str(w.message)]) == 1
+    assert [r.status for r in run.results] == ["passed", "passed"]
+
+
+BROKEN_AFTER = "def after(case, outcome):\n    raise RuntimeError('cleanup broke')\n"
+
+
+def test_an_after_hook_error_on_a_failed_or_stopped_case_is_recorded(tmp_path: Path) -> None:
+    failing = hooked(tmp_path, "failing", BROKEN_AFTER, after="after")
+    run = cl.run(Suite(id="s", cases=[failing]), lambda m: "ok", progress=False)
+    [result] = run.results
+    assert result.status == "failed"
+    assert "after hook failed: RuntimeError: cleanup broke" in (result.error or "")
+
+    started = threading.Event()
+
+    async def slow(messages: list[dict[str, Any]]) -> str:
+        started.set()
+        await asyncio.sleep(GUARD_S)
+        return "late"
+
+    stopped = hooked(tmp_path, "stopped", BROKEN_AFTER, after="after")
+    handle = cl.start(Suite(id="s", cases=[stopped]), slow, progress=False)
+    assert started.wait(GUARD_S)
+    run = handle.stop()
+    [result] = run.results
+    assert result.status == "cancelled"
+    assert "after hook failed: RuntimeError: cleanup broke" in (result.error or "")

@@ -120,6 +120,8 @@ class Conversation:
         self.session: AgentSession | None = None
         self.checkpoints: list[CheckpointResult] = []
         """Dynamic cases: checkpoint states (kept when the case times out)."""
+        self.hook_error: str | None = None
+        """An after hook's failure on a stopped instance (recorded on its result)."""
 
     async def open(self) -> None:
         """Open the agent session for this instance."""

@@ -5,11 +5,11 @@ the results store and the event stream. It imports no UI.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 import uuid
+import warnings
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -72,12 +72,24 @@ class Runner:
     results: dict[tuple[str, str, int, int], CaseResult] = field(default_factory=dict)
     run: Run = field(default_factory=Run)
     _stop_picking: bool = False
+    _warned: set[int] = field(default_factory=set)
 
     def emit(self, event: Event) -> None:
-        """Tell every listener; a broken listener never breaks the run."""
+        """Tell every listener; a broken listener never breaks the run, but says so once."""
         for listener in self.listeners:
-            with contextlib.suppress(Exception):  # consumers must not affect results
+            try:
                 listener(event)
+            except Exception as exc:  # consumers must not affect results
+                if id(listener) in self._warned:
+                    continue
+                self._warned.add(id(listener))
+                name = getattr(listener, "__qualname__", None) or type(listener).__name__
+                warnings.warn(
+                    f"convlab event listener {name} raised {type(exc).__name__}: {exc} "
+                    f"(on {type(event).__name__}; its later errors are not reported)",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
 
     async def execute(self) -> Run:
         """Run every planned instance; Ctrl-C / stop() keeps finished results."""
@@ -187,7 +199,8 @@ class Runner:
         try:
             outcome = await self._converse(conv, timeout)
         except asyncio.CancelledError:  # keep what the conversation got to
-            stopped = Outcome("cancelled", "run stopped while it ran", checkpoints=conv.checkpoints)
+            why = "run stopped while it ran" + (f"; {conv.hook_error}" if conv.hook_error else "")
+            stopped = Outcome("cancelled", why, checkpoints=conv.checkpoints)
             self.results[inst.key] = _result(inst, conv, stopped, started, t0)
             raise
         return _result(inst, conv, outcome, started, t0)
@@ -223,21 +236,22 @@ class Runner:
                 outcome = Outcome("error", f"{type(exc).__name__}: {exc}")
             else:
                 # `after` always runs, also for an instance stopped mid-way
-                with contextlib.suppress(Exception):
+                try:
                     await asyncio.shield(after(Outcome("cancelled", "run stopped while it ran")))
+                except Exception as hook_exc:
+                    conv.hook_error = f"after hook failed: {_why(hook_exc)}"
                 raise
         except BaseException as exc:  # SystemExit, KeyboardInterrupt, pytest's Failed ...
             outcome = Outcome("error", _why(exc))
         try:
             await after(outcome)
         except Exception as exc:
+            why = f"after hook failed: {_why(exc)}"
             if outcome.status == "passed":
-                outcome = Outcome(
-                    "error",
-                    f"after hook failed: {_why(exc)}",
-                    outcome.assertions,
-                    outcome.checkpoints,
-                )
+                outcome = Outcome("error", why, outcome.assertions, outcome.checkpoints)
+            else:
+                why = f"{outcome.error}; {why}" if outcome.error else why
+                outcome = replace(outcome, error=why)
         return outcome
 
 
