@@ -45,6 +45,7 @@ class RunOptions(TypedDict, total=False):
     allow_external_writes: bool
     before: Any
     after: Any
+    max_reply_bytes: int | None
 
 
 RUN_DEFAULTS: RunOptions = {
@@ -61,6 +62,7 @@ RUN_DEFAULTS: RunOptions = {
     "allow_external_writes": False,
     "before": None,
     "after": None,
+    "max_reply_bytes": 1_000_000,
 }
 
 OPTIONS_DOC = """
@@ -84,6 +86,8 @@ OPTIONS_DOC = """
         allow_external_writes: Run cases whose write policy is `external`.
         before: A run-level hook called with the suite before any case.
         after: A run-level hook called with the Run and the before hook's result.
+        max_reply_bytes: A reply text longer than this many UTF-8 bytes is cut to it, and
+            its turn's observation says so (`truncated_from`: the original size); None: no cap.
 """
 
 

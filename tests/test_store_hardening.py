@@ -160,3 +160,44 @@ def test_echoed_basic_authorization_never_shows(
     ]
     for text in shown:
         assert b64 not in text and b64.rstrip("=") not in text and PASSWORD not in text
+
+
+def test_a_long_reply_is_cut_to_max_reply_bytes_and_marked(tmp_path: Path) -> None:
+    big = "é" + "x" * 3_000_000  # 3 MB; the cut falls on a character boundary
+
+    def agent(messages: list[dict[str, str]]) -> str:
+        return big
+
+    store = tmp_path / "r.jsonl"
+    run = cl.run(_suite(1), agent, store=store, progress=False)
+    obs = run.results[0].turns[0].observation
+    assert obs is not None and obs.text is not None
+    assert len(obs.text.encode("utf-8")) <= 1_000_000 and obs.text.startswith("éxxx")
+    assert obs.truncated_from == len(big.encode("utf-8"))
+    assert obs.messages[-1].content == obs.text
+    back = cl.load_run(store).results[0].turns[0].observation
+    assert back is not None and back.truncated_from == obs.truncated_from
+    small = cl.run(_suite(1), agent, max_reply_bytes=None, progress=False)
+    kept = small.results[0].turns[0].observation
+    assert kept is not None and kept.text == big and kept.truncated_from is None
+
+
+def test_a_reply_is_stored_once_and_reads_back_whole(tmp_path: Path) -> None:
+    reply = "ok " + "".join(f"word{i} " for i in range(20_000))
+
+    def agent(messages: list[dict[str, str]]) -> str:
+        return reply
+
+    store = tmp_path / "r.jsonl"
+    run = cl.run(_suite(1), agent, store=store, progress=False)
+    assert run.results[0].status == "passed"
+    line = store.read_text(encoding="utf-8").splitlines()[1]
+    assert line.count("word19999") == 1
+    for name in ("saved.json", "saved.jsonl"):
+        run.save(tmp_path / name)
+        text = (tmp_path / name).read_text(encoding="utf-8")
+        assert text.count("word19999") <= 2  # the turn's text, and the seed's `output`
+    for path in (store, tmp_path / "saved.json", tmp_path / "saved.jsonl"):
+        back = cl.load_run(path).results[0].turns[0]
+        assert back.observation is not None and back.observation.text == reply
+        assert back.observation.messages[-1].content == reply

@@ -49,6 +49,7 @@ from pydantic import ValidationError
 
 from convlab.errors import SuiteError
 from convlab.formats import Problems
+from convlab.model.conversation import REPLY_ONCE
 from convlab.model.results import CaseResult, Run
 
 if TYPE_CHECKING:
@@ -154,11 +155,13 @@ def _first_input(r: CaseResult) -> Any:
     return [m.model_dump(mode="json", exclude_none=True) for m in r.turns[0].messages]
 
 
-def _json_result_line(r: CaseResult) -> str:
+def _json_result_line(r: CaseResult, once: bool = True) -> str:
     """One `.json` result on one line: seed 002's `id`/`input`/`output`, then the CaseResult
-    as pydantic serialises it (10x faster than `json.dumps(indent=...)` on big runs)."""
+    as pydantic serialises it (10x faster than `json.dumps(indent=...)` on big runs). `once`:
+    a long reply's text is written once (see `REPLY_ONCE`)."""
     seed = {"id": r.case_id, "input": _first_input(r), "output": _output(r)}
-    return f"{_dumps(seed)[:-1]}, {r.model_dump_json()[1:]}"
+    body = r.model_dump_json(context=REPLY_ONCE if once else None)
+    return f"{_dumps(seed)[:-1]}, {body[1:]}"
 
 
 def _json_head(run: Run) -> dict[str, Any]:
@@ -193,7 +196,10 @@ def json_text(run: Run) -> str:
 
 def json_report(run: Run) -> dict[str, Any]:
     """The `.json` object: seed 002's `summary`/`results`/`metadata` keys plus the Run model."""
-    return {**_json_head(run), "results": [json.loads(_json_result_line(r)) for r in run.results]}
+    return {
+        **_json_head(run),
+        "results": [json.loads(_json_result_line(r, once=False)) for r in run.results],
+    }
 
 
 def _plain(value: Any) -> Any:
@@ -248,7 +254,7 @@ def _summary_record(run: Run, df: pd.DataFrame, summ: dict[str, Any]) -> dict[st
 
 def _result_line(r: CaseResult) -> str:
     """`{"type": "result", "id", ...CaseResult..., "output"}`, serialised by pydantic (fast)."""
-    body = r.model_dump_json()[1:-1]
+    body = r.model_dump_json(context=REPLY_ONCE)[1:-1]
     out = json.dumps(_output(r), ensure_ascii=False, default=str)
     cid = json.dumps(r.case_id, ensure_ascii=False)
     return f'{{"type": "result", "id": {cid}, {body}, "output": {out}}}'

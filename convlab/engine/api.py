@@ -16,6 +16,7 @@ from convlab.agents.calls import RetryPolicy
 from convlab.agents.protocol import Agent, AgentContext, as_agent
 from convlab.engine.conversation import Env, resolve_simulator
 from convlab.engine.events import Listener
+from convlab.engine.replies import MAX_REPLY_BYTES
 from convlab.engine.runner import Runner, Settings
 from convlab.errors import SuiteError
 from convlab.model.answer import Answer
@@ -66,6 +67,7 @@ def build_runner(opts: dict[str, Any], listeners: list[Listener]) -> Runner:
         simulator=resolve_simulator(opts["simulator"]),
         judge=as_agent(judge) if judge is not None else None,
         timeout_s=settings.timeout_s,
+        max_reply_bytes=opts.get("max_reply_bytes", MAX_REPLY_BYTES),
     )
     return Runner(env, settings, listeners)
 

@@ -17,6 +17,7 @@ from convlab.agents.calls import Attempts, RetryPolicy, call_agent
 from convlab.agents.protocol import Agent, AgentContext, AgentSession
 from convlab.checks import CheckContext, evaluate
 from convlab.engine.events import Event, TurnCompleted
+from convlab.engine.replies import MAX_REPLY_BYTES, cap_reply, share_reply_text
 from convlab.model.conversation import Message, Observation, Usage
 from convlab.model.results import AssertionResult, CheckpointResult, TurnResult
 
@@ -52,6 +53,8 @@ class Env:
     timeout_s: float = 120.0
     simulators: dict[str, Any] = field(default_factory=dict)
     """Simulators built from cases' `use` specs, one per spec, closed at the end."""
+    max_reply_bytes: int | None = MAX_REPLY_BYTES
+    """A longer reply text is cut to this many UTF-8 bytes and marked (None: no cap)."""
 
     def case_simulator(self, spec: str) -> Any:
         """The simulator a case names (built once per spec for the whole run)."""
@@ -162,6 +165,7 @@ class Conversation:
             turn.status, turn.error = "error", _agent_error(exc, index)
             turn.duration_ms = (time.perf_counter() - start) * 1000
             raise TurnFailed(turn.error) from exc
+        cap_reply(obs, self.env.max_reply_bytes)
         if obs.effects is None:  # agents that copy the world themselves are trusted with it
             obs.effects = copy.deepcopy(self.ctx.world)
         self.messages.extend(obs.messages)
@@ -212,6 +216,7 @@ class Conversation:
     def finish_turn(self, turn: TurnResult, results: list[AssertionResult]) -> None:
         """Record a turn's checks and tell the listeners."""
         turn.assertions = results
+        share_reply_text(turn)
         if turn.status != "error":
             turn.status = status_of(results)  # type: ignore[assignment]
         self.env.emit(TurnCompleted(self.inst.key, turn))

@@ -4,9 +4,25 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
-__all__ = ["Message", "Observation", "Reply", "ToolCall", "Usage"]
+__all__ = ["REPLY_ONCE", "Message", "Observation", "Reply", "ToolCall", "Usage"]
+
+REPLY_ONCE = {"reply_once": True}
+"""Serialisation context for stores and saved runs: an observation whose text is also one of
+its messages' content writes `"text_in": <message index>` instead of the text a second time
+(reading it back restores the text)."""
+
+_ONCE_MIN = 256
+"""Shorter texts are written twice: a reference would save next to nothing."""
 
 
 class Message(BaseModel):
@@ -94,6 +110,41 @@ class Observation(BaseModel):
     latency_ms: float | None = None
     error: str | None = None
     outcome: Literal["ok", "error", "timeout"] = "ok"
+    truncated_from: int | None = None
+    """The reply's size in UTF-8 bytes when it was longer than the run's `max_reply_bytes`:
+    its text (and its messages' text) was cut to that many bytes. None: nothing was cut."""
+
+    @model_serializer(mode="wrap")
+    def _text_once(
+        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
+    ) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        text = self.text
+        context = info.context
+        if (
+            text is None
+            or len(text) < _ONCE_MIN
+            or not (isinstance(context, dict) and context.get("reply_once"))
+            or data.get("text") != text
+        ):
+            return data
+        for index, message in enumerate(self.messages):
+            if message.content is text or message.content == text:
+                del data["text"]
+                data["text_in"] = index
+                break
+        return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _text_back(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "text_in" in data:
+            data = dict(data)
+            index = data.pop("text_in")
+            message = data.get("messages", [])[index]
+            content = message.content if isinstance(message, Message) else message["content"]
+            data["text"] = content
+        return data
 
     def view(self) -> dict[str, Any]:
         """The dict that path-based checks read; a key whose value is None is absent."""
