@@ -4,9 +4,13 @@ clear SuiteError, quickly and in bounded memory, and loading or validating runs 
 
 from __future__ import annotations
 
+import asyncio
 import os
+import subprocess
+import sys
 import time
 import tracemalloc
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,7 +18,9 @@ from pathlib import Path
 import pytest
 
 import convlab
+from convlab.checks import CheckContext, evaluate
 from convlab.errors import SuiteError
+from convlab.model.conversation import Observation
 
 SECONDS = 2.0
 MEGABYTES = 500
@@ -137,6 +143,65 @@ def test_a_wrong_type_message_never_reprs_the_whole_value(tmp_path: Path) -> Non
     with bounded(seconds=0.5, megabytes=5):
         message = type_error("string", value)
     assert len(message) < 200
+
+
+# ------------------------------------------- Input 2: nothing runs at load or validate
+
+
+def grader_suite(tmp_path: Path) -> tuple[Path, Path, str]:
+    """An agent.yaml with a `type: code` grader in a package beside it whose import leaves a
+    marker file: (agent.yaml, marker, module name)."""
+    name = f"hostile_{uuid.uuid4().hex[:10]}"
+    package = tmp_path / name
+    package.mkdir()
+    marker = tmp_path / "ran.txt"
+    (package / "__init__.py").write_text(f"open({str(marker)!r}, 'a').write('init ')\n")
+    (package / "grade.py").write_text(
+        f"open({str(marker)!r}, 'a').write('module ')\n"
+        "def score(ctx):\n    return ctx.agent_response == 'yes'\n"
+    )
+    path = tmp_path / "agent.yaml"
+    path.write_text(
+        "name: agent\ntest_cases:\n  - name: t\n    input: hi\n"
+        f"    evaluations: [{{type: code, grader: '{name}.grade:score'}}]\n"
+    )
+    return path, marker, name
+
+
+def test_load_resolves_a_grader_by_path_and_runs_none_of_its_code(tmp_path: Path) -> None:
+    path, marker, name = grader_suite(tmp_path)
+    before = list(sys.path)
+    suite = convlab.load(path)
+    assert not marker.exists()
+    assert name not in sys.modules and f"{name}.grade" not in sys.modules
+    assert sys.path == before
+    [grader] = suite.cases[0].assertions
+    # the run imports it, from the agent.yaml's folder, and only then
+    ctx = CheckContext(observation=Observation(text="yes"), case=suite.cases[0])
+    result = asyncio.run(evaluate(grader, ctx))
+    assert result.status == "passed", result.message
+    assert marker.read_text() == "init module "
+    assert sys.path == before
+
+
+def test_validate_runs_no_user_code(tmp_path: Path) -> None:
+    path, marker, _ = grader_suite(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "convlab", "validate", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not marker.exists()
+
+
+def test_a_grader_module_that_is_nowhere_is_still_a_load_problem(tmp_path: Path) -> None:
+    path, _, name = grader_suite(tmp_path)
+    path.write_text(path.read_text().replace(name, "nowhere_zz_" + name))
+    err = problems_of(path)
+    assert "cannot import module" in str(err)
 
 
 # ------------------------------------------------- Input 5: silent or vague problems

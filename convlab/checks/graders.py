@@ -117,6 +117,26 @@ def _normalize(raw: Any) -> GraderResult | None:
     return None
 
 
+def _import_grader(reference: str) -> Any:
+    """Import the grader, with the agent.yaml folder its suite resolved it from importable
+    while importing only (loading found it by path and ran nothing)."""
+    import importlib
+    import sys
+
+    from convlab.formats._yaml_metrics import grader_home
+
+    home = grader_home(reference)
+    added = home is not None and home not in sys.path
+    if added:
+        sys.path.insert(0, str(home))
+    try:
+        importlib.invalidate_caches()
+        return import_callable(reference)
+    finally:
+        if added and home in sys.path:
+            sys.path.remove(str(home))
+
+
 @kind("grader")
 async def grader(spec: Grader, ctx: CheckContext) -> AssertionResult:
     """A code grader `pkg.module:callable` scores the turn (HoloDeck `type: code`).
@@ -128,9 +148,12 @@ async def grader(spec: Grader, ctx: CheckContext) -> AssertionResult:
     """
     base = {"grader": spec.grader, "fail_on_error": spec.fail_on_error}
     try:
-        fn = import_callable(spec.grader)
+        fn = _import_grader(spec.grader)
     except ImportError as exc:
         return error_result(spec, f"cannot import grader {spec.grader!r}: {exc}", details=base)
+    except (Exception, SystemExit) as exc:  # the module's own top-level code failed
+        msg = f"cannot import grader {spec.grader!r}: {type(exc).__name__}: {exc}"
+        return error_result(spec, msg, details=base)
     gctx = grader_context(spec, ctx)
     try:
         raw = await call_user(fn, gctx)

@@ -3,8 +3,9 @@
 The four entry kinds mirror holodeck/models/evaluation.py (all `extra="forbid"`):
 `type: standard` (the default when `type` is absent) with a literal `metric` name and the
 deterministic flags; `type: geval` (`name`, `criteria`, ...); `type: rag` (`metric_type`);
-`type: code` (`grader: "pkg.module:callable"`, imported at load as HoloDeck does, with the
-agent.yaml's folder importable). Entries with `enabled: false` are validated, then dropped
+`type: code` (`grader: "pkg.module:callable"`, its module found by path at load and imported
+only by the run, with the agent.yaml's folder importable then: loading runs no user code).
+Entries with `enabled: false` are validated, then dropped
 (HoloDeck 0.7.1 still runs a disabled standard metric; convlab follows the documented
 intent). `scale` is rejected: scores are 0..1 and HoloDeck ignores it. `timeout_ms`,
 `retry_on_failure` and geval's `strict_mode` are carried in the options and applied by
@@ -14,7 +15,7 @@ entries name the same metric (HoloDeck keeps one per metric name for the whole f
 
 from __future__ import annotations
 
-import importlib
+import importlib.machinery
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -22,12 +23,18 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from convlab._util import import_callable
 from convlab.formats._base import did_you_mean, plain
 from convlab.formats._yaml_common import HINT, At, validate_model
 from convlab.model.assertions import GRADER_RE, Grader, Metric, StandardMetric
 
-__all__ = ["GraderImporter", "MetricSpec", "parse_metrics", "pick_level", "with_truth"]
+__all__ = [
+    "GraderImporter",
+    "MetricSpec",
+    "grader_home",
+    "parse_metrics",
+    "pick_level",
+    "with_truth",
+]
 
 MetricSpec = Metric | Grader
 _TYPES = ("standard", "geval", "rag", "code")
@@ -121,11 +128,23 @@ _MODELS: dict[str, type[BaseModel]] = {
 }
 
 
-class GraderImporter:
-    """Imports `pkg.module:callable` graders once per load, with the agent's folder importable.
+_GRADER_HOMES: dict[str, str] = {}
+"""Grader reference -> the agent.yaml folder it was resolved from at load (for the run)."""
 
-    HoloDeck puts the agent.yaml folder on `sys.path` for good; here it is only there while
-    importing (the imported module stays in `sys.modules` for the run).
+
+def grader_home(spec: str) -> str | None:
+    """The folder a loaded suite resolved grader `spec` from (import it with that folder
+    on `sys.path`), or None when no suite did, or it resolved on the ordinary path."""
+    return _GRADER_HOMES.get(spec)
+
+
+class GraderImporter:
+    """Resolves `pkg.module:callable` graders by path at load: nothing is imported or run.
+
+    HoloDeck imports the module at load, with the agent.yaml folder put on `sys.path` for
+    good. Here the module's file is only found (the agent's folder first, then `sys.path`),
+    with no package `__init__` executed and `sys.path` untouched; the run imports it
+    (`convlab.checks.graders`), with that folder importable only while importing.
     """
 
     def __init__(self, base: Path) -> None:
@@ -133,26 +152,40 @@ class GraderImporter:
         self._seen: dict[str, str | None] = {}
 
     def __call__(self, spec: str) -> str | None:
-        """None when `spec` imports and is callable, else why not."""
+        """None when `spec`'s module file is found, else why not."""
         if spec not in self._seen:
-            self._seen[spec] = self._try(spec)
+            self._seen[spec] = self._find(spec)
         return self._seen[spec]
 
-    def _try(self, spec: str) -> str | None:
-        added = self.base not in sys.path
-        if added:
-            sys.path.insert(0, self.base)
+    def _find(self, spec: str) -> str | None:
+        module = spec.partition(":")[0] if ":" in spec else spec.rpartition(".")[0]
+        if _locate(module, [self.base]):
+            _GRADER_HOMES[spec] = self.base
+            return None
+        if module in sys.modules or _locate(module, None):
+            return None
+        return f"cannot import module {module!r} for {spec!r}: No module named {module!r}"
+
+
+def _locate(module: str, path: list[str] | None) -> bool:
+    """Whether `module` (dotted) has a file under `path` (None: `sys.path`), found without
+    importing anything: each package's folder is searched for the next part."""
+    search = path
+    parts = module.split(".")
+    for i in range(len(parts)):
+        name = ".".join(parts[: i + 1])
         try:
-            importlib.invalidate_caches()
-            import_callable(spec)
-        except ImportError as exc:
-            return str(exc)
-        except (Exception, SystemExit) as exc:  # user module code ran and failed
-            return f"cannot import grader {spec!r}: {type(exc).__name__}: {exc}"
-        finally:
-            if added and self.base in sys.path:
-                sys.path.remove(self.base)
-        return None
+            found = importlib.machinery.PathFinder.find_spec(name, search)
+        except (ImportError, ValueError, OSError):
+            return False
+        if found is None:
+            return False
+        if i < len(parts) - 1:
+            locations = found.submodule_search_locations
+            if not locations:
+                return False
+            search = list(locations)
+    return True
 
 
 def parse_metrics(value: Any, at: At, importer: GraderImporter) -> list[MetricSpec] | None:
