@@ -272,3 +272,16 @@ def test_an_after_hook_error_on_a_failed_or_stopped_case_is_recorded(tmp_path: P
     [result] = run.results
     assert result.status == "cancelled"
     assert "after hook failed: RuntimeError: cleanup broke" in (result.error or "")
+
+
+def test_stored_lines_that_fail_validation_are_reported_on_resume(tmp_path: Path) -> None:
+    store = tmp_path / "store.jsonl"
+    suite = Suite(id="s", cases=[std("a"), std("b")])
+    cl.run(suite, lambda m: "ok", progress=False, store=store)
+    lines = store.read_text().splitlines(keepends=True)
+    bad = lines[1].replace('"status":"passed"', '"status":"bogus"')
+    store.write_text(lines[0] + bad + lines[2] + "{not json\n")
+    with pytest.warns(RuntimeWarning, match=r"2 stored line\(s\) could not be read") as record:
+        run = cl.run(suite, lambda m: "ok", progress=False, store=store, resume=True)
+    assert "line 2:" in str(record[0].message) and "line 4:" in str(record[0].message)
+    assert [r.status for r in run.results] == ["passed", "passed"]

@@ -111,6 +111,13 @@ class Runner:
             raise
         if store is not None:
             self.results.update(store.done)
+            if store.skipped:  # never re-run them without a word
+                warnings.warn(
+                    f"{s.store}: {len(store.skipped)} stored line(s) could not be read, so "
+                    f"their instances run again: {'; '.join(store.skipped[:3])}",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
         total = count(suite, s.runs)
         self.emit(RunStarted(self.run.id, total, self.run.agent, s.public(), len(self.results)))
         cancelled, before_data, failure = False, None, None

@@ -12,7 +12,6 @@ never lock. A store whose header line is torn is refused rather than resumed unc
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import json
 import os
@@ -26,7 +25,6 @@ try:
 except ImportError:  # pragma: no cover - Windows: no OS lock, one writer is up to the user
     fcntl = None  # type: ignore[assignment]
 from convlab.model._compact import compact
-from convlab.model.conversation import REPLY_ONCE
 from convlab.model.results import CaseResult, Run
 
 __all__ = ["ResultStore", "StoreError", "read_store"]
@@ -40,27 +38,35 @@ class StoreError(ConvlabError):
     """The results store cannot be used (another suite's store, unreadable file)."""
 
 
-def read_store(path: str | Path) -> tuple[dict[str, Any] | None, list[CaseResult]]:
-    """The header's run dict and every complete result line (torn lines are skipped)."""
+def read_store(
+    path: str | Path, problems: list[str] | None = None
+) -> tuple[dict[str, Any] | None, list[CaseResult]]:
+    """The header's run dict and every complete result line (a torn last line is skipped).
+
+    Other lines that cannot be read are skipped too, each described in `problems` if given.
+    """
     header: dict[str, Any] | None = None
     results: list[CaseResult] = []
     paused = gc.isenabled()
     gc.disable()  # building many small objects: the collector would rescan them all
     try:
         with open(path, encoding="utf-8") as fh:
-            for raw in fh:
+            for n, raw in enumerate(fh, 1):
                 if not raw.endswith("\n"):
                     break  # a torn last line from a crash
-                if raw.startswith(_RESULT):
-                    with contextlib.suppress(ValueError):
+                try:
+                    if raw.startswith(_RESULT):
                         result = CaseResult.model_validate_json("{" + raw[len(_RESULT) :])
                         compact(result)
                         results.append(result)
-                    continue
-                with contextlib.suppress(json.JSONDecodeError):
+                        continue
                     rec = json.loads(raw)
-                    if rec.get("type") == "header":
-                        header = rec.get("run")
+                except ValueError as exc:  # pydantic's ValidationError, JSONDecodeError
+                    if problems is not None:
+                        problems.append(f"line {n}: {' '.join(str(exc).split())[:300]}")
+                    continue
+                if isinstance(rec, dict) and rec.get("type") == "header":
+                    header = rec.get("run")
     finally:
         if paused:
             gc.enable()
@@ -107,6 +113,8 @@ class ResultStore:
     def __init__(self, path: str | Path, run: Run, resume: bool) -> None:
         self.path = Path(path)
         self.done: dict[tuple[str, str, int, int], CaseResult] = {}
+        self.skipped: list[str] = []
+        """Stored lines that could not be read on resume (their instances run again)."""
         self._fh: IO[str] | None = None
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = _StoreLock(self.path)
@@ -127,7 +135,7 @@ class ResultStore:
             self._write({"type": "header", "run": header})
 
     def _load_existing(self, run: Run) -> None:
-        header, results = read_store(self.path)
+        header, results = read_store(self.path, self.skipped)
         if header is None:
             raise StoreError(
                 f"{self.path} has no complete header line (torn or not a convlab store), so "
@@ -164,8 +172,7 @@ class ResultStore:
 
     def append(self, result: CaseResult) -> None:
         """Write one finished instance and flush it to the OS."""
-        # defaults come back on read, and so does a long reply's text written once
-        line = result.model_dump_json(exclude_defaults=True, context=REPLY_ONCE)
+        line = result.model_dump_json(exclude_defaults=True)  # defaults come back on read
         self._write_raw('{"type":"result",' + line[1:] + "\n")
 
     def close(self) -> None:
