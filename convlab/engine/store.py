@@ -25,6 +25,7 @@ try:
 except ImportError:  # pragma: no cover - Windows: no OS lock, one writer is up to the user
     fcntl = None  # type: ignore[assignment]
 from convlab.model._compact import compact
+from convlab.model.conversation import REPLY_ONCE
 from convlab.model.results import CaseResult, Run
 
 __all__ = ["ResultStore", "StoreError", "read_store"]
@@ -172,7 +173,8 @@ class ResultStore:
 
     def append(self, result: CaseResult) -> None:
         """Write one finished instance and flush it to the OS."""
-        line = result.model_dump_json(exclude_defaults=True)  # defaults come back on read
+        # defaults come back on read, and so does a long reply's text written once
+        line = result.model_dump_json(exclude_defaults=True, context=REPLY_ONCE)
         self._write_raw('{"type":"result",' + line[1:] + "\n")
 
     def close(self) -> None:
