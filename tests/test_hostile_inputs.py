@@ -16,6 +16,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import convlab
 from convlab.checks import CheckContext, evaluate
@@ -269,3 +271,70 @@ def test_a_fifo_inside_a_folder_is_passed_over(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "zz.jsonl")
     with bounded():
         assert [c.id for c in convlab.load(tmp_path).cases] == ["a"]
+
+
+# ------------------------------------------------------------------ fuzz: every loader
+
+_SUFFIXES = {
+    "native": ".yaml",
+    "yaml_cases": ".yaml",
+    "python_tests": ".yml",
+    "jsonl": ".jsonl",
+    "suite_json": ".json",
+}
+_PLACES = (
+    "test_cases:\n  - name: t\n    input: hi\n    ground_truth:\n{bomb}",
+    "name: a\nmetadata:\n{bomb}test_cases:\n  - input: hi\n",
+    "test_cases:\n  - query: hi\n    world:\n{bomb}",
+    "convlab_suite: 1\ncases:\n  - id: a\n    metadata:\n{bomb}",
+    "- input: hi\n  turns:\n{bomb}",
+)
+
+
+@st.composite
+def alias_bombs(draw: st.DrawFn) -> bytes:
+    """An alias bomb of some width and depth (over the budget) in some field of some shape."""
+    width = draw(st.integers(2, 12))
+    depth = 1
+    while width**depth <= 2_000_000:
+        depth += 1
+    place = draw(st.sampled_from(_PLACES))
+    return place.format(bomb=bomb(depth, width, indent="      ")).encode()
+
+
+def hostile_texts() -> st.SearchStrategy[bytes]:
+    """Documents no loader may accept: bombs, deep nesting, bad bytes, recursive anchors."""
+    nesting = st.integers(5_000, 200_000).map(lambda n: b'{"a": ' * n + b"1" + b"}" * n)
+    bad_bytes = st.binary(min_size=1, max_size=200).map(lambda b: b'{"id": "\xff' + b + b'"}\n')
+    recursive = st.sampled_from([b"a: &a [*a]\n", b"test_cases: &t\n  - input: *t\n"])
+    return st.one_of(alias_bombs(), nesting, bad_bytes, recursive)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(document=hostile_texts(), format=st.sampled_from(sorted(_SUFFIXES)))
+def test_every_loader_ends_hostile_documents_in_a_suite_error(
+    tmp_path_factory: pytest.TempPathFactory, document: bytes, format: str
+) -> None:
+    if document.startswith(b'{"a": {"a": ') and _SUFFIXES[format] != ".jsonl":
+        return  # deep YAML/JSON nesting takes about 3 s in the YAML loaders: left open
+    path = tmp_path_factory.mktemp("fuzz") / f"suite{_SUFFIXES[format]}"
+    path.write_bytes(document)
+    for forced in (format, None):
+        with bounded(), pytest.raises(SuiteError):
+            convlab.load(path, forced)
+
+
+@pytest.mark.parametrize("format", sorted(_SUFFIXES))
+def test_every_loader_refuses_a_classic_bomb_and_an_oversized_file(
+    tmp_path: Path, format: str
+) -> None:
+    from convlab.formats._base import MAX_YAML_CHARS
+
+    path = tmp_path / f"suite{_SUFFIXES[format]}"
+    path.write_text("test_cases:\n  - input: hi\n    ground_truth:\n" + bomb(9, indent="      "))
+    with bounded(), pytest.raises(SuiteError):
+        convlab.load(path, format)
+    if _SUFFIXES[format] in (".yaml", ".yml"):
+        path.write_text("test_cases:\n  - input: " + "x" * MAX_YAML_CHARS + "\n")
+        with bounded(), pytest.raises(SuiteError, match="file too big"):
+            convlab.load(path, format)
