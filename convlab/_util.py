@@ -62,14 +62,18 @@ def import_callable(spec: str) -> Callable[..., Any]:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise ImportError(f"cannot import module {module_name!r} for {spec!r}: {exc}") from exc
-    obj: Any = module
+    return callable_attr(module, attr, f"module {module_name!r}", repr(spec))
+
+
+def callable_attr(obj: Any, attr: str, where: str, what: str) -> Callable[..., Any]:
+    """`obj.a.b` for `attr` "a.b", which must be callable; ImportError naming `where`/`what`."""
     for part in attr.split("."):
         try:
             obj = getattr(obj, part)
         except AttributeError:
-            raise ImportError(f"module {module_name!r} has no attribute {attr!r}") from None
+            raise ImportError(f"{where} has no attribute {attr!r}") from None
     if not callable(obj):
-        raise ImportError(f"{spec!r} is not callable")
+        raise ImportError(f"{what} is not callable")
     return obj  # type: ignore[no-any-return]
 
 
@@ -157,3 +161,19 @@ async def call_user(fn: Callable[..., Any], *args: Any) -> Any:
         return await fn(*args)
     value = await in_daemon_thread(fn, *args)
     return await value if inspect.isawaitable(value) else value
+
+
+def shorten(text: str, limit: int) -> str:
+    """`text` on one line (whitespace runs folded), cut to `limit` characters ending in `…`."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def show_controls(text: str, keep_cr: bool = True) -> str:
+    """Control characters (ESC, BEL, C1 CSI, ...) as visible `\\xNN` text: agent output must
+    never drive a terminal. Tab and newline stay; carriage return too unless `keep_cr` is off."""
+    out = _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return out if keep_cr else out.replace("\r", "\\x0d")

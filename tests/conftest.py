@@ -102,3 +102,12 @@ def _registrations_are_undone() -> Iterator[None]:
             "register them with a fixture that undoes them (register_evaluator, "
             f"{type(registry).__name__}.registered)"
         )
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    """One headless chromium for every browser test (tests/offline_browser.py)."""
+    from offline_browser import launched
+
+    with launched() as b:
+        yield b

@@ -22,6 +22,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
+from offline_browser import Opened
 
 import convlab as cl
 from convlab.notebook import charts
@@ -31,7 +32,6 @@ ROOT = Path(__file__).resolve().parent.parent
 XSS = "<img src=x onerror=alert(1)>"
 ESCAPED = "&lt;img src=x onerror=alert(1)&gt;"
 PLOTLY = "application/vnd.plotly.v1+json"
-CHROMIUM = Path("/usr/bin/chromium")
 
 # per case: does its k-th call pass?  10 runs -> 100%, 90%, 50%, 30%, 0%
 PASSES: dict[str, Callable[[int], bool]] = {
@@ -408,11 +408,8 @@ def test_checkpoint_ids_are_escaped(expense: cl.Run) -> None:
 
 @pytest.mark.slow
 def test_charts_draw_offline_with_plotly_js_loaded_once(
-    flaky: cl.Run, expense: cl.Run, comparison: Any, tmp_path: Path
+    browser: Any, flaky: cl.Run, expense: cl.Run, comparison: Any, tmp_path: Path
 ) -> None:
-    from playwright import sync_api  # the test extra has it; missing means a broken set-up
-
-    assert CHROMIUM.exists(), "install Debian's chromium (.ci/run does)"
     js = Path(go.__file__).parent.parent / "package_data" / "plotly.min.js"
     figures = [
         expense.plot.pass_rates(),
@@ -430,37 +427,20 @@ def test_charts_draw_offline_with_plotly_js_loaded_once(
         f"</head><body>{body}</body></html>",
         encoding="utf-8",
     )
-    errors: list[str] = []
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=str(CHROMIUM),
-            headless=True,
-            args=["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync"],
-        )
-        page = browser.new_page()
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.on("dialog", lambda d: (errors.append(f"dialog {d.message}"), d.dismiss()))
-        page.route(
-            "**/*",
-            lambda route: (
-                route.continue_()
-                if route.request.url.startswith("file:")
-                else (errors.append(route.request.url), route.abort())
-            ),
-        )
-        page.goto(page_file.as_uri())
-        page.wait_for_function(
-            f"document.querySelectorAll('.js-plotly-plot .main-svg').length >= {len(figures)}"
-        )
-        drawn = page.evaluate(
-            "Array.from(document.querySelectorAll('.plotly-graph-div'))"
-            ".map(d => d.querySelectorAll('g.trace').length)"
-        )
-        images = page.evaluate("document.querySelectorAll('.plotly-graph-div img').length")
-        ticks = page.evaluate(
-            "Array.from(document.querySelectorAll('.ytick text')).map(t => t.textContent)"
-        )
-        browser.close()
-    assert errors == []
+    opened = Opened(browser, page_file)
+    page = opened.page
+    page.wait_for_function(
+        f"document.querySelectorAll('.js-plotly-plot .main-svg').length >= {len(figures)}"
+    )
+    drawn = page.evaluate(
+        "Array.from(document.querySelectorAll('.plotly-graph-div'))"
+        ".map(d => d.querySelectorAll('g.trace').length)"
+    )
+    images = page.evaluate("document.querySelectorAll('.plotly-graph-div img').length")
+    ticks = page.evaluate(
+        "Array.from(document.querySelectorAll('.ytick text')).map(t => t.textContent)"
+    )
+    opened.close()
+    assert opened.errors == [] and opened.dialogs == [] and opened.left == []
     assert len(drawn) == len(figures) and all(n >= 1 for n in drawn)
     assert images == 0 and XSS in ticks  # the hostile id shows as text, runs nothing

@@ -13,28 +13,19 @@ install (`.ci/run` installs chromium; playwright is in the `test` extra).
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from offline_browser import Opened
 
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent
 QUICKSTART = ROOT / "notebooks" / "quickstart.ipynb"
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 HOSTILE_REPLY = '<img src=x onerror="window.__pwned=1"> <script>window.__pwned=2</script>'
 HOSTILE_SUITE = (
     '{"id": "xss-<img src=x onerror=window.__pwned=4>", '
@@ -77,49 +68,6 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     _report(tmp / "hostile.json", out["hostile"])
     out["standalone"] = run.save(tmp / "standalone.html")
     return out
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    chromium = shutil.which("chromium")
-    if chromium is None:
-        pytest.fail("chromium is not installed (CI: .ci/run runs apt-get install chromium)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.fail("the playwright package is missing: pip install -e '.[test]'")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=chromium, headless=True, args=ARGS)
-        yield b
-        b.close()
-
-
-class Opened:
-    """A report opened offline: the page, the requests that tried to leave, script errors."""
-
-    def __init__(self, browser: Any, path: Path) -> None:
-        self.left: list[str] = []
-        self.failed: list[str] = []
-        self.errors: list[str] = []
-        self.page = browser.new_page(viewport={"width": 1280, "height": 900})
-        self.page.route("**/*", self._route)
-        self.page.on("requestfailed", lambda r: self.failed.append(r.url))
-        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
-        self.page.goto(path.as_uri(), wait_until="load")
-
-    def _route(self, route: Any) -> None:
-        if route.request.url.startswith("file://"):
-            route.continue_()
-        else:
-            self.left.append(route.request.url)
-            route.abort()
-
-    def settle(self) -> None:
-        """Wait for the tables (DataTables) and charts (Plotly) to draw."""
-        self.page.wait_for_selector("table.dataTable tbody tr", timeout=30_000)
-        if self.page.locator(".plotly-graph-div").count():
-            self.page.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)
-        self.page.wait_for_timeout(500)
 
 
 def _first_column(page: Any, table: Any) -> list[str]:
@@ -232,24 +180,9 @@ def hostile_links(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def test_clicking_every_link_runs_no_agent_text(browser, hostile_links, which):
     """Every link on the page is clicked (as a script would, hidden ones too): none runs
     agent text, none leaves the machine, and the hostile text still shows as text."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    left: list[str] = []
-    errors: list[str] = []
-
-    def route(r: Any) -> None:
-        if r.request.url.startswith("file://"):
-            r.continue_()
-        else:
-            left.append(r.request.url)
-            r.abort()
-
-    context.route("**/*", route)
-    page = context.new_page()
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    url = hostile_links[which].as_uri()
-    page.goto(url, wait_until="load")
-    page.wait_for_selector("table.dataTable tbody tr", timeout=30_000)
-    page.wait_for_timeout(500)
+    opened = Opened(browser, hostile_links[which])
+    page, url = opened.page, hostile_links[which].as_uri()
+    opened.settle()
     text = page.locator("body").inner_text()
     for part in HOSTILE_PARTS[:4]:
         assert part in text, f"{part!r} is not shown as text"
@@ -270,9 +203,9 @@ def test_clicking_every_link_runs_no_agent_text(browser, hostile_links, which):
     assert links == 0 or clicked, "no link was clicked"
     assert page.evaluate("typeof window.__pwned") == "undefined"
     assert page.locator("main img[src='x'], main img[onerror], a[href^='javascript:']").count() == 0
-    assert left == [], f"requests left the page: {left}"
-    assert errors == [], f"script errors: {errors}"
-    context.close()
+    assert opened.left == [], f"requests left the page: {opened.left}"
+    assert opened.errors == [], f"script errors: {opened.errors}"
+    opened.close()
 
 
 class _Held:

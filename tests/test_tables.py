@@ -12,7 +12,6 @@ import gzip
 import html
 import json
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +21,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from offline_browser import Opened
 
 import convlab as cl
 from convlab.notebook._style import CHANGE_COLORS, CLASS_COLORS, GLYPHS, STATUS_COLORS
@@ -320,52 +320,30 @@ def test_import_convlab_loads_no_view_library() -> None:
 
 
 @pytest.mark.slow
-def test_renders_sorts_and_searches_offline_in_chromium(xss_run: cl.Run, tmp_path: Path) -> None:
-    chromium = shutil.which("chromium") or "/usr/bin/chromium"
-    assert Path(chromium).exists(), "install Debian's chromium (.ci/run does)"
-    from playwright import sync_api
-
+def test_renders_sorts_and_searches_offline_in_chromium(
+    browser: Any, xss_run: cl.Run, tmp_path: Path
+) -> None:
     body = xss_run.table().to_html() + xss_run.table("turns").to_html()
     page_file = tmp_path / "tables.html"
     page_file.write_text(f"<!doctype html><meta charset=utf-8><body>{body}</body>", "utf-8")
-    args = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, headless=True, args=args)
-        page = browser.new_page()
-        outside: list[str] = []
-        dialogs: list[str] = []
-
-        def route(r: Any) -> None:
-            if r.request.url.startswith(("file:", "blob:", "data:")):
-                r.continue_()
-            else:
-                outside.append(r.request.url)
-                r.abort()
-
-        page.route("**/*", route)
-
-        def dialog(d: Any) -> None:
-            dialogs.append(d.message)
-            d.dismiss()
-
-        page.on("dialog", dialog)
-        page.goto(page_file.as_uri())
-        page.wait_for_selector("table.dataTable", timeout=20_000)
-        assert page.locator("table.dataTable").count() == 2
-        info = page.locator(".dt-info")
-        assert info.nth(0).inner_text() == "Showing 1 to 6 of 6 entries"
-        search = page.locator(".dt-search input").nth(1)
-        search.fill("hidden-needle")  # only in the full text behind <details>
-        page.wait_for_timeout(300)
-        assert "Showing 1 to 2 of 2 entries" in info.nth(1).inner_text()
-        page.locator("table.dataTable").nth(0).locator("thead th").first.click()
-        page.wait_for_timeout(200)
-        first = page.locator("table.dataTable").nth(0).locator("tbody tr td").first
-        assert first.inner_text() == "greet"
-        page.locator("table.dataTable").nth(0).locator("thead th").first.click()
-        page.wait_for_timeout(200)
-        assert first.inner_text() == "xss-" + IMG  # sorted descending, shown as text
-        failed = page.locator("table.dataTable").nth(0).locator(".cl-badge", has_text="failed")
-        assert failed.count() > 0
-        browser.close()
-    assert outside == [] and dialogs == []
+    opened = Opened(browser, page_file)
+    page = opened.page
+    page.wait_for_selector("table.dataTable", timeout=20_000)
+    assert page.locator("table.dataTable").count() == 2
+    info = page.locator(".dt-info")
+    assert info.nth(0).inner_text() == "Showing 1 to 6 of 6 entries"
+    search = page.locator(".dt-search input").nth(1)
+    search.fill("hidden-needle")  # only in the full text behind <details>
+    page.wait_for_timeout(300)
+    assert "Showing 1 to 2 of 2 entries" in info.nth(1).inner_text()
+    page.locator("table.dataTable").nth(0).locator("thead th").first.click()
+    page.wait_for_timeout(200)
+    first = page.locator("table.dataTable").nth(0).locator("tbody tr td").first
+    assert first.inner_text() == "greet"
+    page.locator("table.dataTable").nth(0).locator("thead th").first.click()
+    page.wait_for_timeout(200)
+    assert first.inner_text() == "xss-" + IMG  # sorted descending, shown as text
+    failed = page.locator("table.dataTable").nth(0).locator(".cl-badge", has_text="failed")
+    assert failed.count() > 0
+    opened.close()
+    assert opened.left == [] and opened.dialogs == []

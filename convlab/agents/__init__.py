@@ -62,7 +62,6 @@ def demo(name: str) -> Agent:
 agent_spec("demo")(demo)
 
 
-
 def openai(
     model: str | None = None,
     base_url: str | None = None,

@@ -127,10 +127,17 @@ def save(run: Run, path: str | os.PathLike[str]) -> Path:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write through a temporary file, so a crash never leaves half a results file."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    """Write through a temporary file in the same folder (its own name, so two writers never
+    share it): a crash or a failure never leaves half a file behind."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp")
+    try:
+        with tmp.open("x", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 @register_saver(".json")

@@ -17,7 +17,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from convlab._util import call_user, import_callable, positional_arity
+from convlab._util import call_user, callable_attr, import_callable, positional_arity
 
 __all__ = ["call_hook", "resolve_hook"]
 
@@ -39,15 +39,7 @@ def resolve_hook(
     found = _module_file(module_name, near) if module_name and attr and near else None
     if found is None:
         return import_callable(spec)
-    obj: Any = _load(found)
-    for part in attr.split("."):
-        try:
-            obj = getattr(obj, part)
-        except AttributeError:
-            raise ImportError(f"{found} has no attribute {attr!r} (hook {spec!r})") from None
-    if not callable(obj):
-        raise ImportError(f"hook {spec!r} is not callable")
-    return obj  # type: ignore[no-any-return]
+    return callable_attr(_load(found), attr, f"{found} (hook {spec!r})", f"hook {spec!r}")
 
 
 def _module_file(module_name: str, near: str) -> Path | None:

@@ -12,6 +12,7 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from convlab._util import shorten
 from convlab.notebook._style import CSS, GLYPHS, STATUS_COLORS
 
 if TYPE_CHECKING:
@@ -30,11 +31,6 @@ _COUNTS = (
     ("blocked", "blocked"),
     ("cancelled", "cancelled"),
 )
-
-
-def _short(text: str, limit: int = 100) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def _pct(value: Any) -> str:
@@ -97,7 +93,7 @@ def _rate_line(s: Mapping[str, Any]) -> str:
 def _title(run: Run) -> str:
     name = (run.suite.name or run.suite.id) if run.suite else ""
     bits = [f"Run {run.id}" if run.id else "Run", f"suite {name}" if name else ""]
-    bits += [f"agent {_short(run.agent, 60)}" if run.agent else "", run.status]
+    bits += [f"agent {shorten(run.agent, 60)}" if run.agent else "", run.status]
     return " · ".join(b for b in bits if b)
 
 
@@ -123,7 +119,7 @@ def _run_text(run: Run, s: dict[str, Any], worst: Worst) -> str:
         lines.append("  worst cases:")
         for cid, rate, cls, verdict, why in worst:
             head = f"    {cid}  {_pct(rate)} {cls} ({verdict})"
-            lines.append(head + (f"  {_short(why)}" if why else ""))
+            lines.append(head + (f"  {shorten(why, 100)}" if why else ""))
     return "\n".join(lines)
 
 
@@ -172,7 +168,7 @@ def _worst_table(worst: Worst) -> str:
     e = html.escape
     rows = "".join(
         f"<tr><td><code>{e(cid)}</code></td><td>{e(_pct(rate))}</td><td>{e(cls)}</td>"
-        f"<td>{e(verdict)}</td><td title='{e(why)}'>{e(_short(why, 200))}</td></tr>"
+        f"<td>{e(verdict)}</td><td title='{e(why)}'>{e(shorten(why, 200))}</td></tr>"
         for cid, rate, cls, verdict, why in worst
     )
     if not rows:

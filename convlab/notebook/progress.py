@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from convlab._util import shorten
 from convlab.engine.events import (
     CaseFinished,
     CaseStarted,
@@ -77,17 +78,12 @@ def widget_frontend() -> bool:
     return True
 
 
-def _short(text: str, limit: int) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
-
-
 def _args(arguments: Any, limit: int = 80) -> str:
     try:
         text = json.dumps(arguments, ensure_ascii=False, default=str, separators=(",", ":"))
     except (TypeError, ValueError):
         text = str(arguments)
-    return _short(text, limit)
+    return shorten(text, limit)
 
 
 def _clock(seconds: float) -> str:
@@ -132,15 +128,15 @@ def _turn_html(t: TurnResult) -> str:
         for c in (obs.tool_calls if obs else [])[:6]
     )
     bad = "".join(
-        f"<div class='cl-fail'>&nbsp;&nbsp;{GLYPHS['failed']} {e(_short(a.label or a.kind, 40))}: "
-        f"{e(_short(a.message or a.error or a.status, 160))}</div>"
+        f"<div class='cl-fail'>&nbsp;&nbsp;{GLYPHS['failed']} {e(shorten(a.label or a.kind, 40))}: "
+        f"{e(shorten(a.message or a.error or a.status, 160))}</div>"
         for a in t.assertions
         if a.status in ("failed", "error")
     )
     mark = "cl-fail" if t.status in ("failed", "error") else ""
     return (
         f"<li><span class='cl-who'>turn {t.index + 1}</span> "
-        f"<span class='{mark}'>{e(_short(said, 90))}</span> → {e(_short(reply, 140))}"
+        f"<span class='{mark}'>{e(shorten(said, 90))}</span> → {e(shorten(reply, 140))}"
         f"{calls}{bad}</li>"
     )
 
@@ -155,10 +151,10 @@ def _result_html(r: CaseResult) -> str:
         out.append(f"<li class='{cls}'>checkpoint <code>{e(cp.id)}</code>: {where}</li>")
     for a in r.assertions:
         if a.status in ("failed", "error"):
-            msg = _short(a.message or a.error or a.status, 200)
+            msg = shorten(a.message or a.error or a.status, 200)
             out.append(f"<li class='cl-fail'>{e(a.label or a.kind)}: {e(msg)}</li>")
     if r.status != "passed" and r.error and len(r.error) > _WHY:  # the head shows short ones
-        out.append(f"<li class='cl-fail'>{e(_short(r.error, 600))}</li>")
+        out.append(f"<li class='cl-fail'>{e(shorten(r.error, 600))}</li>")
     return "".join(out)
 
 
@@ -191,7 +187,7 @@ def _draw_node(node: _Node, open_: bool, runs: int, turns_shown: int) -> str:
     body += extra + (_result_html(r) if r is not None else "")
     why = ""
     if r is not None and status != "passed" and r.error:
-        why = f" <span class='cl-muted'>— {e(_short(r.error, _WHY))}</span>"
+        why = f" <span class='cl-muted'>— {e(shorten(r.error, _WHY))}</span>"
     head = (
         f"<span style='color:{color}'>{GLYPHS.get(status, '?')} {e(status.upper())}</span> "
         f"<code>{e(_title(node, runs))}</code>{took}{why}"
@@ -377,7 +373,7 @@ class LiveTree:
         else:
             when = f"elapsed {_clock(elapsed)}"
         resumed = f" ({self.resumed} already stored)" if self.resumed else ""
-        agent = f" against {html.escape(_short(self.agent, 60))}" if self.agent else ""
+        agent = f" against {html.escape(shorten(self.agent, 60))}" if self.agent else ""
         return (
             f"<div class='convlab'><style>{CSS}</style>"
             f"<div><b>{done + self.resumed}/{self.total}</b> instances{resumed}{agent}"

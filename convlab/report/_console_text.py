@@ -8,19 +8,18 @@ must not clear or retitle the user's terminal, so every piece of such text goes 
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
 from typing import TextIO
 
-__all__ = ["ASCII", "UNICODE", "Glyphs", "Style", "clean", "clip", "one_line", "pick_glyphs"]
+from convlab._util import show_controls
 
-# C0 controls but \t and \n (handled by the layout), DEL, and C1 controls (\x9b is a CSI).
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+__all__ = ["ASCII", "UNICODE", "Glyphs", "Style", "clean", "clip", "one_line", "pick_glyphs"]
 
 
 def clean(text: object) -> str:
-    """`text` with every control character shown as `\\xNN`, so none reaches the terminal."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
+    """`text` with every control character but tab and newline (the layout's) shown as
+    `\\xNN`, so none reaches the terminal."""
+    return show_controls(str(text), keep_cr=False)
 
 
 def one_line(text: object) -> str:

@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from convlab._util import show_controls
 from convlab.analysis.io import register_saver, write_atomic
 
 if TYPE_CHECKING:
@@ -24,8 +25,6 @@ _REASON_LIMIT = 300
 _FAILURES_LIMIT = 200
 """Failures listed; a CI summary with thousands of rows helps nobody (the rest are counted)."""
 _NEWLINES = re.compile(r"\r\n|\r|\n")
-_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
-"""Control characters (ESC starts terminal sequences) are shown as `\\xNN`, never written raw."""
 
 
 def cell(value: Any, limit: int | None = None) -> str:
@@ -41,7 +40,7 @@ def cell(value: Any, limit: int | None = None) -> str:
         text = ""
     if limit is not None and len(text) > limit:
         text = text[: limit - 1] + "…"
-    text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    text = show_controls(text)  # ESC starts terminal sequences: shown, never written raw
     text = html.escape(text, quote=False).replace("\\", "\\\\").replace("|", "\\|")
     text = text.replace("$", "\\$")  # GitHub reads `$...$` as math
     text = text.replace("[", "\\[").replace("]", "\\]")  # no `[x](javascript:...)` links

@@ -20,11 +20,10 @@ import copy
 import html
 import os
 import re
-import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from convlab.analysis.io import register_saver
+from convlab.analysis.io import register_saver, write_atomic
 from convlab.errors import ConvlabError, MissingDependencyError
 
 if TYPE_CHECKING:
@@ -303,19 +302,6 @@ def run_notebook(
     return _execute(nb, folder.resolve(), timeout, str(p))
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    """Write through a temporary file in the same folder: a failure leaves nothing behind."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp")  # umask applies
-    try:
-        with tmp.open("x", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
 def _check_paths(src: Path, out: Path) -> None:
     if src.suffix.lower() not in (".ipynb", *RUN_SUFFIXES):
         raise ReportInputError(
@@ -366,11 +352,11 @@ def render_report(
         out.parent.mkdir(parents=True, exist_ok=True)  # the notebook runs where it will live
         nb = run_notebook(src, timeout=timeout, cwd=out.resolve().parent)
     if html_out:
-        _write_atomic(out, export_html(nb))
+        write_atomic(out, export_html(nb))
     else:
         import nbformat
 
-        _write_atomic(out, nbformat.writes(nb) + "\n")  # type: ignore[no-untyped-call]
+        write_atomic(out, nbformat.writes(nb) + "\n")  # type: ignore[no-untyped-call]
     return out
 
 
