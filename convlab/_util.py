@@ -169,6 +169,13 @@ def shorten(text: str, limit: int) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
+def cut_noted(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters, saying how much was left out (long agent replies)."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text) - limit} more characters)"
+
+
 _CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 

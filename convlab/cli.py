@@ -261,7 +261,12 @@ def _parser() -> argparse.ArgumentParser:
         "  convlab report output-20260101120000.jsonl -o report.html",
     )
     rep.add_argument("input", help=".ipynb notebook, or a saved run (.json, .jsonl, a store)")
-    rep.add_argument("-o", "--output", required=True, help="report: .html (offline) or .ipynb")
+    rep.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        help=".html (offline) or .ipynb; a saved run also .json, .jsonl, .md, .xml",
+    )
     rep.add_argument("--timeout", type=duration, default="10m", help="per cell (90s, 10m)")
     rep.set_defaults(fn=_report)
     d = _sub(

@@ -24,6 +24,7 @@ import uuid
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from convlab._util import shorten
 from convlab.notebook._style import CLASS_COLORS
 
 if TYPE_CHECKING:
@@ -89,8 +90,7 @@ def esc(value: Any) -> str:
 
 def short(value: Any, cap: int = _LABEL_CAP) -> str:
     """An escaped, length-capped label for an axis tick (the hover keeps the full text)."""
-    text = " ".join(str(value).split())
-    return esc(text if len(text) <= cap else text[: cap - 1] + "…")
+    return esc(shorten(str(value), cap))
 
 
 def pct(value: Any) -> str:

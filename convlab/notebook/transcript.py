@@ -16,6 +16,7 @@ import html
 import json
 from typing import TYPE_CHECKING, Any
 
+from convlab._util import cut_noted
 from convlab.notebook._style import CSS, GLYPHS, STATUS_COLORS, TRANSCRIPT_CSS
 
 if TYPE_CHECKING:
@@ -33,12 +34,6 @@ SHORT_LIMIT = 300
 """Expected/actual values of a failed assertion: the gist, not the whole reply again."""
 ONE_LINE = 72
 """JSON this short stays on one line; longer JSON is indented."""
-
-
-def _cut(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}… ({len(text) - limit} more characters)"
 
 
 def _as_json(value: Any) -> Any:
@@ -71,20 +66,20 @@ def _pretty(value: Any, pad: str = "") -> str:
 def _dump(value: Any, limit: int = VALUE_LIMIT, compact: bool = False) -> str:
     """JSON for a value (strings as they are): one line when short or `compact`, else indented."""
     if isinstance(value, str):
-        return _cut(value, limit)
+        return cut_noted(value, limit)
     try:
         text = json.dumps(value, ensure_ascii=False, default=str) if compact else _pretty(value)
     except (TypeError, ValueError):
         text = repr(value)
-    return _cut(text, limit)
+    return cut_noted(text, limit)
 
 
 def _show(value: Any) -> str:
     """A value in a failure line: strings quoted (so '' and ' x' show) but not re-escaped."""
     if isinstance(value, str):
         quoted = '"' + value.replace('"', '\\"').replace("\n", "\\n") + '"'
-        return _cut(quoted, SHORT_LIMIT)
-    return _cut(_dump(value, compact=True), SHORT_LIMIT)
+        return cut_noted(quoted, SHORT_LIMIT)
+    return cut_noted(_dump(value, compact=True), SHORT_LIMIT)
 
 
 def _duration(ms: float) -> str:
@@ -192,7 +187,7 @@ def answer_text(answer: Answer) -> str:
             lines.append(f"       error: {call.error}")
         elif call.result is not None:
             lines.append(f"       -> {_dump(call.result, compact=True)}")
-    text = _cut(obs.text, TEXT_LIMIT) if obs.text else "(no text)"
+    text = cut_noted(obs.text, TEXT_LIMIT) if obs.text else "(no text)"
     lines += _indent(text, "  agent> ", "         ")
     for label, value in _obs_extras(answer):
         lines += _indent(_dump(value), f"  {label}: ", "    ")
@@ -219,7 +214,7 @@ def _json_block(value: Any) -> str:
 
 
 def _bubble(who: str, role_label: str, text: str, extra_class: str = "") -> str:
-    body = e(_cut(text, TEXT_LIMIT)) if text else "<span class='cl-empty'>(no text)</span>"
+    body = e(cut_noted(text, TEXT_LIMIT)) if text else "<span class='cl-empty'>(no text)</span>"
     return (
         f"<div class='cl-msg cl-{who}{extra_class}'><div class='cl-role'>{e(role_label)}</div>"
         f"<div class='cl-bubble'>{body}</div></div>"
@@ -250,7 +245,7 @@ def _reply_html(answer: Answer) -> str:
     obs = answer.observation
     parts = [_tool_html(c) for c in obs.tool_calls]
     text = obs.text or ""
-    body = e(_cut(text, TEXT_LIMIT)) if text else "<span class='cl-empty'>(no text)</span>"
+    body = e(cut_noted(text, TEXT_LIMIT)) if text else "<span class='cl-empty'>(no text)</span>"
     parts.append(f"<div class='cl-bubble'>{body}</div>")
     for label, value in _obs_extras(answer):
         parts.append(f"<div class='cl-extra'><span class='cl-muted'>{e(label)}</span>")

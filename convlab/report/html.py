@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from convlab._util import cut_noted
 from convlab.analysis.io import register_saver, write_atomic
 
 if TYPE_CHECKING:
@@ -44,13 +45,9 @@ def _e(value: Any) -> str:
     return html.escape("" if value is None else str(value), quote=True)
 
 
-def _cut(text: str, limit: int = _TEXT_LIMIT) -> str:
-    return text if len(text) <= limit else f"{text[:limit]}… ({len(text) - limit} more characters)"
-
-
 def _value(value: Any, limit: int = 600) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    return _cut(text, limit)
+    return cut_noted(text, limit)
 
 
 def _check_html(a: AssertionResult) -> str:
@@ -89,7 +86,7 @@ def _reply_html(obs: Observation) -> str:
     text = obs.text
     if text is None and obs.data is not None:
         text = _value(obs.data, _TEXT_LIMIT)
-    body = _e(_cut(text)) if text else '<span class="cl-empty">(no text)</span>'
+    body = _e(cut_noted(text, _TEXT_LIMIT)) if text else '<span class="cl-empty">(no text)</span>'
     error = f'<div class="cl-fail">error: {_e(obs.error)}</div>' if obs.error else ""
     return (
         f'<div class="cl-msg"><div class="cl-role">agent</div>{"".join(parts)}'
@@ -109,13 +106,13 @@ def instance_html(r: CaseResult) -> str:
         + (f" [{_e(variant)}]" if variant else "")
         + f" run {r.run}{f' rep {r.repetition}' if r.repetition else ''} · "
         f'<span style="color:{color}">{_e(r.status)}</span>'
-        + (f" · {_e(_cut(r.error, 200))}" if r.error else "")
+        + (f" · {_e(cut_noted(r.error, 200))}" if r.error else "")
     )
     turns = []
     for t in r.turns:
         msgs = "".join(
             f'<div class="cl-msg cl-user"><div class="cl-role">{_e(m.role)}</div>'
-            f'<div class="cl-bubble">{_e(_cut(m.text()))}</div></div>'
+            f'<div class="cl-bubble">{_e(cut_noted(m.text(), _TEXT_LIMIT))}</div></div>'
             for m in t.messages
         )
         reply = _reply_html(t.observation) if t.observation is not None else ""
