@@ -132,8 +132,9 @@ class _View:
     def __init__(self, listeners: list[Listener], tree: Any = None) -> None:
         self.listeners, self.tree = listeners, tree
 
-    def bind_stop(self, stop: Callable[[], None] | None, hint: str = "") -> None:
-        """Offer a Stop button that calls `stop`, or (None) say how to stop instead."""
+    def show(self, stop: Callable[[], None] | None, hint: str = "") -> None:
+        """Show the tree in the cell, with a Stop button that calls `stop` (or, None, a hint
+        saying how to stop instead)."""
         if self.tree is not None:
             self.tree.bind_stop(stop, hint)
             self.tree.show()
@@ -193,7 +194,7 @@ async def arun(suite: Suite | str | Path, agent: Any, **options: Unpack[RunOptio
     def stop() -> None:  # a widget click arrives on the kernel's thread
         loop.call_soon_threadsafe(task.cancel)
 
-    view.bind_stop(stop)
+    view.show(stop)
     try:
         try:
             result = await asyncio.shield(task)
@@ -218,7 +219,7 @@ def run(suite: Suite | str | Path, agent: Any, **options: Unpack[RunOptions]) ->
     """
     runner, view = _runner_and_view(_options("run", suite, agent, dict(options)))
     # a blocking cell cannot receive a button click: the kernel's interrupt is the way
-    view.bind_stop(None, "interrupt the kernel (■) to stop; finished cases are kept")
+    view.show(None, "interrupt the kernel (■) to stop; finished cases are kept")
     result: Run | None = None
     try:
         result = run_sync(runner.execute)
@@ -244,7 +245,7 @@ def start(suite: Suite | str | Path, agent: Any, **options: Unpack[RunOptions]) 
             view.close(result)
 
     handle = RunHandle(runner, go)
-    view.bind_stop(handle.cancel)
+    view.show(handle.cancel)
     return handle
 
 
