@@ -104,9 +104,12 @@ def _registrations_are_undone() -> Iterator[None]:
         )
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def browser() -> Iterator[Any]:
-    """One headless chromium for every browser test (tests/offline_browser.py)."""
+    """A headless chromium for one browser test (tests/offline_browser.py).
+
+    Per test, not per session: playwright's sync API keeps an event loop running on the main
+    thread while it is open, and every later test would then see a running loop."""
     from offline_browser import launched
 
     with launched() as b:
