@@ -99,5 +99,4 @@ def fingerprint(suite: Suite) -> str:
 
 def resolve_selection(selection: Selection, interaction: dict[str, Any] | None) -> dict[str, Any]:
     """The option a selection picks from the previous turn's interaction (seed 001 rules)."""
-    options = interaction.get("options") if isinstance(interaction, dict) else None
-    return selection.pick(options if isinstance(options, list) else None)
+    return selection.pick(interaction)

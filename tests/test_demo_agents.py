@@ -224,6 +224,7 @@ def test_catalog_runs_the_seed_001_scenario() -> None:
     search = chat.say("Show available products")
     assert search.status == "completed"
     assert search.interaction is not None and search.interaction["kind"] == "choice"
+    assert search.interaction["id"] == "product-choice-1"  # interactionSchema needs an id
     options = search.interaction["options"]
     assert options[0] == {"id": "lamp-01", "label": "Desk lamp"}
     assert search.view()["response"]["interaction"]["options"] == options
@@ -240,8 +241,9 @@ def test_catalog_runs_the_seed_001_scenario() -> None:
     ("selection", "code"),
     [
         ({"option_label": "USB-C cable"}, "EVALUATION_SELECTION_AMBIGUOUS"),
-        ({"option_index": 7}, "EVALUATION_SELECTION_UNAVAILABLE"),
-        ({"option_id": "mug-01"}, "EVALUATION_SELECTION_UNAVAILABLE"),
+        # intention-kernel agentAdapter.ts `send`: matches !== exactly one -> AMBIGUOUS
+        ({"option_index": 7}, "EVALUATION_SELECTION_AMBIGUOUS"),
+        ({"option_id": "mug-01"}, "EVALUATION_SELECTION_AMBIGUOUS"),
     ],
 )
 def test_catalog_selection_errors_carry_the_seed_codes(

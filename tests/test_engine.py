@@ -284,6 +284,7 @@ def test_selection_resolves_against_the_previous_interaction():
             return cl.Reply(
                 text="pick",
                 interaction={
+                    "id": "pick-1",  # intention-kernel's interactionSchema requires an id
                     "kind": "choice",
                     "options": [{"id": "a", "label": "Lamp"}, {"id": "b", "label": "Desk"}],
                 },
@@ -312,8 +313,10 @@ def test_selection_resolves_against_the_previous_interaction():
     by = {
         r.case_id: r for r in cl.run(Suite(id="s", cases=[ok, bad]), shop, progress=False).results
     }
-    assert by["ok"].status == "passed"
-    assert by["bad"].status == "error" and "EVALUATION_SELECTION_UNAVAILABLE" in by["bad"].error
+    assert by["ok"].status == "passed" and by["ok"].code is None
+    # agentAdapter.ts `send`: a label no option has is AMBIGUOUS (matches.length !== 1)
+    assert by["bad"].status == "error" and "EVALUATION_SELECTION_AMBIGUOUS" in by["bad"].error
+    assert by["bad"].code == by["bad"].turns[-1].code == "EVALUATION_SELECTION_AMBIGUOUS"
 
 
 def test_each_instance_gets_its_own_world():

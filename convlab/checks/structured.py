@@ -299,7 +299,8 @@ def _from_evaluator(spec: Custom, value: Any, expected: dict[str, Any]) -> Asser
         return result(spec, passed, str(msg), expected=expected, actual=evidence, details=details)
     msg = f"evaluator {name!r} returned an invalid result: 'passed' must be a boolean"
     msg += f", got {show(value)}"
-    return error_result(spec, msg, expected=expected)
+    # intention-kernel assertions.ts `evaluate`: a non-boolean `passed` is this code
+    return error_result(spec, msg, expected=expected, details={"code": "EVALUATOR_RESULT_INVALID"})
 
 
 @kind("custom")
@@ -315,11 +316,15 @@ async def custom(spec: Custom, ctx: CheckContext) -> AssertionResult:
     try:
         fn = EVALUATORS.get(spec.evaluator)
     except UnknownNameError as exc:
-        return error_result(spec, str(exc), expected=expected)
+        return error_result(
+            spec, str(exc), expected=expected, details={"code": "EVALUATOR_NOT_FOUND"}
+        )
     try:
         value = await _call_evaluator(fn, ctx, spec.parameters)
     except Exception as exc:
         msg = f"evaluator {spec.evaluator!r} failed: {type(exc).__name__}: {exc}"
-        details = {"traceback": traceback.format_exc(limit=5)}
+        # intention-kernel: an evaluator that throws is EVALUATOR_FAILED (its message is not
+        # copied there; convlab keeps it, for the person fixing the evaluator)
+        details = {"traceback": traceback.format_exc(limit=5), "code": "EVALUATOR_FAILED"}
         return error_result(spec, msg, expected=expected, details=details)
     return _from_evaluator(spec, value, expected)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from convlab.agents.calls import Attempts, RetryPolicy, call_agent
 from convlab.agents.protocol import Agent, AgentContext, AgentSession
 from convlab.checks import CheckContext, evaluate
+from convlab.engine.codes import error_code, turn_code
 from convlab.engine.events import Event, TurnCompleted
 from convlab.engine.replies import MAX_REPLY_BYTES, cap_reply, share_reply_text
 from convlab.model.conversation import Message, Observation, Usage
@@ -163,6 +164,7 @@ class Conversation:
             if isinstance(exc, asyncio.CancelledError) and stopping():
                 raise
             turn.status, turn.error = "error", _agent_error(exc, index)
+            turn.code = error_code(exc)
             turn.duration_ms = (time.perf_counter() - start) * 1000
             raise TurnFailed(turn.error) from exc
         cap_reply(obs, self.env.max_reply_bytes)
@@ -219,6 +221,7 @@ class Conversation:
         share_reply_text(turn)
         if turn.status != "error":
             turn.status = status_of(results)  # type: ignore[assignment]
+        turn.code = turn_code(turn)
         self.env.emit(TurnCompleted(self.inst.key, turn))
 
 

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from convlab.engine.codes import code_in
 from convlab.engine.conversation import Conversation, TurnFailed, status_of
 from convlab.engine.events import CheckpointReached
 from convlab.model.conversation import Message
@@ -87,6 +88,11 @@ async def run_turns(conv: Conversation) -> Outcome:
     for step in conv.inst.turns:
         meta: dict[str, object] = {}
         inp: TurnInput = step.input
+        if inp.invalid is not None:
+            # intention-kernel checks a step's input when the turn is sent (agentAdapter.ts
+            # `send`, strict inputSchema), not when the suite loads: the file loads, and
+            # only the instances that send this input err
+            return _stop_with(conv, step, f"EVALUATION_AGENT_INPUT_INVALID: {inp.invalid}")
         if inp.selection is not None:
             try:
                 interaction = (
@@ -142,7 +148,12 @@ def _stop_with(conv: Conversation, step: Turn, error: str) -> Outcome:
     from convlab.model.results import TurnResult
 
     turn = TurnResult(
-        index=len(conv.turns), step_id=step.id, input=step.input, status="error", error=error
+        index=len(conv.turns),
+        step_id=step.id,
+        input=step.input,
+        status="error",
+        error=error,
+        code=code_in(error),
     )
     conv.turns.append(turn)
     conv.finish_turn(turn, [])

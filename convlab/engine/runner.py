@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from convlab.engine.codes import case_code
 from convlab.engine.conversation import Conversation, Env, stopping
 from convlab.engine.events import (
     CaseFinished,
@@ -288,6 +289,7 @@ def _result(
         started_at=started,
         finish_reason=outcome.finish_reason,
     )
+    result.code = case_code(result)
     compact(result)  # long runs keep every result: share the bookkeeping
     return result
 
@@ -312,6 +314,7 @@ async def _suite_checks(run: Run) -> list[Any]:
 def _timeout(conv: Conversation, timeout: float) -> Outcome:
     if conv.turns and conv.turns[-1].observation is None and conv.turns[-1].status != "error":
         conv.turns[-1].status, conv.turns[-1].error = "error", "timeout"
+        conv.turns[-1].code = "EVALUATION_TIMEOUT"
     why = f"timeout after {_fmt_duration(timeout)}"
     # an agent call that outlasted the timeout never let the loop run the timeout
     blocked = max((t.duration_ms or 0.0 for t in conv.turns), default=0.0) / 1000
@@ -347,11 +350,13 @@ def _reward(outcome: Outcome) -> float:
 
 
 def _closed(inst: Instance, status: str, why: str) -> CaseResult:
-    return CaseResult(
+    result = CaseResult(
         case_id=inst.case.id,
         variant=inst.variant,
         repetition=inst.repetition,
         run=inst.run,
-        status=status,
+        status=status,  # type: ignore[arg-type]
         error=why,
-    )  # type: ignore[arg-type]
+    )
+    result.code = case_code(result)
+    return result

@@ -91,6 +91,8 @@ class TurnResult(BaseModel):
     status: AssertionStatus = "passed"
     duration_ms: float = 0.0
     error: str | None = None
+    code: str | None = None
+    """The turn's error code (intention-kernel's turn `errorCode`), None unless it erred."""
 
 
 class CheckpointResult(BaseModel):
@@ -123,6 +125,11 @@ class CaseResult(BaseModel):
     """Case-scope assertions (standard checks, final checks, the Python test)."""
     checkpoints: list[CheckpointResult] = Field(default_factory=list)
     error: str | None = None
+    code: str | None = None
+    """A stable code for why the instance did not pass or fail on its own checks:
+    intention-kernel's codes (EVALUATION_TRANSPORT_FAILED, EVALUATOR_FAILED,
+    EXTERNAL_WRITES_NOT_AUTHORIZED, ...; convlab.engine.codes lists them), for every
+    format. None for a pass or a plain failure. Runs saved before it existed load as None."""
     duration_ms: float = 0.0
     attempts: int = 1
     usage: Usage | None = None

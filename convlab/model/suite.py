@@ -28,6 +28,7 @@ __all__ = [
     "Turn",
     "TurnInput",
     "Variant",
+    "interaction_problem",
 ]
 
 Mode = Literal["standard", "turns", "dynamic", "code"]
@@ -64,40 +65,68 @@ class Selection(_Model):
             raise ValueError("a selection needs exactly one of optionIndex, optionLabel, optionId")
         return self
 
-    def pick(self, options: list[dict[str, Any]] | None) -> dict[str, Any]:
-        """The option this selection picks (seed 001: an index, or exactly one label/id match).
+    def pick(self, interaction: Any) -> dict[str, Any]:
+        """The option this selection picks from the previous turn's open interaction.
+
+        As intention-kernel's direct adapter (agentAdapter.ts `send`, @923d4314): the
+        interaction must be an object with a non-empty string `id` and, if it has `options`,
+        an array of objects with string `id` and `label` - otherwise
+        EVALUATION_SELECTION_UNAVAILABLE (no interaction at all, or one without an `id`).
+        The selector must then match exactly one option - otherwise (an index out of
+        range, an unknown label or id, two options with that label, no options)
+        EVALUATION_SELECTION_AMBIGUOUS: a selection never falls back to a first option.
 
         Raises:
-            SelectionError: EVALUATION_SELECTION_UNAVAILABLE or EVALUATION_SELECTION_AMBIGUOUS.
+            SelectionError: With the code first in its message (`CODE: why`).
         """
         from convlab.errors import SelectionError
 
-        if not options:
-            raise SelectionError(
-                "EVALUATION_SELECTION_UNAVAILABLE: there is no open choice to select from"
-            )
+        problem = interaction_problem(interaction)
+        if problem is not None:
+            raise SelectionError(f"EVALUATION_SELECTION_UNAVAILABLE: {problem}")
+        choices: list[dict[str, Any]] = interaction.get("options") or []
         if self.option_index is not None:
-            if self.option_index >= len(options):
-                raise SelectionError(
-                    f"EVALUATION_SELECTION_UNAVAILABLE: optionIndex {self.option_index} is out "
-                    f"of range ({len(options)} option(s))"
-                )
-            return dict(options[self.option_index])
-        key, wanted = (
-            ("label", self.option_label)
-            if self.option_label is not None
-            else ("id", self.option_id)
-        )
-        hits = [o for o in options if isinstance(o, dict) and o.get(key) == wanted]
-        if not hits:
+            hits = choices[self.option_index : self.option_index + 1]
+            what = f"optionIndex {self.option_index}"
+        elif self.option_label is not None:
+            hits = [c for c in choices if c["label"] == self.option_label]
+            what = f"optionLabel {self.option_label!r}"
+        else:
+            hits = [c for c in choices if c["id"] == self.option_id]
+            what = f"optionId {self.option_id!r}"
+        if len(hits) != 1:
             raise SelectionError(
-                f"EVALUATION_SELECTION_UNAVAILABLE: no option with {key} {wanted!r}"
-            )
-        if len(hits) > 1:
-            raise SelectionError(
-                f"EVALUATION_SELECTION_AMBIGUOUS: {len(hits)} options have {key} {wanted!r}"
+                f"EVALUATION_SELECTION_AMBIGUOUS: {what} matches {len(hits)} of the "
+                f"{len(choices)} option(s) of interaction {interaction['id']!r} "
+                "(a selection must match exactly one)"
             )
         return dict(hits[0])
+
+
+def interaction_problem(interaction: Any) -> str | None:
+    """Why `interaction` is no open choice to select from (intention-kernel's
+    `interactionSchema`: `{id: non-empty string, options?: [{id: string, label: string}]}`,
+    other keys allowed), or None when it is one."""
+    if interaction is None:
+        return "there is no open interaction to select from (the previous turn left none)"
+    if not isinstance(interaction, dict):
+        return f"the open interaction is not an object ({type(interaction).__name__})"
+    ident = interaction.get("id")
+    if not isinstance(ident, str) or not ident:
+        return "the open interaction has no 'id' (a non-empty string), so it cannot be answered"
+    if "options" not in interaction:
+        return None
+    options = interaction["options"]
+    if not isinstance(options, list):
+        return "the open interaction's 'options' is not an array"
+    for i, option in enumerate(options):
+        if not (
+            isinstance(option, dict)
+            and isinstance(option.get("id"), str)
+            and isinstance(option.get("label"), str)
+        ):
+            return f"option {i} of the open interaction needs a string 'id' and 'label'"
+    return None
 
 
 class FileRef(_Model):
@@ -117,6 +146,11 @@ class TurnInput(_Model):
     files: list[FileRef] = Field(default_factory=list)
     extra: dict[str, Any] = Field(default_factory=dict)
     """Other input keys, passed to the agent unchanged (adapter-defined inputs)."""
+    invalid: str | None = None
+    """Why the agent's adapter refuses this input (JSON suites: intention-kernel's strict
+    `{text, selection?}` input schema). It is checked when the turn runs, as the kernel's
+    direct adapter does, so the turn is an error (EVALUATION_AGENT_INPUT_INVALID) and the
+    file still loads; None: the input is fine."""
 
 
 class Variant(_Model):

@@ -2,14 +2,17 @@
 
 A demo, not a product: rules instead of a model, so it runs offline and answers the same
 way every time. It is the agent seed 001's JSON suite describes: a search answers with a
-choice interaction (`{"kind": "choice", "options": [{"id", "label"}, ...]}`, status
+choice interaction (`{"id": "product-choice-1", "kind": "choice", "options": [{"id",
+"label"}, ...]}`, status
 "completed"); a pick - a structured selection (`ctx.input.selection`: option index, label
 or id) or words ("the first one", "the office chair") - calls `select_product`, records the
 fact `{"type": "product.selected", "productId": ...}` and closes the interaction.
 
-Selections are resolved against the options of the previous turn. A selection that picks
-no option or several raises `SelectionError` (an AgentError) whose message starts with seed
-001's code: `EVALUATION_SELECTION_UNAVAILABLE` or `EVALUATION_SELECTION_AMBIGUOUS`. When the
+Selections are resolved against the interaction of the previous turn. Every interaction has
+an `id`, as intention-kernel's `interactionSchema` requires of a choice that can be answered.
+A selection with no open interaction raises `SelectionError` (an AgentError) whose message
+starts with seed 001's code `EVALUATION_SELECTION_UNAVAILABLE`; one that matches no option
+or several, `EVALUATION_SELECTION_AMBIGUOUS`. When the
 engine has already resolved the selection it passes the option as
 `ctx.metadata["selected_option"]` and the agent uses it.
 """
@@ -64,9 +67,10 @@ _ORDINAL = re.compile(
 )
 
 
-def resolve_selection(selection: Selection, options: list[dict[str, Any]] | None) -> dict[str, Any]:
-    """The option a selection picks; SelectionError with seed 001's code otherwise."""
-    return selection.pick(options)
+def resolve_selection(selection: Selection, interaction: dict[str, Any] | None) -> dict[str, Any]:
+    """The option a selection picks from an open interaction; SelectionError with seed 001's
+    code otherwise."""
+    return selection.pick(interaction)
 
 
 def _line(product: dict[str, Any]) -> str:
@@ -94,6 +98,8 @@ class _CatalogSession(DemoSession):
         """The choice the last answer left open (None: no open choice)."""
         self.answered = False
         """Whether this session answered before (else a history came in one call)."""
+        self.published = 0
+        """How many choice interactions this session opened (their ids count up)."""
 
     def prepare(self, world: dict[str, Any]) -> None:
         world.setdefault("catalog", {}).setdefault("selected", [])
@@ -126,7 +132,7 @@ class _CatalogSession(DemoSession):
         if isinstance(chosen, dict) and chosen.get("id") is not None:
             return chosen
         if ctx.input is not None and ctx.input.selection is not None:
-            return resolve_selection(ctx.input.selection, self.options)
+            return resolve_selection(ctx.input.selection, self._interaction(new=False))
         if not self.options:
             return None
         details = {p["id"]: str(p.get("detail", "")).lower() for p in self._products(turn)}
@@ -171,8 +177,20 @@ class _CatalogSession(DemoSession):
         listing = ", ".join(f"{i + 1}. {o['label']}" for i, o in enumerate(options))
         return Answer(
             f"{why} Which one would you like? {listing}",
-            interaction={"kind": "choice", "options": options},
+            interaction=self._interaction(new=True),
         )
+
+    def _interaction(self, *, new: bool) -> dict[str, Any] | None:
+        """The open choice as an interaction with an id (None when no choice is open)."""
+        if self.options is None:
+            return None
+        if new:
+            self.published += 1
+        return {
+            "id": f"product-choice-{self.published}",
+            "kind": "choice",
+            "options": list(self.options),
+        }
 
     # -- searching ---------------------------------------------------------------------------
     @staticmethod
@@ -205,7 +223,7 @@ class _CatalogSession(DemoSession):
         return Answer(
             f"Here are the available products:\n{lines}\nWhich one would you like?",
             data={"count": len(hits), "products": [p["id"] for p in hits]},
-            interaction={"kind": "choice", "options": list(self.options)},
+            interaction=self._interaction(new=True),
         )
 
     def _recall(self, chat: Chat, turn: Turn) -> None:
