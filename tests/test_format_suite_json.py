@@ -213,7 +213,9 @@ def test_trimmed_strings_and_whole_numbers(tmp_path: Path) -> None:
     assert length.value == 2 and isinstance(length.value, int)
     assert exists.value is None and indexed.path == ["items", 0]
     given = case.turns[0].input
-    assert (given.text, given.extra, given.selection.option_index) == ("", {"locale": "en"}, 1)
+    # an extra key is kept, and refused when the turn is sent (agentAdapter.ts inputSchema)
+    assert (given.text, given.extra["locale"]) == ("", "en")
+    assert given.invalid == "input.locale: unknown field 'locale'; allowed fields: text, selection"
 
 
 # ---------------------------------------------------------------- every rule of §3.1
@@ -431,12 +433,6 @@ RULES = [
         "scenarios[0].steps[0].assertions[0].assertions",
         "did you mean 'assertion'?",
     ),
-    (
-        "selection field",
-        _set(f"{T0}/input", {"text": "", "selection": {"optionIndex": 0, "index": 1}}),
-        "scenarios[0].steps[0].input.selection.index",
-        "unknown field 'index'",
-    ),
     # operators and values
     (
         "unknown operator",
@@ -531,70 +527,10 @@ RULES = [
         "missing required field 'input'",
     ),
     (
-        "input text",
-        _set(f"{T0}/input", {"query": "x"}),
-        "scenarios[0].steps[0].input.text",
-        "missing required field 'text'",
-    ),
-    (
-        "text number",
-        _set(f"{T0}/input", {"text": 1}),
-        "scenarios[0].steps[0].input.text",
-        "expected a string, got number",
-    ),
-    (
-        "text long",
-        _set(f"{T0}/input", {"text": "t" * 10001}),
-        "scenarios[0].steps[0].input.text",
-        "at most 10000 characters",
-    ),
-    (
         "input array",
         _set(f"{T0}/input", ["hi"]),
         "scenarios[0].steps[0].input",
         "expected an input object, got array",
-    ),
-    (
-        "selection none",
-        _set(f"{T0}/input", {"text": "", "selection": {}}),
-        "scenarios[0].steps[0].input.selection",
-        "exactly one of optionIndex, optionLabel, optionId, got none",
-    ),
-    (
-        "selection two",
-        _set(f"{T0}/input", {"text": "", "selection": {"optionIndex": 0, "optionId": "x"}}),
-        "scenarios[0].steps[0].input.selection",
-        "got optionIndex, optionId",
-    ),
-    (
-        "option index",
-        _set(f"{T0}/input", {"text": "", "selection": {"optionIndex": -1}}),
-        "scenarios[0].steps[0].input.selection.optionIndex",
-        "non-negative integer, got -1",
-    ),
-    (
-        "option index text",
-        _set(f"{T0}/input", {"text": "", "selection": {"optionIndex": "0"}}),
-        "scenarios[0].steps[0].input.selection.optionIndex",
-        "got '0'",
-    ),
-    (
-        "option label",
-        _set(f"{T0}/input", {"text": "", "selection": {"optionLabel": ""}}),
-        "scenarios[0].steps[0].input.selection.optionLabel",
-        "must not be empty",
-    ),
-    (
-        "option null",
-        _set(f"{T0}/input", {"text": "", "selection": {"optionId": None}}),
-        "scenarios[0].steps[0].input.selection.optionId",
-        "expected a string, got null",
-    ),
-    (
-        "variant input",
-        _set(f"{T0}/variants", [{"id": "v", "input": {}}]),
-        "scenarios[0].steps[0].variants[0].input.text",
-        "missing required field 'text'",
     ),
     # uniqueness (both occurrences named)
     (
@@ -661,15 +597,112 @@ def test_rule(tmp_path: Path, mutate: Any, path: str, message: str) -> None:
     assert found.line is not None and 1 <= found.line <= text.count("\n") + 1
 
 
-def test_missing_schema_version_needs_the_format_named(tmp_path: Path) -> None:
+# intention-kernel checks a step input when the turn is sent, with the direct adapter's strict
+# `inputSchema` (agentAdapter.ts `send`; schema.ts `step.input` is any JSON object): these
+# files load, and the turn that sends the input errs with EVALUATION_AGENT_INPUT_INVALID.
+INPUT_RULES: list[tuple[str, Any, str, str]] = [
+    (
+        "selection field",
+        _set(f"{T0}/input", {"text": "", "selection": {"optionIndex": 0, "index": 1}}),
+        "scenarios[0].steps[0].input.selection.index",
+        "unknown field 'index'",
+    ),
+    (
+        "input text",
+        _set(f"{T0}/input", {"query": "x"}),
+        "scenarios[0].steps[0].input.text",
+        "missing required field 'text'",
+    ),
+    (
+        "text number",
+        _set(f"{T0}/input", {"text": 1}),
+        "scenarios[0].steps[0].input.text",
+        "expected a string, got number",
+    ),
+    (
+        "text long",
+        _set(f"{T0}/input", {"text": "t" * 10001}),
+        "scenarios[0].steps[0].input.text",
+        "at most 10000 characters",
+    ),
+    (
+        "selection none",
+        _set(f"{T0}/input", {"text": "", "selection": {}}),
+        "scenarios[0].steps[0].input.selection",
+        "exactly one of optionIndex, optionLabel, optionId, got none",
+    ),
+    (
+        "selection two",
+        _set(f"{T0}/input", {"text": "", "selection": {"optionIndex": 0, "optionId": "x"}}),
+        "scenarios[0].steps[0].input.selection",
+        "got optionIndex, optionId",
+    ),
+    (
+        "option index",
+        _set(f"{T0}/input", {"text": "", "selection": {"optionIndex": -1}}),
+        "scenarios[0].steps[0].input.selection.optionIndex",
+        "non-negative integer, got -1",
+    ),
+    (
+        "option index text",
+        _set(f"{T0}/input", {"text": "", "selection": {"optionIndex": "0"}}),
+        "scenarios[0].steps[0].input.selection.optionIndex",
+        "got '0'",
+    ),
+    (
+        "option label",
+        _set(f"{T0}/input", {"text": "", "selection": {"optionLabel": ""}}),
+        "scenarios[0].steps[0].input.selection.optionLabel",
+        "must not be empty",
+    ),
+    (
+        "option null",
+        _set(f"{T0}/input", {"text": "", "selection": {"optionId": None}}),
+        "scenarios[0].steps[0].input.selection.optionId",
+        "expected a string, got null",
+    ),
+    (
+        "variant input",
+        _set(f"{T0}/variants", [{"id": "v", "input": {}}]),
+        "scenarios[0].steps[0].variants[0].input.text",
+        "missing required field 'text'",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("mutate", "path", "message"),
+    [r[1:] for r in INPUT_RULES],
+    ids=[r[0] for r in INPUT_RULES],
+)
+def test_input_rule_loads_and_is_refused_at_turn_time(
+    tmp_path: Path, mutate: Any, path: str, message: str
+) -> None:
+    data = suite()
+    mutate(data)
+    turn = cl.load(write(tmp_path, data)).cases[0].turns[0]
+    given = turn.variants[0].input if ".variants[" in path else turn.input
+    assert given.invalid is not None
+    where = "input" + path.split(".input", 1)[1]
+    assert f"{where}: " in given.invalid and message in given.invalid
+    run = cl.run(write(tmp_path, data), lambda messages: "ok", progress=False)
+    (result,) = run.results
+    assert (result.status, result.code) == ("error", "EVALUATION_AGENT_INPUT_INVALID")
+    assert result.turns[0].code == "EVALUATION_AGENT_INPUT_INVALID"
+
+
+def test_missing_schema_version_is_named(tmp_path: Path) -> None:
+    # intention-kernel schema.ts `parseEvaluationSuite`: `schemaVersion: z.literal(1)` is
+    # required, so its EVALUATION_SUITE_INVALID names the path "schemaVersion"
     data = suite()
     del data["schemaVersion"]
     path = write(tmp_path, data)
-    with pytest.raises(cl.SuiteError, match="not a recognised suite file"):
-        cl.load(path)  # detection needs "schemaVersion" and "scenarios"
-    with pytest.raises(cl.SuiteError) as info:
-        cl.load(path, format="suite_json")
-    assert str(info.value) == f"{path}:1: schemaVersion: missing required field 'schemaVersion'"
+    for given in ({}, {"format": "suite_json"}):
+        with pytest.raises(cl.SuiteError) as info:
+            cl.load(path, **given)  # claimed by its scenarios' steps
+        assert str(info.value) == (
+            f"{path}:1: schemaVersion: missing required field 'schemaVersion'"
+        )
 
 
 def test_unknown_field_codes_and_choices(tmp_path: Path) -> None:
@@ -737,8 +770,7 @@ def test_every_problem_with_file_line_and_path(tmp_path: Path) -> None:
         "[EVALUATION_SUITE_INVALID]",
         f"{path}:25: scenarios[1].steps[0].colour: unknown field 'colour'; allowed fields: id, "
         "input, assertions, variants [EVALUATION_SUITE_INVALID]",
-        f"{path}:25: scenarios[1].steps[0].input.text: missing required field 'text' "
-        "(it may be empty)",
+        # no `text` is refused when the turn is sent, not at load (agentAdapter.ts `send`)
         f"{path}:22: scenarios[1].id: duplicate scenario id 'a' (first at scenarios[0].id, "
         "line 7) [EVALUATION_SUITE_INVALID]",
     ]

@@ -106,13 +106,6 @@ class Issues(list[Issue]):
         self.append(Issue(loc, message, also))
 
 
-def u16len(text: str) -> int:
-    """Length as JavaScript counts it (UTF-16 code units), which the kernel's limits use."""
-    if text.isascii():
-        return len(text)
-    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
-
-
 def obj(value: Any, loc: Loc, issues: Issues, what: str = "an object") -> dict[str, Any] | None:
     """The value if it is a JSON object, else a problem."""
     if type(value) is dict:
@@ -156,7 +149,9 @@ def string(
         issues.add(loc, f"expected a string, got {json_type(value)}")
         return None
     text = value.strip(JS_SPACE) if trim else value
-    size = u16len(text) if len(text) <= most else len(text)
+    # Unicode code points, as zod 4 counts `.min`/`.max` (checked against zod 4.6.7: the
+    # kernel's schema.ts takes "😀" for `z.string().max(1)`), i.e. Python's len
+    size = len(text)
     if size < least:
         issues.add(loc, "must not be empty" + (" or only spaces" if trim else ""))
         return None
@@ -330,7 +325,7 @@ def _path(value: Any, loc: Loc, issues: Issues) -> list[str | int]:
         if type(seg) is str:
             if seg in UNSAFE_KEYS:
                 issues.add((*loc, i), f"path segment {seg!r} is not allowed (unsafe key)")
-            elif len(seg) > 240 and u16len(seg) > 240:
+            elif len(seg) > 240:  # code points, as zod 4 counts
                 issues.add((*loc, i), f"a path segment has at most 240 characters, got {len(seg)}")
             out.append(seg)
             continue

@@ -84,11 +84,14 @@ WRITE_POLICIES = ("read_only", "external")
 
 
 def sniff(path: Path, text: str) -> bool:
-    """Claim a `.json` file that has `"schemaVersion"` and `"scenarios"`.
+    """Claim a `.json` file that has `"scenarios"` and `"schemaVersion"` or `"steps"`.
 
-    The native form also uses .json, but is marked `convlab_suite` (its sniff runs first).
+    A suite that lacks `schemaVersion` is still claimed by its scenarios' steps, so the
+    loader can name the missing field (intention-kernel's parser reports the path
+    `schemaVersion`) instead of calling it no suite file at all. The native form also uses
+    .json, but is marked `convlab_suite` (its sniff runs first).
     """
-    return '"schemaVersion"' in text and '"scenarios"' in text
+    return '"scenarios"' in text and ('"schemaVersion"' in text or '"steps"' in text)
 
 
 @register_format(FORMAT, (".json",), sniff)
@@ -333,19 +336,44 @@ def _variants(value: Any, loc: Loc, issues: Issues) -> list[dict[str, Any]]:
 
 
 def _input(value: Any, loc: Loc, issues: Issues) -> dict[str, Any] | None:
-    """`{text, selection?, ...}`: text (<= 10,000), one selector; other keys kept as extra."""
+    """A step input: any JSON object loads (schema.ts `step.input` is `data`).
+
+    Decision, following intention-kernel: the strict `{text (<= 10,000), selection?}` input
+    schema belongs to the direct adapter (agentAdapter.ts `send`), which checks it when the
+    turn is sent. So an input that breaks it (an extra key, no `text`, two selectors, a
+    negative index, ...) does not stop the file from loading: it is kept as given and
+    marked `invalid`, and each instance that sends it errs with
+    EVALUATION_AGENT_INPUT_INVALID at that turn.
+    """
     data = obj(value, loc, issues, "an input object")
     if data is None:
         return None
-    out: dict[str, Any] = {
-        "extra": {k: v for k, v in data.items() if k != "text" and k != "selection"}
+    strict = Issues()
+    out = _strict_input(data, strict)
+    if not strict:
+        return out
+    text = data.get("text")
+    return {
+        "text": text if type(text) is str else "",
+        "extra": {k: v for k, v in data.items() if k != "text"},
+        "invalid": "; ".join(
+            f"{dotted(i.loc, 'input')}: {i.message}" if i.loc else i.message for i in strict
+        ),
     }
+
+
+def _strict_input(data: dict[str, Any], issues: Issues) -> dict[str, Any]:
+    """The direct adapter's `inputSchema`: `{text, selection?}` and nothing else."""
+    out: dict[str, Any] = {}
+    for key in data:
+        if key not in ("text", "selection"):
+            issues.add((key,), f"unknown field {key!r}; allowed fields: text, selection")
     if "text" in data:
-        out["text"] = string(data["text"], (*loc, "text"), issues, most=10000)
+        out["text"] = string(data["text"], ("text",), issues, most=10000)
     else:
-        issues.add((*loc, "text"), "missing required field 'text' (it may be empty)")
+        issues.add(("text",), "missing required field 'text' (it may be empty)")
     if "selection" in data:
-        out["selection"] = _selection(data["selection"], (*loc, "selection"), issues)
+        out["selection"] = _selection(data["selection"], ("selection",), issues)
     return out
 
 
