@@ -211,6 +211,7 @@ def run_command(args: argparse.Namespace) -> int:
         resume=args.resume,
         fail_fast=args.fail_fast,
         allow_external_writes=args.allow_external_writes,
+        max_cases=getattr(args, "max_cases", None),
         before=getattr(args, "before", None),
         after=getattr(args, "after", None),
         progress=ConsoleProgress(

@@ -46,6 +46,7 @@ class RunOptions(TypedDict, total=False):
     before: Any
     after: Any
     max_reply_bytes: int | None
+    max_cases: int | None
 
 
 RUN_DEFAULTS: RunOptions = {
@@ -63,6 +64,7 @@ RUN_DEFAULTS: RunOptions = {
     "before": None,
     "after": None,
     "max_reply_bytes": 1_000_000,
+    "max_cases": None,
 }
 
 OPTIONS_DOC = """
@@ -88,6 +90,9 @@ OPTIONS_DOC = """
         after: A run-level hook called with the Run and the before hook's result.
         max_reply_bytes: A reply text longer than this many UTF-8 bytes is cut to it, and
             its turn's observation says so (`truncated_from`: the original size); None: no cap.
+        max_cases: Most case instances (cases x variant combinations x runs) the run may
+            have; more is an error (EVALUATION_CASE_LIMIT) before anything runs. None:
+            1000 for JSON evaluation suites (intention-kernel's default), else no limit.
 """
 
 

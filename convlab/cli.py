@@ -239,6 +239,11 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--before", metavar="HOOK", help="module:function called with the suite first")
     r.add_argument("--after", metavar="HOOK", help="module:function called with the Run at the end")
     r.add_argument("--allow-external-writes", action="store_true")
+    r.add_argument(
+        "--max-cases",
+        type=positive_int,
+        help="most case instances; more is an error (default: 1000 for JSON suites)",
+    )
     r.add_argument("-v", "--verbose", action="store_true")
     r.set_defaults(fn=_run)
     k = _sub(

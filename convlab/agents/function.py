@@ -82,6 +82,7 @@ def to_observation(value: Any) -> Observation:
         interaction=reply.interaction,
         facts=list(reply.facts),
         usage=reply.usage,
+        events=list(reply.events),
     )
 
 

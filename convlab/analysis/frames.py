@@ -213,7 +213,7 @@ def instances_frame(run: Run) -> pd.DataFrame:
                 r.duration_ms,
                 len(r.turns),
                 why_not_passed(r),
-                r.code,
+                r.code or "",  # as `error`: empty when there is none
                 len(every),
                 _failed(every),
                 len(r.checkpoints),

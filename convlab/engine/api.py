@@ -23,6 +23,7 @@ from convlab.model.answer import Answer
 from convlab.model.conversation import Message
 from convlab.model.results import CaseResult, Run
 from convlab.model.suite import Suite
+from convlab.plan import count
 
 __all__ = ["RunHandle", "ask_once", "build_runner"]
 
@@ -44,10 +45,48 @@ def _check_evaluators(suite: Suite) -> None:
         raise SuiteError(problems)
 
 
+JSON_SUITE_MAX_CASES = 1000
+"""intention-kernel's default `maxCases` (matrix.ts `expandCases`)."""
+
+
+def _check_case_limit(suite: Suite, runs: int, max_cases: int | None) -> None:
+    """EVALUATION_CASE_LIMIT before anything runs when the run has more instances than
+    `max_cases` (intention-kernel matrix.ts `expandCases`: cases > maxCases throws).
+
+    Decision: `max_cases=None` is the kernel's default of 1000 for a suite with JSON-suite
+    cases and no limit for other formats, whose seeds have none; convlab's `runs` count as
+    the kernel's repetitions (instances = scenarios x variant combinations x runs).
+    """
+    if max_cases is not None and (
+        isinstance(max_cases, bool) or not isinstance(max_cases, int) or max_cases < 1
+    ):
+        raise ValueError(f"max_cases={max_cases!r}: use a positive integer or None")
+    sources = [
+        c.source for c in suite.cases if c.source is not None and c.source.format == "suite_json"
+    ]
+    limit = max_cases if max_cases is not None else JSON_SUITE_MAX_CASES if sources else None
+    if limit is None:
+        return
+    total = count(suite, runs)
+    if total > limit:
+        file = (
+            sources[0].file if sources else (suite.sources[0].file if suite.sources else suite.id)
+        )
+        raise SuiteError.one(
+            file,
+            None,
+            "",
+            f"EVALUATION_CASE_LIMIT: this run has {total} case instances (scenarios x variant "
+            f"combinations x runs), more than max_cases={limit}; pass a higher max_cases "
+            "(CLI: --max-cases) or select fewer cases",
+        )
+
+
 def build_runner(opts: dict[str, Any], listeners: list[Listener]) -> Runner:
     """The runner for run()/arun()/start()'s keyword arguments (their locals)."""
     suite = _suite(opts["suite"])
     _check_evaluators(suite)
+    _check_case_limit(suite, opts["runs"], opts.get("max_cases"))
     settings = Settings(
         runs=opts["runs"],
         parallel=opts["parallel"],

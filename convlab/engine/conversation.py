@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import hashlib
+import json
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -56,6 +59,8 @@ class Env:
     """Simulators built from cases' `use` specs, one per spec, closed at the end."""
     max_reply_bytes: int | None = MAX_REPLY_BYTES
     """A longer reply text is cut to this many UTF-8 bytes and marked (None: no cap)."""
+    run_id: str = ""
+    """The run's id (thread ids start with it)."""
 
     def case_simulator(self, spec: str) -> Any:
         """The simulator a case names (built once per spec for the whole run)."""
@@ -126,6 +131,7 @@ class Conversation:
         """Dynamic cases: checkpoint states (kept when the case times out)."""
         self.hook_error: str | None = None
         """An after hook's failure on a stopped instance (recorded on its result)."""
+        self.thread_id = thread_id(env.run_id, inst)
 
     async def open(self) -> None:
         """Open the agent session for this instance."""
@@ -168,6 +174,11 @@ class Conversation:
             turn.duration_ms = (time.perf_counter() - start) * 1000
             raise TurnFailed(turn.error) from exc
         cap_reply(obs, self.env.max_reply_bytes)
+        obs.thread_id = self.thread_id
+        obs.turn_id = (
+            f"eval.{digest({'threadId': self.thread_id, 'stepId': step_id or str(index)})}"
+        )
+        obs.trace_id = obs.trace_id or uuid.uuid4().hex
         if obs.effects is None:  # agents that copy the world themselves are trusted with it
             obs.effects = copy.deepcopy(self.ctx.world)
         self.messages.extend(obs.messages)
@@ -223,6 +234,24 @@ class Conversation:
             turn.status = status_of(results)  # type: ignore[assignment]
         turn.code = turn_code(turn)
         self.env.emit(TurnCompleted(self.inst.key, turn))
+
+
+def digest(value: Any) -> str:
+    """intention-kernel's `digest` (matrix.ts): sha256 hex of the JSON with keys sorted."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def thread_id(run_id: str, inst: Instance) -> str:
+    """`<run id>:<case id>`, the case id as intention-kernel's (matrix.ts `expandCases`:
+    digest of `{scenarioId, variants, repetition}`).
+
+    Decision: convlab's `runs` are the kernel's repetitions (a JSON suite has no
+    repetitions of its own), so the repetition is `run * case.repetitions + repetition`.
+    """
+    repetition = inst.run * inst.case.repetitions + inst.repetition
+    case = digest({"scenarioId": inst.case.id, "variants": inst.variant, "repetition": repetition})
+    return f"{run_id}:{case}"
 
 
 class TurnFailed(Exception):

@@ -30,7 +30,7 @@ from convlab.model._compact import compact
 from convlab.model.results import CaseResult, Run
 from convlab.plan import Instance, count, expand, fingerprint
 
-__all__ = ["Runner", "Settings"]
+__all__ = ["SUMMARY_KEYS", "Runner", "Settings", "suite_summary"]
 
 
 def _now() -> str:
@@ -105,6 +105,7 @@ class Runner:
             status="running",
             fingerprint=fingerprint(suite),
         )
+        self.env.run_id = self.run.id
         try:
             store = ResultStore(s.store, self.run, s.resume) if s.store else None
         except BaseException:
@@ -298,17 +299,39 @@ async def _suite_checks(run: Run) -> list[Any]:
     """Suite-scope assertions see `{summary, status}` (seed 001) and every case result."""
     from convlab.checks import CheckContext, evaluate
 
-    summary = {"total": len(run.results), "pending": 0, "running": 0}
-    summary |= dict.fromkeys(
-        ("passed", "failed", "error", "skipped", "blocked", "cancelled", "timeout"), 0
-    )
-    for r in run.results:
-        summary[r.status] += 1
+    summary = suite_summary(run.results)
     ctx = CheckContext(
         scope="suite", summary=summary, cases=list(run.results), extra={"status": run.status}
     )
     assert run.suite is not None
     return [await evaluate(spec, ctx) for spec in run.suite.assertions]
+
+
+SUMMARY_KEYS = (
+    "total",
+    "pending",
+    "running",
+    "passed",
+    "failed",
+    "error",
+    "skipped",
+    "blocked",
+    "cancelled",
+)
+"""intention-kernel's report summary (runner.ts `count`): exactly these nine keys."""
+
+
+def suite_summary(results: list[CaseResult]) -> dict[str, int]:
+    """The `summary` suite assertions read, with exactly intention-kernel's nine keys.
+
+    Decision: a convlab `timeout` counts as `error`, as the kernel makes a deadline
+    (EVALUATION_TIMEOUT) a turn error and so a case error; it is no key of its own.
+    """
+    summary = dict.fromkeys(SUMMARY_KEYS, 0)
+    summary["total"] = len(results)
+    for r in results:
+        summary["error" if r.status == "timeout" else r.status] += 1
+    return summary
 
 
 def _timeout(conv: Conversation, timeout: float) -> Outcome:

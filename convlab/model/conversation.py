@@ -91,6 +91,8 @@ class Reply(BaseModel):
     facts: list[dict[str, Any]] = Field(default_factory=list)
     status: str = "completed"
     usage: Usage | None = None
+    events: list[dict[str, Any]] = Field(default_factory=list)
+    """Events the agent recorded for this turn (intention-kernel's kernel events)."""
 
 
 class Observation(BaseModel):
@@ -113,6 +115,16 @@ class Observation(BaseModel):
     truncated_from: int | None = None
     """The reply's size in UTF-8 bytes when it was longer than the run's `max_reply_bytes`:
     its text (and its messages' text) was cut to that many bytes. None: nothing was cut."""
+    thread_id: str | None = None
+    """The conversation's id, `<run id>:<case id>` as intention-kernel's runner makes it."""
+    turn_id: str | None = None
+    """The turn's idempotent id, `eval.<sha256 of {stepId, threadId}>` (runner.ts)."""
+    trace_id: str | None = None
+    """A fresh id for this execution of the turn (the kernel's `traceId`)."""
+    replayed: bool = False
+    """True when the reply was not produced now but given back (a recorded reply)."""
+    events: list[dict[str, Any]] = Field(default_factory=list)
+    """Events the agent recorded for this turn (the kernel's events of this thread and turn)."""
 
     @model_serializer(mode="wrap")
     def _text_once(
@@ -160,5 +172,12 @@ class Observation(BaseModel):
             "response": {k: v for k, v in response.items() if v is not None},
             "checkpoint": {k: v for k, v in checkpoint.items() if v is not None},
             "effects": self.effects,
+            # what intention-kernel's direct adapter adds to the committed turn result
+            # (agentAdapter.ts `send`: `{ ...result, events }`)
+            "threadId": self.thread_id,
+            "turnId": self.turn_id,
+            "traceId": self.trace_id,
+            "replayed": self.replayed if self.turn_id is not None else None,
+            "events": self.events if self.turn_id is not None else None,
         }
         return {k: v for k, v in out.items() if v is not None}
