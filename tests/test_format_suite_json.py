@@ -697,9 +697,9 @@ def test_missing_schema_version_is_named(tmp_path: Path) -> None:
     data = suite()
     del data["schemaVersion"]
     path = write(tmp_path, data)
-    for given in ({}, {"format": "suite_json"}):
+    for kwargs in ({}, {"format": "suite_json"}):
         with pytest.raises(cl.SuiteError) as info:
-            cl.load(path, **given)  # claimed by its scenarios' steps
+            cl.load(path, **kwargs)  # claimed by its scenarios' steps
         assert str(info.value) == (
             f"{path}:1: schemaVersion: missing required field 'schemaVersion'"
         )
