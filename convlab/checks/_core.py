@@ -163,8 +163,11 @@ def _apply_common(spec: Any, res: AssertionResult) -> AssertionResult:
     if res.status in ("error", "skipped"):
         return res
     if spec.negate:
+        # Yao agent/test/assert.go evaluateAssertion: a negated check that now passes reads
+        # "negated assertion passed"; one that now fails keeps the inner message, prefixed
+        # "negated: ", so the failure still says what was found.
         passed = res.status != "passed"
-        msg = f"negated: {res.message}" if passed else "negated assertion passed"
+        msg = "negated assertion passed" if passed else f"negated: {res.message}"
         res = res.model_copy(update={"status": "passed" if passed else "failed", "message": msg})
     if res.status == "failed" and spec.message:
         res = res.model_copy(update={"message": spec.message})
