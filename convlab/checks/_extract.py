@@ -1,31 +1,52 @@
 """Finding JSON or YAML in an agent's text, and reading a dotted path from it.
 
-This follows Yao's `json_path` (CONFORMANCE §1.6, gou `text.ExtractJSON` + `json.Parse`):
-every markdown fence is a candidate block (its language is the fence tag, or detected from
-the content); with no fences, the whole text is one candidate when it looks like JSON
-(starts with `{` or `[`) or YAML (`---`, or a first line `key: value`). The first JSON/YAML
-block that parses wins. JSON is parsed leniently (comments, trailing commas, cut-off
-endings), as LLM output often needs. YAML follows 1.2 rules: only true/false are booleans
-and dates stay strings, so `Answer: yes` reads as {"Answer": "yes"}.
+This follows Yao's `json_path`, which calls gou `text.ExtractJSON` and through it
+`json.Parse` (CONFORMANCE §1.6). Every markdown fence is a block (its language is the fence
+tag, or detected from the content as gou's `detectLanguage` does); with no fences the whole
+text is one block when its language can be told, else it is plain text. The first JSON/YAML
+block that parses wins. Parsing goes as gou's `Parse`: the format is guessed (`DetectFormat`),
+YAML is read as YAML 1.2, JSONC loses its comments, and JSON that does not parse is repaired
+by a JSON-repair library (json-repair, strict mode) rather than guessed at, so prose and
+`{invalid}` are rejected as gou rejects them. Where convlab deliberately differs from gou,
+the rule says so next to it and docs/yao.md lists it.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
+from json_repair import repair_json
 
-__all__ = ["extract_json", "extract_path", "parse_lenient", "path_segments"]
+__all__ = [
+    "Block",
+    "detect_format",
+    "detect_language",
+    "extract_blocks",
+    "extract_json",
+    "extract_path",
+    "parse_data",
+    "parse_lenient",
+    "path_segments",
+    "repair",
+    "trim_comments",
+]
 
 _FENCE = re.compile(r"(?s)```(\w*)\s*\n?(.*?)\n?```", re.ASCII)
 _BOOL = "tag:yaml.org,2002:bool"
 _TIMESTAMP = "tag:yaml.org,2002:timestamp"
+_DATA = ("json", "yaml", "yml")
 
 
 class _Yaml12Loader(yaml.SafeLoader):
-    """SafeLoader with YAML 1.2 booleans (true/false only) and no implicit timestamps."""
+    """SafeLoader with YAML 1.2 booleans (true/false only) and no implicit timestamps.
+
+    gou reads YAML with yaml.v3, where `yes` and `2024-01-01` stay strings in an untyped
+    value; PyYAML's YAML 1.1 rules would make them a bool and a date.
+    """
 
 
 _Yaml12Loader.yaml_implicit_resolvers = {
@@ -36,70 +57,127 @@ _Yaml12Loader.add_implicit_resolver(
     _BOOL, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
 )
 
-# Content that gou's language detection classifies as code, not data (checked in its order).
-_CODE_PREFIXES = (
-    "<", "#!/", "#include", "# ", "## ", "### ", "package ", "func ", "import (", 'import "',
-    "fn ", "def ", "class ", "function ", "using System", "import java.", "export ",
-)  # fmt: skip
+# gou text/extract.go `languageIndicators` and the order `detectLanguage` checks them in.
+_XML = ("<?xml", "<root", "<item", "<node")
+_HTML = ("<!DOCTYPE", "<html", "<div", "<span", "<p>", "<head", "<body", "<script", "<style",
+         "<table", "<form")  # fmt: skip
 _SQL = ("SELECT ", "INSERT ", "UPDATE ", "DELETE ", "CREATE ", "DROP ", "ALTER ")
-_CODE_MARKERS = (
-    "\npackage ", "\nfunc ", "interface ", ": string", ": number", ": boolean", ": any",
-    "as const", "public class ", "public static void main", "System.out.", "Console.Write",
-    "static void Main", "pub fn ", "println!", "let mut ", "if __name__", "print(",
-    "console.log", "require(", "module.exports", "puts ", "attr_accessor", "echo $",
-)  # fmt: skip
+_TYPESCRIPT = ("interface ", ": string", ": number", ": boolean", ": any", "as const")
+_CSS = ("margin:", "padding:", "display:", "color:", "background:", "font-")
+# (language, prefixes of the text, markers anywhere in its first five lines), checked in order
+_CODE: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
+    ("go", ("package ", "func ", "import (", 'import "'), ("\npackage ", "\nfunc ")),
+    ("typescript", (), _TYPESCRIPT),
+    ("java", ("import java.",), ("public class ", "public static void main", "System.out.")),
+    ("csharp", ("using System",), ("Console.Write", "static void Main")),
+    ("rust", ("fn ",), ("pub fn ", "println!", "let mut ")),
+    ("python", ("def ", "class "), ("if __name__", "print(")),
+    ("javascript", ("function ",), ("console.log", "require(", "module.exports")),
+    ("ruby", (), ("puts ", "attr_accessor")),
+    ("shell", ("export ",), ("echo $",)),
+)
 
 
-def _detect(content: str) -> str:
-    """'json', 'yaml' or '' (code, prose or anything else), as gou's detectLanguage decides."""
-    text = content.strip()
-    if not text:
-        return ""
-    if text.startswith(("{", "[")):
-        return "json"
-    if text.startswith("---"):
+def _tagged(trimmed: str) -> str:
+    """The languages told by the first characters: markup, YAML `---`, shebangs, SQL, C."""
+    upper = trimmed.upper()
+    if trimmed.startswith("<"):
+        if trimmed.startswith(("<?php", "<?=")):
+            return "php"
+        if upper.startswith(tuple(x.upper() for x in _XML)):
+            return "xml"
+        if upper.startswith(tuple(x.upper() for x in _HTML)) or ">" in trimmed:
+            return "html"
+    if trimmed.startswith("---"):
         return "yaml"
-    if text.startswith(_CODE_PREFIXES) or text.upper().startswith(_SQL):
+    if trimmed.startswith("#!/"):
+        for word, lang in (("python", "python"), ("bash", "shell"), ("/sh", "shell")):
+            if word in trimmed:
+                return lang
+        return "javascript" if "node" in trimmed else "shell"
+    if upper.startswith(_SQL):
+        return "sql"
+    if trimmed.startswith("#include"):
+        cpp = any(x in trimmed for x in ("<iostream>", "<vector>", "std::"))
+        return "cpp" if cpp else "c"
+    if trimmed.startswith(("# ", "## ", "### ")):
+        return "markdown"
+    return ""
+
+
+def detect_language(content: str) -> str:
+    """The language of a block as gou's `detectLanguage` names it ('' when it cannot tell).
+
+    JSON is text starting with `{` or `[`; YAML is `---` or a first line `key: value`
+    (not a URL, not a TypeScript annotation); code of a dozen languages and CSS are told
+    apart so that they are never read as data (`.container { margin: 0; }` is CSS).
+    """
+    trimmed = content.strip()
+    if not trimmed:
         return ""
-    lines = text.split("\n")
+    if trimmed.startswith(("{", "[")):
+        return "json"
+    tagged = _tagged(trimmed)
+    if tagged:
+        return tagged
+    lines = trimmed.split("\n")
     head = "\n".join(lines[:5])
-    if any(marker in head for marker in _CODE_MARKERS):
-        return ""
+    for lang, prefixes, markers in _CODE:
+        if trimmed.startswith(prefixes) or any(m in head for m in markers):
+            return lang
+    if any(x in trimmed for x in _CSS) and "{" in trimmed and "}" in trimmed:
+        return "css"
     first = lines[0].strip()
-    looks_yaml = ": " in first and '":' not in first and "://" not in first
-    return "yaml" if looks_yaml else ""
+    not_yaml = ('":', "://", ": string", ": number")
+    if ": " in first and not first.startswith("{") and not any(x in first for x in not_yaml):
+        return "yaml"
+    return ""
 
 
-def _yaml_like(text: str) -> bool:
-    """gou DetectFormat: a first data line with `:` (not `":` or `:{`) means YAML."""
-    if text.lstrip().startswith(("{", "[")):
-        return False
-    for line in text.split("\n"):
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        return ":" in line and '":' not in line and ":{" not in line
-    return False
+def detect_format(data: str) -> str:
+    """gou `json.DetectFormat`: 'yaml', 'jsonc', 'json' or '' (uncertain).
+
+    YAML when the first line that is not blank or a `#` comment has a `:` that is not
+    JSON's `":` or `:{`; JSONC when `//` or `/*` appears anywhere; JSON when it starts
+    with `{` or `[`.
+    """
+    trimmed = data.strip()
+    if not trimmed:
+        return ""
+    if not trimmed.startswith(("{", "[")):
+        for raw in trimmed.split("\n"):
+            line = raw.strip()
+            if not line or line.startswith("#"):
+                continue
+            if ":" in line and '":' not in line and ":{" not in line:
+                return "yaml"
+            break
+    if "//" in trimmed or "/*" in trimmed:
+        return "jsonc"
+    return "json" if trimmed.startswith(("{", "[")) else ""
 
 
-def _strip_comments(text: str) -> str:
-    """Remove // and /* */ comments outside strings (JSONC)."""
+def trim_comments(text: str) -> str:
+    """gou `json.TrimComments`: drop `//` and `/* */` comments outside double-quoted strings.
+
+    A line comment's newline is kept; the spaces before a comment are kept too.
+    """
     out: list[str] = []
-    i, n, quote = 0, len(text), ""
+    i, n = 0, len(text)
+    in_string = escaped = False
     while i < n:
         ch = text[i]
-        if quote:
+        if escaped:
             out.append(ch)
-            if ch == "\\" and i + 1 < n:
-                out.append(text[i + 1])
-                i += 1
-            elif ch == quote:
-                quote = ""
-        elif ch in "\"'":
-            quote = ch
+            escaped = False
+        elif ch == '"':
+            in_string = not in_string
+            out.append(ch)
+        elif in_string:
+            escaped = ch == "\\"
             out.append(ch)
         elif text.startswith("//", i):
-            while i < n and text[i] != "\n":
+            while i < n and text[i] not in "\r\n":
                 i += 1
             continue
         elif text.startswith("/*", i):
@@ -112,75 +190,101 @@ def _strip_comments(text: str) -> str:
     return "".join(out)
 
 
-def _close_open(text: str) -> str:
-    """Close a cut-off string and every bracket left open (truncated LLM output)."""
-    stack: list[str] = []
-    in_string = escaped = False
-    for ch in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in "{[":
-            stack.append("}" if ch == "{" else "]")
-        elif ch in "}]" and stack:
-            stack.pop()
-    tail = '"' if in_string else ""
-    body = re.sub(r",\s*$", "", text.rstrip() + tail)
-    return body + "".join(reversed(stack))
+def repair(text: str) -> Any:
+    """Broken JSON (as LLMs write it) repaired and parsed; ValueError when it cannot be.
 
-
-def _loads(text: str) -> tuple[bool, Any]:
+    The json-repair library fixes missing commas (`{"a": 1 "b": 2}`, `[1, 2 3]`), Python
+    literals (`True`, `None`), single quotes, trailing commas, comments and cut-off endings.
+    Its strict mode refuses what is not JSON at all (prose around brackets, `{invalid}`),
+    as gou's jsonrepair does; an empty repair of non-empty text is a refusal too.
+    """
     try:
-        return True, json.loads(text)
+        data = repair_json(text, return_objects=True, strict=True)
+    except ValueError as exc:
+        raise ValueError(f"not repairable JSON: {exc}") from None
+    if data == "" and text.strip() not in ('""', "''"):
+        raise ValueError("not repairable JSON: nothing in it reads as JSON")
+    return data
+
+
+def _yaml(text: str) -> Any:
+    """The first YAML document (yaml.v3 `Unmarshal` reads only the first one)."""
+    try:
+        for doc in yaml.load_all(text, Loader=_Yaml12Loader):  # a SafeLoader subclass
+            return doc
+    except yaml.YAMLError as exc:
+        raise ValueError(f"not valid YAML: {exc}") from None
+    return None
+
+
+def parse_data(data: str, hint: str = "") -> Any:
+    """gou `json.Parse`: JSON, JSONC or YAML, by `hint` ('.yaml', 'config.jsonc', 'json')
+    or by `detect_format`; JSON that does not parse is repaired. ValueError when nothing reads.
+    """
+    fmt = hint.lower()
+    if not hint:
+        # Deliberate difference (docs/yao.md): a document that starts with `---` is YAML.
+        # gou's DetectFormat stops at the `---` line, so such YAML reaches the JSON parser
+        # and fails: ExtractJSON("---\nname: test") is nil in Yao.
+        fmt = detect_format(data) or ("yaml" if data.lstrip().startswith("---") else "")
+    if "yaml" in fmt or "yml" in fmt:
+        return _yaml(data)
+    try:
+        return json.loads(data)
+    except ValueError as exc:
+        first = exc
+    try:
+        return json.loads(trim_comments(data))
     except ValueError:
-        return False, None
-
-
-def _yaml(text: str) -> tuple[bool, Any]:
-    try:
-        return True, yaml.load(text, Loader=_Yaml12Loader)  # a SafeLoader subclass
-    except yaml.YAMLError:
-        return False, None
+        pass
+    if ("yao" in fmt or "jsonc" in fmt) and hint:
+        raise ValueError(f"not valid JSONC: {first}")
+    # Deliberate difference (docs/yao.md): auto-detected JSONC is repaired too. gou repairs
+    # only what it took for plain JSON, and any `//` (as in "https://...") makes it JSONC,
+    # so `{"url": "https://x.org", "ok": True}` is not JSON to Yao.
+    return repair(data)
 
 
 def parse_lenient(text: str) -> Any:
-    """Parse JSON or YAML leniently; None when nothing parses (or the document is null)."""
-    if _yaml_like(text):
-        return _yaml(text)[1]
-    ok, data = _loads(text)
-    if ok:
-        return data
-    cleaned = re.sub(r",(\s*[}\]])", r"\1", _strip_comments(text))
-    for attempt in (_loads, _yaml):
-        ok, data = attempt(cleaned)
-        if ok and data is not None:
-            return data
-    return _loads(_close_open(cleaned))[1]
+    """`parse_data` with auto-detection; None when nothing parses (or the document is null)."""
+    try:
+        return parse_data(text)
+    except ValueError:
+        return None
+
+
+@dataclass
+class Block:
+    """One block found in a text: its language, its content and, for JSON/YAML, its data."""
+
+    type: str
+    content: str
+    data: Any = None
+
+
+def extract_blocks(text: str) -> list[Block]:
+    """gou `text.Extract`: the fenced blocks, else the whole text as one detected block,
+    else the text as a `text` block; JSON/YAML blocks carry their parsed data."""
+    text = text.strip()
+    if not text:
+        return []
+    blocks = []
+    for m in _FENCE.finditer(text):
+        content = m.group(2).strip()
+        blocks.append(Block(m.group(1).strip().lower() or detect_language(content), content))
+    if not blocks:
+        blocks = [Block(detect_language(text) or "text", text)]
+    for block in blocks:
+        if block.type in _DATA:
+            block.data = parse_lenient(block.content)
+    return blocks
 
 
 def extract_json(text: str) -> Any:
-    """The first JSON/YAML block found in `text` (fenced or bare), parsed; None if none."""
-    text = text.strip()
-    if not text:
-        return None
-    blocks = [
-        ((m.group(1).strip().lower() or _detect(m.group(2))), m.group(2).strip())
-        for m in _FENCE.finditer(text)
-    ]
-    if not blocks:
-        kind = _detect(text)
-        blocks = [(kind, text)] if kind else []
-    for kind, content in blocks:
-        if kind in ("json", "yaml", "yml"):
-            data = parse_lenient(content)
-            if data is not None:
-                return data
+    """gou `text.ExtractJSON`: the data of the first JSON/YAML block that parses; else None."""
+    for block in extract_blocks(text):
+        if block.type in _DATA and block.data is not None:
+            return block.data
     return None
 
 
