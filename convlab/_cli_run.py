@@ -1,7 +1,8 @@
 """`convlab run` and `convlab ask`: choosing the agent, the settings and the output path.
 
 The agent comes from `-n`, else from a `convlab.yaml` beside the input (`agent: SPEC`, and
-optional `runs`, `parallel`, `timeout`), else from a HoloDeck agent.yaml's `model` block;
+optional `runs`, `parallel`, `timeout`, `judges: {ID: SPEC}`), else from a HoloDeck
+agent.yaml's `model` block;
 with none of them a run stops with a usage error that says how to pass one. Flags given on
 the command line win over `convlab.yaml`.
 """
@@ -23,6 +24,8 @@ __all__ = [
     "ask_command",
     "default_output",
     "is_path",
+    "judge_map",
+    "judge_pair",
     "read_config",
     "resolve_agent",
     "run_command",
@@ -98,6 +101,8 @@ def read_config(folder: Path) -> dict[str, Any]:
                 out[key] = positive_int(str(value))
             except argparse.ArgumentTypeError as exc:
                 raise ConvlabError(f"{path}: {key}: {exc}") from None
+        elif key == "judges":
+            out[key] = judge_map(value, f"{path}: judges")
         elif key == "timeout":
             try:
                 out[key] = duration(str(value))
@@ -105,9 +110,40 @@ def read_config(folder: Path) -> dict[str, Any]:
                 raise ConvlabError(f"{path}: timeout: {exc}") from None
         else:
             raise ConvlabError(
-                f"{path}: {key}: expected agent (a spec string), runs, parallel or timeout"
+                f"{path}: {key}: expected agent (a spec string), runs, parallel, timeout or judges"
             )
     return out
+
+
+def judge_map(value: Any, where: str) -> dict[str, str]:
+    """`judges` of convlab.yaml: a mapping of assertion ids (`agents:validator`) to specs.
+
+    Raises:
+        ConvlabError: If it is not a mapping of non-empty strings.
+    """
+    if not isinstance(value, dict):
+        raise ConvlabError(f"{where}: expected a mapping such as {{agents:validator: SPEC}}")
+    for key, spec in value.items():
+        if not (isinstance(key, str) and key and isinstance(spec, str) and spec.strip()):
+            raise ConvlabError(f"{where}: {key!r}: expected an agent spec string")
+    return {key: spec.strip() for key, spec in value.items()}
+
+
+def judge_pair(text: str) -> tuple[str, str]:
+    """argparse `type=` of `--judges ID=SPEC` (`agents:validator=openai:gpt-4o-mini`)."""
+    key, sep, spec = text.partition("=")
+    if not (sep and key.strip() and spec.strip()):
+        raise argparse.ArgumentTypeError(
+            f"expected ID=SPEC (e.g. agents:validator=openai:gpt-4o-mini), got {text!r}"
+        )
+    return key.strip(), spec.strip()
+
+
+def _judges(args: argparse.Namespace, config: dict[str, Any]) -> dict[str, Any] | None:
+    """convlab.yaml's `judges`, then each `--judges ID=SPEC` (the command line wins)."""
+    specs = dict(config.get("judges") or {})
+    specs.update(getattr(args, "judges", None) or [])
+    return {key: resolve_agent(spec, f"--judges {key}=") for key, spec in specs.items()} or None
 
 
 def suite_model_agent(metadata: dict[str, Any]) -> str | None:
@@ -129,7 +165,7 @@ def suite_model_agent(metadata: dict[str, Any]) -> str | None:
     return specs.pop() if specs else None
 
 
-def resolve_agent(spec: str) -> Any:
+def resolve_agent(spec: str, flag: str = "-n ") -> Any:
     """The Agent for `spec`; a spec that cannot be resolved is a usage error.
 
     ImportError (module or attribute not found) and ValueError (a bad value in the spec)
@@ -143,7 +179,7 @@ def resolve_agent(spec: str) -> Any:
     try:
         agent = as_agent(spec)
     except (ImportError, ValueError) as exc:
-        raise ConvlabError(f"-n {spec}: {exc}") from None
+        raise ConvlabError(f"{flag}{spec}: {exc}") from None
     if isinstance(agent, OpenAIAgent):
         problem = agent.missing_key()
         if problem:
@@ -207,6 +243,7 @@ def run_command(args: argparse.Namespace) -> int:
         timeout=_setting(args, config, "timeout"),
         simulator=args.simulator,
         judge=args.judge,
+        judges=_judges(args, config),
         store=args.store,
         resume=args.resume,
         fail_fast=args.fail_fast,

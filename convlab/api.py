@@ -37,6 +37,7 @@ class RunOptions(TypedDict, total=False):
     timeout: str | float
     simulator: Any
     judge: Any
+    judges: dict[str, Any] | None
     store: str | Path | None
     resume: bool
     fail_fast: bool
@@ -55,6 +56,7 @@ RUN_DEFAULTS: RunOptions = {
     "timeout": "2m",
     "simulator": None,
     "judge": None,
+    "judges": None,
     "store": None,
     "resume": False,
     "fail_fast": False,
@@ -78,6 +80,8 @@ OPTIONS_DOC = """
         timeout: Per-instance timeout (`"2m"`, `"30s"` or seconds); a case's own wins.
         simulator: The user simulator for dynamic and code-test cases (default: scripted).
         judge: The agent that answers judge assertions.
+        judges: Agents by the id an assertion names, e.g. `{"agents:validator": agent}`
+            for Yao's `{"type": "agent", "use": "agents:validator"}` (else the judge).
         store: A JSONL results store; every finished instance is appended at once.
         resume: Skip the instances already in `store`.
         fail_fast: Start nothing new after the first failure, error or timeout.

@@ -32,6 +32,7 @@ from convlab._cli_run import (
     ask_command,
     duration,
     is_path,
+    judge_pair,
     positive_int,
     run_command,
 )
@@ -236,6 +237,14 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--resume", action="store_true", help="skip cases already in --store")
     r.add_argument("--simulator", help="user simulator agent (default: scripted)")
     r.add_argument("--judge", help="judge agent for judge assertions")
+    r.add_argument(
+        "--judges",
+        metavar="ID=SPEC",
+        type=judge_pair,
+        action="append",
+        help="the agent for an assertion's id, e.g. agents:validator=openai:gpt-4o-mini "
+        "(Yao's `use`); repeatable",
+    )
     r.add_argument("--before", metavar="HOOK", help="module:function called with the suite first")
     r.add_argument("--after", metavar="HOOK", help="module:function called with the Run at the end")
     r.add_argument("--allow-external-writes", action="store_true")

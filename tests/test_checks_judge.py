@@ -194,8 +194,35 @@ def test_validator_gets_output_input_criteria_and_metadata() -> None:
     ],
 )
 def test_validator_answers_that_fail(answer: str, message: str) -> None:
-    res = ev({"kind": "agent", "value": "polite"}, "x", judge=judge_saying(answer))
+    spec = {"kind": "agent", "use": "agents:v", "value": "polite"}
+    res = ev(spec, "x", judge=judge_saying(answer))
     assert res.status == "failed" and res.message == message
+
+
+@pytest.mark.parametrize("use", [None, "validator", "openai:gpt-4o-mini"])
+def test_a_use_without_the_agents_prefix_fails_with_yaos_message(use: str | None) -> None:
+    """Yao agent/test/assert.go `assertAgent`: the run's judge is never asked instead."""
+    seen: list[list[dict[str, Any]]] = []
+    judge = judge_saying('{"passed": true}', seen)
+    spec = {"kind": "agent", "value": "polite", **({"use": use} if use else {})}
+    res = ev(spec, "x", judge=judge)
+    assert res.status == "failed"
+    assert res.message == "agent assertion requires 'use' field with 'agents:' prefix"
+    assert seen == []
+
+
+def test_yao_agent_ids_map_to_convlab_agents() -> None:
+    mapped: list[list[dict[str, Any]]] = []
+    run_judge: list[list[dict[str, Any]]] = []
+    judges = {"agents:validator": judge_saying('{"passed": false, "reason": "curt"}', mapped)}
+    spec = {"kind": "agent", "use": "agents:validator", "value": "polite"}
+    res = ev(spec, "x", judge=judge_saying('{"passed": true}', run_judge), judges=judges)
+    assert (res.status, res.message) == ("failed", "curt") and len(mapped) == 1 and not run_judge
+    assert res.details["validator"] == "agents:validator"
+    other = ev({**spec, "use": "agents:other"}, "x", judge=judge_saying('{"passed": true}'))
+    assert other.passed and other.details["validator"] == "the run's judge"
+    nobody = ev({**spec, "use": "agents:other"}, "x", judges=judges)
+    assert nobody.status == "error" and "judges={'agents:other': agent}" in nobody.message
 
 
 def busy_then(answer: str, calls: list[int], status: int = 429) -> Agent:

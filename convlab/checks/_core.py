@@ -59,6 +59,8 @@ class CheckContext:
     turn_index: int = 0
     world: dict[str, Any] | None = None
     judge: Agent | None = None
+    judges: dict[str, Agent] = field(default_factory=dict)
+    """Agents named by id, e.g. Yao's `agents:validator` (`run(judges={...})`)."""
     scope: str = "turn"
     """turn | final | checkpoint | suite | case."""
     multi_turn: bool = False

@@ -42,7 +42,12 @@ SUITE_KINDS = ("check", "all", "any", "not", "custom")
 
 
 def check(
-    reply: Any, assertion: Any, *, judge: Any = None, messages: list[Any] | None = None
+    reply: Any,
+    assertion: Any,
+    *,
+    judge: Any = None,
+    messages: list[Any] | None = None,
+    judges: dict[str, Any] | None = None,
 ) -> AssertionResult:
     """Evaluate one assertion on one reply, e.g. in a notebook cell.
 
@@ -54,6 +59,8 @@ def check(
             assertion model.
         judge: The judge for judge-based kinds: an agent, a spec string or a function.
         messages: The conversation so far (dicts or Messages), for judges and scripts.
+        judges: Agents by the id an assertion names, e.g. `{"agents:validator": agent}`
+            for Yao's `{"type": "agent", "use": "agents:validator"}`.
 
     Returns:
         The AssertionResult; its repr shows pass/fail, the expected and the actual value.
@@ -68,6 +75,7 @@ def check(
         observation=obs,
         messages=convo + list(obs.messages) if messages is not None else list(obs.messages),
         judge=as_agent(judge) if judge is not None else None,
+        judges={k: as_agent(v) for k, v in (judges or {}).items()},
     )
     from convlab._sync import run_sync  # the engine's loop bridge, as run() uses
 

@@ -25,6 +25,7 @@ from convlab.model.conversation import Message
 from convlab.model.results import AssertionResult
 
 __all__ = [
+    "NO_AGENTS_PREFIX",
     "JudgeNotConfiguredError",
     "TestJudge",
     "agent_validator",
@@ -73,16 +74,34 @@ async def ask_closing(agent: Agent, prompt: str, *, owned: bool) -> str:
             await agent.aclose()
 
 
-def resolve_judge(use: str | None, ctx: CheckContext) -> Agent | None:
-    """The judge for a check: its own `use` spec when it names a convlab agent, else the run's.
+NO_AGENTS_PREFIX = "agent assertion requires 'use' field with 'agents:' prefix"
+"""Yao's message (agent/test/assert.go `assertAgent`) for a `use` that names no Yao agent."""
 
-    Yao ids such as `agents:workers.test.validator` name agents of another system: they
-    fall back to the run's judge.
+
+def resolve_judge(use: str | None, ctx: CheckContext) -> Agent | None:
+    """The judge for a check: the agent mapped to its `use` id, else `use` itself when it is
+    a convlab agent spec, else the run's judge.
+
+    An id is mapped with `run(judges={"agents:validator": agent})` (the bare id
+    `validator` is looked up too). Yao ids such as `agents:workers.test.validator` that
+    are not mapped fall back to the run's judge, so one judge can answer every check.
     """
+    if use and use in ctx.judges:
+        return ctx.judges[use]
     spec = (use or "").removeprefix("agents:")
+    if spec in ctx.judges:
+        return ctx.judges[spec]
     if spec and (":" in spec or spec.startswith("http")):
         return as_agent(spec)
     return ctx.judge
+
+
+def _no_validator(use: str) -> str:
+    return (
+        f"no agent answers {use!r}: map it with run(..., judges={{{use!r}: agent}}) "
+        f"(CLI: --judges {use}=SPEC, or `judges:` in convlab.yaml), or give the run a judge "
+        "with run(..., judge=...)"
+    )
 
 
 def parse_yesno(answer: str) -> tuple[bool | None, str]:
@@ -181,7 +200,8 @@ async def judge(spec: Judge, ctx: CheckContext) -> AssertionResult:
     else:
         prompt, expected = _rubric_prompt(spec.rubric or "", reply, convo), f">= {spec.threshold}"
     try:
-        answer = await ask_closing(agent, prompt, owned=agent is not ctx.judge)
+        owned = agent is not ctx.judge and agent not in ctx.judges.values()
+        answer = await ask_closing(agent, prompt, owned=owned)
     except Exception as exc:
         return error_result(spec, f"judge failed: {type(exc).__name__}: {exc}", expected=expected)
     details = {"judge_answer": answer, "prompt": prompt}
@@ -227,22 +247,30 @@ async def agent_validator(spec: AgentValidator, ctx: CheckContext) -> AssertionR
     """A validator LLM decides (Yao `{"type": "agent", "use": "agents:...", "value": criteria}`).
 
     It gets `{"output", "input", "criteria", ...options.metadata}` and must answer an
-    object with a boolean `passed` (and a `reason`, which becomes the message). In convlab
-    the validator is the run's judge unless `use` names a convlab agent spec.
+    object with a boolean `passed` (and a `reason`, which becomes the message). `use` must
+    carry Yao's `agents:` prefix, or the check fails with Yao's message (it never silently
+    becomes the run's judge). The validator is the agent mapped to that id
+    (`run(judges={"agents:validator": agent})`), else a convlab spec written after the
+    prefix (`agents:openai:gpt-4o-mini`), else the run's judge.
     """
-    agent = resolve_judge(spec.use, ctx)
+    use = spec.use or ""
+    if not use.startswith("agents:"):
+        return result(spec, False, NO_AGENTS_PREFIX, actual=use or None)
+    agent = resolve_judge(use, ctx)
     if agent is None:
-        return error_result(spec, NO_JUDGE)
+        return error_result(spec, _no_validator(use))
     out = output_of(ctx.observation, ctx.scope)
     payload: dict[str, Any] = {"output": out, "input": input_of(ctx)}
     if spec.value is not None:
         payload["criteria"] = spec.value
     payload.update(spec.options.get("metadata") or {})
     try:
-        answer = await ask_closing(agent, _validator_prompt(payload), owned=agent is not ctx.judge)
+        owned = agent is not ctx.judge and agent not in ctx.judges.values()
+        answer = await ask_closing(agent, _validator_prompt(payload), owned=owned)
     except Exception as exc:
         return error_result(spec, f"validator agent error: {type(exc).__name__}: {exc}")
-    details = {"judge_answer": answer, "request": payload}
+    by = "the run's judge" if agent is ctx.judge else use
+    details = {"judge_answer": answer, "request": payload, "validator": by}
     data = extract_json(answer)
     if not isinstance(data, dict):
         return result(

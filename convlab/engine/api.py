@@ -105,6 +105,7 @@ def build_runner(opts: dict[str, Any], listeners: list[Listener]) -> Runner:
         policy=RetryPolicy(retries=opts["retries"]),
         simulator=resolve_simulator(opts["simulator"]),
         judge=as_agent(judge) if judge is not None else None,
+        judges={key: as_agent(agent) for key, agent in (opts.get("judges") or {}).items()},
         timeout_s=settings.timeout_s,
         max_reply_bytes=opts.get("max_reply_bytes", MAX_REPLY_BYTES),
     )

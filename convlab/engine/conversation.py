@@ -53,6 +53,8 @@ class Env:
     simulator: Any = None
     """An object with `async simulate(messages, ctx)`; None means none configured."""
     judge: Agent | None = None
+    judges: dict[str, Agent] = field(default_factory=dict)
+    """Agents by the id an assertion names (Yao's `agents:validator`)."""
     emit: Callable[[Event], None] = lambda event: None
     timeout_s: float = 120.0
     simulators: dict[str, Any] = field(default_factory=dict)
@@ -75,7 +77,13 @@ class Env:
         failures come back as messages (the runner records them on the Run).
         """
         problems: list[str] = []
-        objs = (self.agent, self.judge, self.simulator, *self.simulators.values())
+        objs = (
+            self.agent,
+            self.judge,
+            self.simulator,
+            *self.judges.values(),
+            *self.simulators.values(),
+        )
         for obj in {id(o): o for o in objs if o is not None}.values():
             close = getattr(obj, "aclose", None)
             if close is None:
@@ -212,6 +220,7 @@ class Conversation:
             turn_index=last.index if last else 0,
             world=self.ctx.world,
             judge=self.env.judge,
+            judges=self.env.judges,
             scope=scope,
             multi_turn=self.case.mode == "turns",
             extra=extra,
