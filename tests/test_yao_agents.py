@@ -18,7 +18,7 @@ CASE = {
         {"type": "agent", "use": "agents:validator", "value": "The reply is polite"},
     ],
 }
-MODULE = '''
+MODULE = """
 def agent(messages):
     return "Hello there."
 
@@ -27,7 +27,7 @@ def lenient(messages):
 
 def strict(messages):
     return '```json\\n{"passed": false, "reason": "too curt"}\\n```'
-'''
+"""
 
 
 def _suite(folder: Path, config: str = "") -> Path:
@@ -71,9 +71,8 @@ def test_run_maps_a_yao_agent_id_to_a_convlab_agent(tmp_path: Path) -> None:
 def test_cli_and_convlab_yaml_map_agent_ids(tmp_path: Path) -> None:
     (tmp_path / "validators.py").write_text(MODULE, encoding="utf-8")
     flag = _suite(tmp_path / "flag", "agent: validators:agent\n")
-    yaml = _suite(
-        tmp_path / "yaml", "agent: validators:agent\njudges:\n  agents:validator: validators:strict\n"
-    )
+    config = "agent: validators:agent\njudges:\n  agents:validator: validators:strict\n"
+    yaml = _suite(tmp_path / "yaml", config)
     out = tmp_path / "yaml.json"
     by_flag, by_yaml, flag_wins, bad, bad_yaml = many(
         ("run", "-i", str(flag), "--judges", "agents:validator=validators:lenient",
