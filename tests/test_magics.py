@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shlex
 import subprocess
 import sys
@@ -205,6 +206,16 @@ def test_convlab_run_options_agent_variable_filter_and_output(shell, tmp_path):
     )
     assert [r.case_id for r in run.results] == ["expense-greeting"]
     assert cl.load_run(out).results[0].case_id == "expense-greeting"
+
+
+def test_convlab_run_maps_yao_agent_ids_to_notebook_variables(shell, tmp_path):
+    case = {"id": "c", "input": "Hi", "assert": {"type": "agent", "use": "agents:v"}}
+    (tmp_path / "s.jsonl").write_text(json.dumps(case) + "\n")
+    shell.user_ns["bot"] = lambda m: "Hello."
+    shell.user_ns["curt"] = lambda m: '{"passed": false, "reason": "too curt"}'
+    run = shell.run_line_magic("convlab", f"run -i {tmp_path} -n bot --judges agents:v=curt")
+    (check,) = run.results[0].turns[0].assertions
+    assert (check.status, check.message) == ("failed", "too curt")
 
 
 def test_convlab_run_quick_message_returns_an_answer(shell):

@@ -370,6 +370,7 @@ def _run(namespace: dict[str, Any], args: argparse.Namespace) -> Any:
         _usage("convlab run: give the agent to test with -n AGENT (e.g. -n demo:expense)")
     agent = _agent(namespace, args.name)
     judge = _agent(namespace, args.judge, "judge") if args.judge else None
+    judges = {key: _agent(namespace, spec, "judge") for key, spec in args.judges or []}
     simulator: Any = None
     if args.simulator:
         from convlab.engine.conversation import resolve_simulator
@@ -388,6 +389,7 @@ def _run(namespace: dict[str, Any], args: argparse.Namespace) -> Any:
             timeout=args.timeout,
             simulator=simulator,
             judge=judge,
+            judges=judges or None,
             store=args.store,
             resume=args.resume,
             fail_fast=args.fail_fast,
