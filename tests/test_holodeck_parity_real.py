@@ -41,7 +41,8 @@ from parity.scripted_openai import serve
 
 pytestmark = [pytest.mark.slow, pytest.mark.holodeck]
 
-ENV = {"PARITY_YEAR": "2009"}
+ENV = {"PARITY_YEAR": "2009", "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1"}
+"""Set for both runs: the suite's `${PARITY_YEAR}`, and no proxy between them and the server."""
 DOCS = ROOT / "docs" / "holodeck.md"
 OLLAMA_MODEL = re.compile(r"^model:\n(?:[ \t]+.*\n)+", re.MULTILINE)
 

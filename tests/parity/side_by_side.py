@@ -132,6 +132,7 @@ def run_holodeck(
         "OPENAI_BASE_URL": base_url,
         "OPENAI_API_KEY": "sk-local-scripted",
         "OPENAI_AGENTS_DISABLE_TRACING": "1",
+        "DEEPEVAL_TELEMETRY_OPT_OUT": "YES",
         "HOME": str(out),  # HoloDeck's caches and eval runs stay in the test's folder
     }
     command = [str(python), str(HERE / "holodeck_driver.py"), str(out), *map(str, files)]
