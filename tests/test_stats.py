@@ -221,9 +221,11 @@ def test_summary_overall_rate_is_the_mean_of_case_rates():
 
 
 def test_pass_k_table_over_several_k():
-    table = pass_k_table(frame(a=["passed"] * 3 + ["failed"] * 2, b=["passed"]))
+    table = pass_k_table(frame(a=["passed"] * 3 + ["failed"] * 2, b=["passed"]), ks=range(1, 6))
     a = table[table["case_id"] == "a"].set_index("k")
     assert list(a.index) == [1, 2, 3, 4, 5]
+    # by default the k grid is thinkingbox's {1, 5, 10, 20, 50, 100}, k <= the most runs
+    assert list(pass_k_table(frame(a=["passed"] * 12))["k"]) == [1, 5, 10]
     assert a.loc[2, "pass_hat_k"] == pytest.approx(0.3) and a.loc[2, "pass_at_k"] == pytest.approx(
         0.9
     )

@@ -339,12 +339,16 @@ def suite_order(run: Run) -> list[str]:
 
 
 def run_stability(
-    run: Run, k: int | None = None, count_errors_as: str = "failed", by_variant: bool = False
+    run: Run,
+    k: int | None = None,
+    count_errors_as: str = "failed",
+    by_variant: bool = False,
+    interval: str = "wilson",
 ) -> pd.DataFrame:
     """`Run.stability()`: convlab.analysis.stats.stability over `Run.df`, rows in suite order."""
     from convlab.analysis.stats import stability
 
-    return stability(run.df, k, count_errors_as, suite_order(run), by_variant)
+    return stability(run.df, k, count_errors_as, suite_order(run), by_variant, interval)
 
 
 def run_pass_k_table(

@@ -1,4 +1,4 @@
-"""Statistics over run frames: stability, pass^k / pass@k, Wilson intervals, summaries.
+"""Statistics over run frames: stability, pass^k / pass@k, intervals, summaries.
 
 Pure functions over DataFrames shaped like `Run.df` (one row per case instance with
 `case_id`, `variant`, `status`, `duration_ms`). How a status counts, in every function here:
@@ -7,6 +7,10 @@ Pure functions over DataFrames shaped like `Run.df` (one row per case instance w
 - `error` is a run that did not pass (`count_errors_as="failed"`, the default) or is left out
   (`count_errors_as="excluded"`); it is never a pass, and the choice is written in the output;
 - `skipped`, `blocked` and `cancelled` never ran to a verdict: they are never counted as runs.
+
+Every seed's figures are here in its own terms: seed 004's classes and Wilson interval;
+thinkingbox's (`tb agg`, cli/agg_main.py) pass^k = (c/n)^k on the k grid {1, 5, 10, 20, 50,
+100}, Jeffreys credible interval and goldilocks-zone probability (`convlab.analysis._intervals`).
 
 Run-to-run comparison lives in `convlab.analysis.compare` and is re-exported here as `compare`.
 """
@@ -17,11 +21,24 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from convlab.analysis._intervals import (
+    GOLDILOCKS,
+    INTERVALS,
+    interval_kind,
+    interval_of,
+    jeffreys,
+    prob_in_zone,
+    wilson,
+)
+
 if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
     "CLASSES",
+    "GOLDILOCKS",
+    "INTERVALS",
+    "PASS_K_GRID",
     "STABILITY_COLUMNS",
     "VERDICTS",
     "CountErrorsAs",
@@ -30,9 +47,13 @@ __all__ = [
     "classify",
     "counting_mode",
     "fisher_exact",
+    "interval_of",
+    "jeffreys",
     "pass_at_k",
     "pass_hat_k",
     "pass_k_table",
+    "pass_pow_k",
+    "prob_in_zone",
     "stability",
     "stability_row",
     "summary",
@@ -44,11 +65,13 @@ __all__ = [
 ]
 
 CountErrorsAs = Literal["failed", "excluded"]
+PASS_K_GRID = (1, 5, 10, 20, 50, 100)
+"""thinkingbox's k values for pass^k and pass@k (`PASS_METRICS_K`, cli/agg_main.py)."""
+IN_ZONE_AT = 0.95
+"""`in_goldilocks_zone` when P(0.0625 < p < 0.9375 | data) reaches this (`tb agg`'s GZ@95%)."""
 CLASSES = ("stable", "mostly_stable", "unstable", "highly_unstable")
 """Seed 004's stability classes, best first."""
 EXCLUDED_STATUSES = frozenset({"skipped", "blocked", "cancelled"})
-Z95 = 1.959963984540054
-"""The standard normal quantile for a two-sided 95% interval."""
 
 STABILITY_COLUMNS = (
     "case_id",
@@ -65,9 +88,13 @@ STABILITY_COLUMNS = (
     "flaky",
     "k",
     "pass_hat_k",
+    "pass_pow_k",
     "pass_at_k",
     "ci_low",
     "ci_high",
+    "interval",
+    "p_in_zone",
+    "in_goldilocks_zone",
     "duration_mean_ms",
     "duration_min_ms",
     "duration_max_ms",
@@ -105,26 +132,20 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
     return math.nan if k > n else math.comb(c, k) / math.comb(n, k)
 
 
+def pass_pow_k(n: int, c: int, k: int) -> float:
+    """thinkingbox's pass^k: (c/n)^k, deliberately biased (`pass_power_k`, cli/agg_main.py).
+
+    Unlike C(c,k)/C(n,k) it stays above zero when c < k, so hard cases still differ; and it is
+    defined for k > n. 0.0 when n == 0, as in the seed.
+    """
+    _check_k(n, c, k)
+    return 0.0 if n == 0 else (c / n) ** k
+
+
 def pass_at_k(n: int, c: int, k: int) -> float:
     """Chance that at least one of k trials passes: 1 - C(n-c,k)/C(n,k); NaN when k > n."""
     _check_k(n, c, k)
     return math.nan if k > n else 1 - math.comb(n - c, k) / math.comb(n, k)
-
-
-def wilson(c: int, n: int, z: float = Z95) -> tuple[float, float]:
-    """Wilson score interval for c passes in n runs, as fractions; (NaN, NaN) when n == 0.
-
-    Chosen over the normal interval because it stays inside [0, 1] and behaves at 0/n and n/n.
-    """
-    if n == 0:
-        return (math.nan, math.nan)
-    p = c / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    margin = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    low = 0.0 if c == 0 else max(0.0, centre - margin)  # exact ends, free of rounding
-    high = 1.0 if c == n else min(1.0, centre + margin)
-    return (low, high)
 
 
 def fisher_exact(a: int, b: int, c: int, d: int) -> float:
@@ -256,20 +277,28 @@ def case_row(t: Tally, mode: CountErrorsAs) -> dict[str, Any]:
     }
 
 
-def stability_row(t: Tally, k: int | None, mode: CountErrorsAs) -> dict[str, Any]:
+def stability_row(
+    t: Tally, k: int | None, mode: CountErrorsAs, interval: str = "wilson"
+) -> dict[str, Any]:
     """One case's row of the stability table: `case_row` plus pass^k, the interval, durations."""
     row = case_row(t, mode)
     n, c = row["runs"], row["passed"]
     kk = k if k is not None else n
-    low, high = wilson(c, n)
+    low, high = interval_of(c, n, interval)
+    zone = prob_in_zone(c, n) if n else math.nan
     mean, lo, hi, std = _spread(t.counted_durations(mode))
     return {
         **row,
         "k": kk,
         "pass_hat_k": pass_hat_k(n, c, kk) if n and kk else math.nan,
+        "pass_pow_k": pass_pow_k(n, c, kk) if n and kk else math.nan,
         "pass_at_k": pass_at_k(n, c, kk) if n and kk else math.nan,
         "ci_low": 100 * low,
         "ci_high": 100 * high,
+        "interval": interval,
+        "p_in_zone": zone,
+        # a case with no counted run is not "in" the zone: thinkingbox's prior alone would say 0.87
+        "in_goldilocks_zone": bool(n) and zone >= IN_ZONE_AT,
         "duration_mean_ms": mean,
         "duration_min_ms": lo,
         "duration_max_ms": hi,
@@ -284,27 +313,34 @@ def stability(
     count_errors_as: str = "failed",
     order: Iterable[str] | None = None,
     by_variant: bool = False,
+    interval: str = "wilson",
 ) -> pd.DataFrame:
-    """One row per case (per case and variant with `by_variant`): seed 004's stability table.
+    """One row per case (per case and variant with `by_variant`): seed 004's stability table,
+    with thinkingbox's figures beside it.
 
     `runs` = passed + failed + timeouts (+ errors when counted as failed); skipped, blocked
     and cancelled instances are never runs. `pass_rate`, `ci_low`, `ci_high` are percent;
-    `pass_hat_k`/`pass_at_k` use `k` (default: the case's runs, so pass^k is 1 only when every
-    run passed); `flaky` marks cases whose runs disagree; durations cover the counted runs.
+    `ci_*` is the `interval` ("wilson" or thinkingbox's "jeffreys"). `pass_hat_k` (unbiased
+    C(c,k)/C(n,k)), `pass_pow_k` (thinkingbox's (c/n)^k) and `pass_at_k` use `k` (default: the
+    case's runs, so pass^k is 1 only when every run passed). `p_in_zone` is thinkingbox's
+    P(0.0625 < p < 0.9375 | data), `in_goldilocks_zone` when it is >= 0.95. `flaky` marks cases
+    whose runs disagree; durations cover the counted runs.
     """
     import pandas as pd
 
     mode = counting_mode(count_errors_as)
+    kind = interval_kind(interval)
     if k is not None and k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
     by = ("case_id", "variant") if by_variant else ("case_id",)
     rows = [
-        {**dict(zip(by, key, strict=True)), **stability_row(t, k, mode)}
+        {**dict(zip(by, key, strict=True)), **stability_row(t, k, mode, kind)}
         for key, t in tally(df, by, order).items()
     ]
     columns = [*by, *STABILITY_COLUMNS[1:]]
     out = pd.DataFrame.from_records(rows, columns=columns)
     out.attrs["count_errors_as"] = mode
+    out.attrs["interval"] = kind
     out.attrs["note"] = _counting_note(mode)
     return out
 
@@ -325,18 +361,18 @@ def pass_k_table(
 ) -> pd.DataFrame:
     """pass^k and pass@k per case for several k, one row per (case, k) (tidy, easy to plot).
 
-    `ks` defaults to 1..the most runs any case has; a k above a case's runs gives NaN.
+    `ks` defaults to thinkingbox's grid {1, 5, 10, 20, 50, 100} up to the most runs any case
+    has (`tb agg` reports k <= runs only); a k above a case's runs gives NaN for the unbiased
+    figures. `pass_pow_k` is thinkingbox's (c/n)^k; the mean of a k's rows over the cases is
+    `tb agg`'s suite figure.
     """
     import pandas as pd
 
     mode = counting_mode(count_errors_as)
     groups = tally(df, ("case_id",), order)
     counts = [(key[0], t.runs(mode), t.passed) for key, t in groups.items()]
-    wanted = (
-        list(ks)
-        if ks is not None
-        else list(range(1, max((n for _, n, _ in counts), default=0) + 1))
-    )
+    most = max((n for _, n, _ in counts), default=0)
+    wanted = list(ks) if ks is not None else [k for k in PASS_K_GRID if k <= most]
     rows = [
         (
             cid,
@@ -344,12 +380,13 @@ def pass_k_table(
             c,
             k,
             pass_hat_k(n, c, k) if n else math.nan,
+            pass_pow_k(n, c, k) if n and k <= n else math.nan,
             pass_at_k(n, c, k) if n else math.nan,
         )
         for cid, n, c in counts
         for k in wanted
     ]
-    cols = ["case_id", "runs", "passed", "k", "pass_hat_k", "pass_at_k"]
+    cols = ["case_id", "runs", "passed", "k", "pass_hat_k", "pass_pow_k", "pass_at_k"]
     out = pd.DataFrame.from_records(rows, columns=cols)
     out.attrs["count_errors_as"] = mode
     return out
@@ -389,9 +426,16 @@ def summary_of(
     rated = [r for r in case_rows if r["runs"] > 0]
     classes = {c: sum(r["classification"] == c for r in rated) for c in CLASSES}
     mean = sum(float(r["pass_rate"]) for r in rated) / len(rated) if rated else None
+    runs, passes = sum(int(r["runs"]) for r in rated), sum(int(r["passed"]) for r in rated)
+    low, high = jeffreys(passes, runs) if runs else (math.nan, math.nan)
     return {
         **_count_statuses(statuses),
         "pass_rate": mean,
+        # thinkingbox's `mean_pass`: every counted run weighs the same (pass_rate weighs every
+        # case the same), with its Jeffreys 95% credible interval (`cred_int`); percent here
+        "mean_pass": 100 * passes / runs if runs else None,
+        "mean_pass_ci_low": 100 * low if runs else None,
+        "mean_pass_ci_high": 100 * high if runs else None,
         "cases": len(case_rows),
         "stable_cases": classes["stable"],
         "unstable_cases": len(rated) - classes["stable"],

@@ -212,17 +212,23 @@ class Run(BaseModel):
         return tool_calls_frame(self)
 
     def stability(
-        self, k: int | None = None, count_errors_as: str = "failed", by_variant: bool = False
+        self,
+        k: int | None = None,
+        count_errors_as: str = "failed",
+        by_variant: bool = False,
+        interval: str = "wilson",
     ) -> pd.DataFrame:
-        """Per-case pass rate, class, pass^k, Wilson interval, durations (analysis.stats)."""
+        """Per-case pass rate, class, pass^k (unbiased and thinkingbox's (c/n)^k), the
+        `interval` ("wilson" or "jeffreys"), goldilocks zone, durations (analysis.stats)."""
         from convlab.analysis.frames import run_stability
 
-        return run_stability(self, k, count_errors_as, by_variant)
+        return run_stability(self, k, count_errors_as, by_variant, interval)
 
     def pass_k_table(
         self, ks: Iterable[int] | None = None, count_errors_as: str = "failed"
     ) -> pd.DataFrame:
-        """pass^k and pass@k per case for each k in `ks` (default 1..runs)."""
+        """pass^k and pass@k per case for each k in `ks` (default thinkingbox's grid
+        {1, 5, 10, 20, 50, 100}, k <= runs)."""
         from convlab.analysis.frames import run_pass_k_table
 
         return run_pass_k_table(self, ks, count_errors_as)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from convlab.analysis.stats import INTERVALS
 from convlab.model.results import Run
 from convlab.notebook._charts_base import (
     CLASS_LABELS,
@@ -75,7 +76,7 @@ class RunPlots:
     """`run.plot`: the charts of one run, each a Plotly figure (`Figure`)."""
 
     _CHARTS = {
-        "pass_rates": "pass rate per case, coloured by stability class, 95% Wilson interval",
+        "pass_rates": "pass rate per case, coloured by class, 95% interval (Wilson or Jeffreys)",
         "stability": "number of cases per stability class",
         "durations": "duration of every instance per case (box and points)",
         "checkpoints": "how many dynamic instances reached each checkpoint (funnel)",
@@ -85,9 +86,10 @@ class RunPlots:
     def __init__(self, run: Run) -> None:
         self.run = run
 
-    def pass_rates(self) -> Any:
-        """Pass rate per case (worst first), coloured by class, with 95% Wilson intervals."""
-        return pass_rates(self.run)
+    def pass_rates(self, interval: str = "wilson") -> Any:
+        """Pass rate per case (worst first), coloured by class, with 95% intervals:
+        `interval="wilson"` (default) or thinkingbox's `"jeffreys"`."""
+        return pass_rates(self.run, interval)
 
     def stability(self) -> Any:
         """Cases per stability class (stable -> highly unstable)."""
@@ -114,19 +116,29 @@ class RunPlots:
         return "\n".join(lines)
 
 
-def stability_frame(data: Any, chart: str) -> pd.DataFrame:
-    """The per-case stability table from a Run, a stability frame or an instance frame."""
+def stability_frame(data: Any, chart: str, interval: str | None = None) -> pd.DataFrame:
+    """The per-case stability table from a Run, a stability frame or an instance frame.
+
+    `interval` ("wilson" or "jeffreys") is computed for a Run or instance frame; a stability
+    frame keeps the interval it was made with (None accepts it, a different one is an error).
+    """
     if isinstance(data, Run):
-        return data.stability()
+        return data.stability(interval=interval or "wilson")
     df = as_frame(data, chart, _STABILITY_HINT)
     if all(c in df.columns for c in _STABILITY_NEEDS):
+        made = str(df.attrs.get("interval", "wilson"))
+        if interval is not None and interval != made:
+            raise ValueError(
+                f"this stability frame has {made} intervals; pass the Run or "
+                f"run.stability(interval={interval!r}) to draw {interval} intervals"
+            )
         return df
     if all(c in df.columns for c in _INSTANCE_NEEDS):
         from convlab.analysis.stats import stability as stability_table
 
         if "duration_ms" not in df.columns:
             df = df.assign(duration_ms=math.nan)
-        return stability_table(df)
+        return stability_table(df, interval=interval or "wilson")
     need(df, _STABILITY_NEEDS, chart, _STABILITY_HINT)
     raise AssertionError  # pragma: no cover - need() raised
 
@@ -135,13 +147,18 @@ def _class_name(value: Any) -> str:
     return str(value) if str(value) in CLASS_COLORS else ""
 
 
-def pass_rates(data: Any) -> Any:
-    """Pass rate per case, worst first, coloured by stability class, whiskers = Wilson 95% CI.
+def pass_rates(data: Any, interval: str | None = None) -> Any:
+    """Pass rate per case, worst first, coloured by stability class, whiskers = 95% interval.
 
-    `data`: a Run, `run.stability()` (also by variant) or `run.df`. Cases that never ran to a
-    verdict (all skipped or cancelled) are listed last, greyed, so no case silently vanishes.
+    `data`: a Run, `run.stability()` (also by variant) or `run.df`. `interval`: "wilson"
+    (default) or thinkingbox's "jeffreys" credible interval; a stability frame brings its own.
+    Cases that never ran to a verdict (all skipped or cancelled) are listed last, greyed, so
+    no case silently vanishes.
     """
-    st = stability_frame(data, "pass_rates")
+    if interval is not None and interval not in INTERVALS:
+        raise ValueError(f"interval must be 'wilson' or 'jeffreys', got {interval!r}")
+    st = stability_frame(data, "pass_rates", interval)
+    kind = str(st.attrs.get("interval", interval or "wilson")).capitalize()
     labels = case_labels(st)
     rows = [
         {**r, "label": label, "cls": _class_name(r["classification"])}
@@ -177,7 +194,7 @@ def pass_rates(data: Any) -> Any:
     layout = base_layout(
         f"Pass rate per case — {n} case{'s' if n != 1 else ''}, worst first",
         f"{runs_note([r['runs'] for r in rows])}; bar = share of runs passed, whisker = 95% "
-        "Wilson interval, right = passed/runs",
+        f"{kind} interval, right = passed/runs",
     )
     yaxis = axis_for_cases(cats, [short(r["label"]) for r in rows])
     layout.update(
