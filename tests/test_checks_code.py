@@ -159,9 +159,11 @@ def test_returned_number_is_the_reward_and_metadata_is_kept() -> None:
     assert zero.status == "passed" and zero.score == 0.0  # reward 0 still passes
 
 
-def test_non_number_return_passes_without_reward() -> None:
+def test_non_number_return_is_an_error_as_in_tb_infer() -> None:
+    # thinkingbox/common/testrunner.py TestScriptSubprocess: TestResult.reward must be a float
     res = run_test("test_returns_text")
-    assert res.status == "passed" and res.score is None and res.details["returned"] == "'done'"
+    assert res.status == "error" and res.details["returned"] == "'done'"
+    assert "a reward must be a number from 0 to 1" in res.message
 
 
 def test_functions_taking_only_x_and_thinkingbox_style_tool_calls() -> None:

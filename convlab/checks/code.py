@@ -16,41 +16,28 @@ from __future__ import annotations
 import asyncio
 import builtins
 import copy
+import functools
 import inspect
 import linecache
 import os
-import sys
 import traceback
 import types
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field, TypeAdapter, ValidationError
+from pydantic_core import PydanticSerializationError, to_json
 
 from convlab._util import in_daemon_thread
 from convlab.checks._core import CheckContext, error_result, kind, result
+from convlab.checks._tb_standin import TbRecord, message_record, standin_modules, tool_call_record
 from convlab.checks._values import json_safe, reply_text
 from convlab.checks.judge import TestJudge, transcript
 from convlab.model.assertions import PythonTest
 from convlab.model.conversation import Message
 from convlab.model.results import AssertionResult
 
-__all__ = ["TestContext", "ToolCallRecord", "build_test_context", "python_test"]
-
-
-class ToolCallRecord(dict[str, Any]):
-    """One tool call as `{name, arguments, result}`, also readable as attributes.
-
-    thinkingbox tests write `tc.tool_call.name`; that works too (`tool_call` is the call).
-    """
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "tool_call":
-            return self
-        if name == "response":
-            return self.get("result")
-        try:
-            return self[name]
-        except KeyError:
-            raise AttributeError(name) from None
+__all__ = ["TestContext", "build_test_context", "python_test"]
 
 
 @dataclass
@@ -63,15 +50,31 @@ class TestContext:
     """The last assistant message's text."""
     effects: dict[str, Any] = field(default_factory=dict)
     """The world state as the agent left it (per server, e.g. `x.effects["cloud_drive"]`)."""
-    tool_calls: list[ToolCallRecord] = field(default_factory=list)
-    """Every tool call of the conversation: `{name, arguments, result}`."""
-    messages: list[dict[str, Any]] = field(default_factory=list)
-    """The whole conversation as OpenAI-style dicts."""
+    tool_calls: list[TbRecord] = field(default_factory=list)
+    """Every tool call of the conversation: `{name, arguments, result}`, and as attributes
+    thinkingbox's `ToolCallResponse` (`.tool_call.name`, `.tool_response.content`)."""
+    messages: list[TbRecord] = field(default_factory=list)
+    """The whole conversation as OpenAI-style dicts, whose attributes read as thinkingbox's
+    message types (`.role`, `.content`, `.T`, `.tool_calls[i].name`)."""
     metadata: dict[str, Any] = field(default_factory=dict)
     """Writable: what the test stores here is kept in the result's details."""
     init_result: dict[str, Any] | None = None
     """The world as the case started (before the agent's first turn), a copy."""
     session_id: str | None = None
+    tool_direct_responses: list[str] = field(default_factory=list)
+    """thinkingbox's direct tool responses shown to the user; convlab agents have none."""
+
+    def __post_init__(self) -> None:
+        # a context built by hand may hold plain dicts: give them the attribute view too
+        self.messages = [m if isinstance(m, TbRecord) else message_record(m) for m in self.messages]
+        self.tool_calls = [
+            c
+            if isinstance(c, TbRecord)
+            else tool_call_record(
+                c.get("name", ""), c.get("arguments"), c.get("result"), c.get("id")
+            )
+            for c in self.tool_calls
+        ]
 
     def transcript(self) -> str:
         """The conversation as readable text."""
@@ -91,7 +94,7 @@ def build_test_context(ctx: CheckContext) -> TestContext:
     if not observations:
         observations = [ctx.observation]
     calls = [
-        ToolCallRecord(name=c.name, arguments=c.arguments, result=c.result)
+        tool_call_record(c.name, c.arguments, c.result, c.id)
         for obs in observations
         for c in obs.tool_calls
     ]
@@ -101,7 +104,7 @@ def build_test_context(ctx: CheckContext) -> TestContext:
         response=said[-1].text() if said else reply_text(ctx.observation),
         effects=dict(effects or {}),
         tool_calls=calls,
-        messages=[m.model_dump(exclude_none=True) for m in ctx.messages],
+        messages=[message_record(m.model_dump(exclude_none=True)) for m in ctx.messages],
         init_result=copy.deepcopy(ctx.case.world) if ctx.case is not None else None,
     )
 
@@ -116,8 +119,14 @@ class _Outcome:
     prints: list[str] = field(default_factory=list)
 
 
+@functools.cache
+def _standin() -> dict[str, types.ModuleType]:
+    return standin_modules(TestJudge, TestContext)
+
+
 def _shim_import(real: Any) -> Any:
-    """`__import__` that serves thinkingbox.common from convlab when thinkingbox is absent."""
+    """`__import__` that serves thinkingbox's modules from convlab's stand-in
+    (`convlab.checks._tb_standin`) when thinkingbox is absent."""
 
     def imp(
         name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0
@@ -125,14 +134,10 @@ def _shim_import(real: Any) -> Any:
         try:
             return real(name, globals, locals, fromlist, level)
         except ImportError:
-            if level or not (name == "thinkingbox" or name.startswith("thinkingbox.")):
+            modules = _standin()
+            if level or name not in modules:
                 raise
-        root = types.ModuleType("thinkingbox")
-        common = types.ModuleType("thinkingbox.common")
-        common.Judge = TestJudge  # type: ignore[attr-defined]
-        common.TestContext = TestContext  # type: ignore[attr-defined]
-        root.common = common  # type: ignore[attr-defined]
-        return common if fromlist and name == "thinkingbox.common" else root
+        return modules[name] if fromlist else modules["thinkingbox"]
 
     return imp
 
@@ -145,9 +150,7 @@ def _globals(spec: PythonTest, prints: list[str]) -> dict[str, Any]:
         file: Any = None,
         flush: bool = False,
     ) -> None:
-        if file is not None and file is not sys.stdout:
-            builtins.print(*args, sep=sep, end=end, file=file, flush=flush)
-            return
+        # thinkingbox's MockPrint (common/testrunner.py) drops `file=`: stderr is captured too
         prints.append(
             (" " if sep is None else sep).join(map(str, args)) + ("\n" if end is None else end)
         )
@@ -231,22 +234,38 @@ async def python_test(spec: PythonTest, ctx: CheckContext) -> AssertionResult:
     if out.exc is not None:
         msg = f"{type(out.exc).__name__}: {out.exc}"
         return error_result(spec, msg, score=0.0, details={**details, "location": where})
-    value = out.value
-    if value is None:
+    if out.value is None:
         return result(spec, True, "the test returned normally", score=1.0, details=details)
-    if isinstance(value, int | float):
-        return result(
-            spec,
-            True,
-            f"the test returned reward {value:g}",
-            score=float(value),
-            actual=value,
-            details=details,
-        )
-    details["returned"] = repr(value)
+    reward, problem = _reward(out.value)
+    if reward is None:
+        details["returned"] = repr(out.value)[:2000]
+        return error_result(spec, problem, score=0.0, details=details)
     return result(
         spec,
         True,
-        f"the test returned {type(value).__name__}, not a number: no reward",
+        f"the test returned reward {reward:g}",
+        score=reward,
+        actual=out.value if isinstance(out.value, int | float) else reward,
         details=details,
     )
+
+
+_REWARD: TypeAdapter[float] = TypeAdapter(Annotated[float, Field(ge=0.0, le=1.0)])
+
+
+def _reward(value: Any) -> tuple[float | None, str]:
+    """The reward a test returned, by `tb infer`'s rule, or why it is a system error.
+
+    `tb infer` runs each test in a subprocess (`TestScriptSubprocess`, common/testrunner.py)
+    that sends `TestResult` back as JSON, where `reward: float = Field(ge=0, le=1)` is
+    validated: a value that is not a number in [0, 1] ("abc", 2.5, -1, NaN) fails there and
+    the test is a system error. JSON's lax float reading also accepts True/False and "0.5".
+    """
+    why = (
+        f"the test returned {repr(value)[:200]}: a reward must be a number from 0 to 1 "
+        "(thinkingbox's TestResult.reward)"
+    )
+    try:
+        return _REWARD.validate_json(to_json(value)), ""
+    except (PydanticSerializationError, ValidationError, ValueError):
+        return None, why

@@ -336,6 +336,12 @@ class TestJudge:
         """Whether the judge answers yes to `question` about `text`."""
         return bool(self.text_yesno_with_motivation(text, question)["answer"])
 
+    def evaluate_bool(self, system: str, user: str) -> bool:
+        """A yes/no answer to a prompt of one's own (thinkingbox's `Judge.evaluate_bool`, which
+        `RubricJudge` calls): the judge agent gets `system` and `user` in one message."""
+        yes, _ = parse_yesno(self._ask(f"{system}\n\n{user}"))
+        return bool(yes)
+
     def compare_yesno(self, first: str, second: str, question: str) -> bool:
         """A yes/no question about two texts."""
         text = f"<first>\n{first}\n</first>\n<second>\n{second}\n</second>"

@@ -274,6 +274,9 @@ def build_case(spec: TestSpec, dataset: Dataset, problems: Problems) -> Case | N
         "test_case_file": str(spec.file),
         "test_case_name": spec.name,
         "init": f.init,
+        # Deliberate difference: thinkingbox reads `format_query` into TestCase but
+        # `Dataset.hydrate_test_case` does not copy it to HydratedTestCase, so the
+        # `{init[...]}` placeholders are never filled there; convlab fills them (engine/modes.py)
         "format_query": f.format_query,
         "tools": copy.deepcopy(scenario.tools),  # each case owns its data
         "tags": tag_info,
@@ -287,6 +290,10 @@ def build_case(spec: TestSpec, dataset: Dataset, problems: Problems) -> Case | N
     if f.tag_info["skip"]:
         skip = "tagged skip"
     elif scenario.skip:
+        # Deliberate difference: thinkingbox ORs a scenario's `skip` into the hydrated tags
+        # but filters on the test's own tags before hydration (hydrator.py
+        # `_iter_cases_from_file`), so a skipped scenario's tests still run there. Skipping
+        # them is what the author asked for (docs/thinkingbox.md, differences table).
         skip = f"scenario {scenario.name!r} is tagged skip"
     try:
         return Case(

@@ -28,6 +28,7 @@ __all__ = [
     "history_messages",
     "is_label",
     "merge_world",
+    "meta_file_for",
     "recursive_merge",
     "resolve_test_file",
     "test_file_candidates",
@@ -233,7 +234,7 @@ class Dataset:
         Raises:
             LookupError: Naming what is missing: the meta file, or the key in it.
         """
-        meta = test_file.parent / f"{test_file.stem}.meta.yaml"
+        meta = meta_file_for(test_file)
         if meta not in self._metas:
             self._metas[meta] = self._read_meta(meta)
         found = self._metas[meta]
@@ -257,7 +258,22 @@ class Dataset:
         elif section is not None and not isinstance(section, dict):
             problems.add(yaml_line(data, ("$history",)), "$history", "must be a mapping")
         self.problems.extend(problems)
-        return None if problems else (meta, section or {})
+        if problems:
+            return None
+        # thinkingbox's MetaFile.load (common/history_loader.py) skips groups whose key starts
+        # with `#` (commented out) and groups with no messages: they cannot be referenced
+        kept = copy.copy(section) if section else {}  # a LineDict keeps its key lines
+        for key in [k for k, v in kept.items() if str(k).startswith("#") or v is None]:
+            del kept[key]
+        return (meta, kept)
+
+
+def meta_file_for(test_file: Path) -> Path:
+    """The `.meta.yaml` of a test file, as thinkingbox's `MetaFile.load_for_test_file` names
+    it: `with_suffix("").with_suffix(".meta.yaml")`, so `name.v2.py` reads `name.meta.yaml`
+    (the last two suffixes are replaced, not just `.py`). Kept: it is the seed's rule, and a
+    versioned copy of a test file shares its histories with the original."""
+    return test_file.with_suffix("").with_suffix(".meta.yaml")
 
 
 def _read_yaml(path: Path, problems: Problems) -> Any:
@@ -337,8 +353,8 @@ def history_messages(
     problems: list[Problem],
 ) -> list[Message]:
     """Messages `first:last` of a `$history` entry (thinkingbox `T: Text | ToolCall |
-    ParallelToolCall | ToolResponse`) as OpenAI-style messages; hidden reasoning
-    (`metadata.tag: think`) is left out."""
+    ParallelToolCall | ToolResponse`) as OpenAI-style messages; reasoning (`metadata.tag:
+    think`) is kept, as thinkingbox keeps it."""
     out: list[Message] = []
     for i in range(first, last):
         try:
@@ -357,9 +373,10 @@ def _to_messages(msg: Any) -> list[Message]:
         role, content = msg.get("role"), msg.get("content")
         if role not in ("system", "user", "assistant") or not isinstance(content, str):
             raise ValueError("a Text message needs role (system/user/assistant) and content")
-        meta = msg.get("metadata")
-        hidden = isinstance(meta, dict) and meta.get("tag") == "think"
-        return [] if hidden else [Message(role=role, content=content)]
+        # a `think` message (metadata.tag: think) stays in the history, as in thinkingbox's
+        # `parse_messages`; its chat-completions session (aoai_session.py `_encode_message`)
+        # sends it to the model as a plain message of its role, and so does convlab
+        return [Message(role=role, content=content)]
     if kind in ("ToolCall", "ParallelToolCall"):
         calls = msg.get("tool_calls") if kind == "ParallelToolCall" else [msg]
         if not isinstance(calls, list):

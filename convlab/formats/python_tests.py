@@ -147,19 +147,31 @@ def _py_specs(path: Path, text: str, problems: Problems) -> list[TestSpec]:
     parsed = parse_test_file(text, problems)
     if parsed is None:
         return []
-    return [
-        TestSpec(
-            name=test.name,
-            file=path,
-            line=test.line,
-            config=test.config,
-            locate=test.line_at,
-            function=test.name,
-            code=parsed.test_code(test),
-            code_line=test.line,
+    specs = []
+    for test in parsed.tests:
+        # a `metadata:` mapping in a module-level `!` block becomes the case's metadata, as
+        # thinkingbox's `TestCase(**fn.config)` takes it (hydrator.py `load_test_file`); in a
+        # function's own YAML it is an invalid key there and here (CONFIG_FIELDS)
+        meta = test.config.get("metadata")
+        if meta is not None and not isinstance(meta, dict):
+            line = test.line_at(("metadata",))
+            if not any(p.line == line and p.path == "metadata" for p in problems):
+                problems.add(line, "metadata", f"must be a mapping, got {kind_of(meta)}")
+            continue
+        specs.append(
+            TestSpec(
+                name=test.name,
+                file=path,
+                line=test.line,
+                config=test.config,
+                locate=test.line_at,
+                function=test.name,
+                code=parsed.test_code(test),
+                code_line=test.line,
+                metadata=meta or {},
+            )
         )
-        for test in parsed.tests
-    ]
+    return specs
 
 
 def _yaml_specs(path: Path, data: Any, problems: Problems) -> list[TestSpec]:
