@@ -12,6 +12,10 @@ which is convlab's default `count_errors_as="failed"` for `error`.
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -173,3 +177,24 @@ def test_pass_rate_chart_draws_either_interval():
     assert whiskers(wil)["t_nine"] != pytest.approx(whiskers(jeff)["t_nine"])
     with pytest.raises(ValueError, match="has wilson intervals"):
         pass_rates(run.stability(), interval="jeffreys")
+
+
+def test_summary_card_shows_mean_pass_with_its_interval():
+    text = matrix_run().summary._repr_mimebundle_()["text/plain"]
+    assert "53.3% of runs passed (95% CI 40.8% to 65.6%)" in text
+
+
+def test_cli_summary_prints_mean_pass_with_its_jeffreys_interval(tmp_path):
+    # 30 of 36 runs pass; eval_utils.cred_int(30, 36) = (0.68832, 0.92730)
+    examples = Path(__file__).resolve().parents[1] / "examples" / "expense"
+    out = tmp_path / "out.jsonl"
+    args = ["run", "-i", str(examples), "-n", "demo:expense", "--runs", "3", "-o", str(out)]
+    done = subprocess.run(
+        [sys.executable, "-m", "convlab", *args],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    assert done.returncode == 1, done.stderr
+    assert "Mean pass: 83.3% of runs (95% CI 68.8% to 92.7%)" in done.stderr  # the summary

@@ -83,10 +83,18 @@ def _rate_line(s: Mapping[str, Any]) -> str:
         else "errors left out"
     )
     flaky = f", {s['flaky_cases']} flaky" if s.get("flaky_cases") else ""
+    # thinkingbox's `tb agg` figure: passes / runs with its Jeffreys 95% credible interval
+    runs = (
+        f" · {_pct(s['mean_pass'])} of runs passed (95% CI {_pct(s.get('mean_pass_ci_low'))}"
+        f" to {_pct(s.get('mean_pass_ci_high'))})"
+        if s.get("mean_pass") is not None
+        else ""
+    )
     return (
         f"pass rate {_pct(s['pass_rate'])} (mean over {s['cases']} cases; {errors}; "
         f"skipped not counted) · {s['stable_cases']} stable, {s['unstable_cases']} not stable"
         + flaky
+        + runs
     )
 
 

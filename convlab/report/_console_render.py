@@ -239,6 +239,10 @@ def summary_block(
             rows.append((key.capitalize(), str(sm[key])))
     rows.append(("Pass rate", _rate(sm["pass_rate"])))
     runs = int(run.settings.get("runs") or 1)
+    if runs > 1 and sm.get("mean_pass") is not None:
+        # thinkingbox's `tb agg` "Mean per-sample accuracy" with its Jeffreys interval
+        ci = f"{_rate(sm['mean_pass_ci_low'])} to {_rate(sm['mean_pass_ci_high'])}"
+        rows.append(("Mean pass", f"{_rate(sm['mean_pass'])} of runs (95% CI {ci})"))
     if runs > 1 or sm["cases"] != sm["total"]:
         rows.append(
             (
