@@ -366,3 +366,20 @@ def test_meta_file_of_a_versioned_test_file_and_history_rules(tmp_path: Path) ->
     path.write_text(source)
     with pytest.raises(cl.SuiteError, match=r"key '#draft' is not in the \$history"):
         cl.load(path)
+
+
+def test_transcript_limit_keeps_the_last_assistant_messages() -> None:
+    # chat_types.py `get_conversation_transcript`: limit=1 -> from the last assistant message on
+    x = TestContext(
+        messages=[
+            {"role": "user", "content": "q1"},
+            {"role": "assistant", "content": "a1"},
+            {"role": "user", "content": "q2"},
+            {"role": "assistant", "content": "a2"},
+        ]
+    )
+    assert "q1" not in x.transcript(limit=1) and "a2" in x.transcript(limit=1)
+    assert "a1" in x.transcript(limit=2) and "q1" not in x.transcript(limit=2)
+    assert "q1" in x.transcript() and x.transcript(limit=5) == x.transcript()
+    with pytest.raises(ValueError, match="limit must be >= 0"):
+        x.transcript(limit=-1)

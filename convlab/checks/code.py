@@ -76,9 +76,15 @@ class TestContext:
             for c in self.tool_calls
         ]
 
-    def transcript(self) -> str:
-        """The conversation as readable text."""
-        return transcript([Message.model_validate(m) for m in self.messages])
+    def transcript(self, limit: int = 0) -> str:
+        """The conversation as readable text; `limit` > 0 keeps the tail from the `limit`-th
+        last assistant text on (thinkingbox's `get_conversation_transcript(limit=...)`)."""
+        if limit < 0:
+            raise ValueError("limit must be >= 0")
+        messages = [Message.model_validate(dict(m)) for m in self.messages]
+        said = [i for i, m in enumerate(messages) if m.role == "assistant" and m.text()]
+        start = said[-limit] if 0 < limit <= len(said) else 0
+        return transcript(messages[start:])
 
     def query(self) -> str:
         """The first user message's text."""
