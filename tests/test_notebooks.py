@@ -132,6 +132,12 @@ def test_stability_figures_match_the_prose() -> None:
         ("9", "5", "0.500000", "0.590490"),
         ("9", "10", "0.000000", "0.348678"),
     ]
+    # thinkingbox's figures for 9 of 10: eval_utils.cred_int(9, 10) = (0.6187, 0.9890) and
+    # prob_in_zone(9, 10) = 0.7392, so not in the goldilocks zone
+    tb = text_of(cell_out(nb, "cols = "))
+    [row] = [line.split() for line in tb.splitlines() if "refund-policy" in line]
+    assert row[2:7] == ["10", "9", "61.868523", "98.898833", "0.739216"]
+    assert "in_goldilocks_zone" in tb
     fig = json.dumps(cell_out(nb, "run.plot.pass_rates()")[0]["data"][PLOTLY])
     assert "refund-policy" in fig
 
