@@ -36,7 +36,11 @@ def is_number(value: Any) -> bool:
 
 
 def deep_equal(a: Any, b: Any) -> bool:
-    """JSON equality: objects in any key order, arrays in order, 5 == 5.0, no coercion."""
+    """JSON equality: objects in any key order, arrays in order, 5 == 5.0, no coercion.
+
+    Deliberate difference `key-order` (docs/yao.md): Yao's validateOutput compares jsoniter
+    JSON, whose map keys come in random order, so equal objects could fail by chance.
+    """
     if is_number(a) and is_number(b):
         return bool(a == b)
     if isinstance(a, dict) and isinstance(b, dict):

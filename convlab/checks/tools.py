@@ -114,6 +114,9 @@ def tool_called(spec: ToolCalled, ctx: CheckContext) -> AssertionResult:
     """
     calls = ctx.observation.tool_calls
     names = [c.name for c in calls]
+    # Deliberate difference `no-response` (docs/yao.md): a check always has the turn's
+    # observation, so Yao's "no response available for tool_called assertion" (an unset
+    # Asserter field) never applies; no calls is "no tools were called", as in Yao.
     if not calls:
         return result(spec, False, "no tools were called", expected=_wire(spec.value), actual=[])
     value = spec.value
