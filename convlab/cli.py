@@ -56,10 +56,32 @@ def _validate(args: argparse.Namespace) -> int:
             continue
         cases += len(suite.cases)
         files += len(suite.sources)
+        for note in _refused_inputs(suite):
+            print(note, file=sys.stderr)
     if problems:
         raise SuiteError(problems)
     print(f"valid: {cases} case(s) in {files} file(s)")
     return EXIT_OK
+
+
+def _refused_inputs(suite: Any) -> list[str]:
+    """Notes for step inputs the agent's adapter will refuse when the turn is sent.
+
+    The file is valid (intention-kernel accepts any JSON object as a step input), so these
+    are notes, not problems: the run errs only at those turns (EVALUATION_AGENT_INPUT_INVALID).
+    """
+    notes = []
+    for case in suite.cases:
+        where = str(case.source) if case.source else case.id
+        for turn in case.turns:
+            given = [("", turn.input)] + [(f" variant {v.id!r}", v.input) for v in turn.variants]
+            notes += [
+                f"note: {where}: scenario {case.id!r} step {turn.id!r}{name}: refused when sent "
+                f"(EVALUATION_AGENT_INPUT_INVALID): {inp.invalid}"
+                for name, inp in given
+                if inp.invalid is not None
+            ]
+    return notes
 
 
 def _check_options(args: argparse.Namespace) -> None:

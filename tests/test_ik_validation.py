@@ -169,3 +169,20 @@ def test_the_corpus_suite_is_valid_in_both(shared: Path) -> None:
     # the kernel's examples/evaluation.suite.json parses (its verdict was "valid")
     suite = cl.load(shared / "corpus" / "intention-kernel")
     assert len(suite.cases) == 2
+
+
+def test_validate_notes_inputs_refused_when_sent(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the kernel accepts the file (verdict "valid" for "input any object"), so validate
+    # exits 0; the input the direct adapter will refuse is a note naming scenario and step
+    from convlab.cli import main
+
+    doc = base()
+    doc["scenarios"][0]["steps"][0]["input"] = {"text": "hi", "locale": "en"}
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(doc, indent=1), encoding="utf-8")
+    assert main(["validate", str(path)]) == 0
+    err = capsys.readouterr().err
+    assert f"note: {path}:" in err and "scenario 'sc' step 'st': refused when sent" in err
+    assert "EVALUATION_AGENT_INPUT_INVALID): input.locale: unknown field 'locale'" in err
