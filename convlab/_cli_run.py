@@ -1,10 +1,9 @@
 """`convlab run` and `convlab ask`: choosing the agent, the settings and the output path.
 
 The agent comes from `-n`, else from a `convlab.yaml` beside the input (`agent: SPEC`, and
-optional `runs`, `parallel`, `timeout`, `judges: {ID: SPEC}`), else from a HoloDeck
-agent.yaml's `model` block;
-with none of them a run stops with a usage error that says how to pass one. Flags given on
-the command line win over `convlab.yaml`.
+optional `runs`, `parallel`, `timeout`, `judges: {ID: SPEC}`, `adaptive`), else from a
+HoloDeck agent.yaml's `model` block; with none of them a run stops with a usage error that
+says how to pass one. Flags given on the command line win over `convlab.yaml`.
 """
 
 from __future__ import annotations
@@ -29,10 +28,11 @@ __all__ = [
     "read_config",
     "resolve_agent",
     "run_command",
+    "set_adaptive",
 ]
 
 CONFIG_NAME = "convlab.yaml"
-DEFAULTS: dict[str, Any] = {"runs": 1, "parallel": 4, "timeout": "2m"}
+DEFAULTS: dict[str, Any] = {"runs": 1, "parallel": 4, "timeout": "2m", "adaptive": True}
 NO_AGENT = (
     "no agent to test: pass one with -n AGENT (e.g. -n demo:expense, -n openai:gpt-4o-mini, "
     "-n http://127.0.0.1:8000/chat, -n module:function), or put `agent: SPEC` in a "
@@ -91,7 +91,9 @@ def read_config(folder: Path) -> dict[str, Any]:
     if doc is None:
         return {}
     if not isinstance(doc, dict):
-        raise ConvlabError(f"{path}: expected a mapping with agent, runs, parallel, timeout")
+        raise ConvlabError(
+            f"{path}: expected a mapping with agent, runs, parallel, timeout, judges, adaptive"
+        )
     out: dict[str, Any] = {}
     for key, value in doc.items():
         if key == "agent" and isinstance(value, str) and value.strip():
@@ -103,6 +105,10 @@ def read_config(folder: Path) -> dict[str, Any]:
                 raise ConvlabError(f"{path}: {key}: {exc}") from None
         elif key == "judges":
             out[key] = judge_map(value, f"{path}: judges")
+        elif key == "adaptive":
+            if not isinstance(value, bool):
+                raise ConvlabError(f"{path}: adaptive: expected true or false, got {value!r}")
+            out[key] = value
         elif key == "timeout":
             try:
                 out[key] = duration(str(value))
@@ -110,7 +116,8 @@ def read_config(folder: Path) -> dict[str, Any]:
                 raise ConvlabError(f"{path}: timeout: {exc}") from None
         else:
             raise ConvlabError(
-                f"{path}: {key}: expected agent (a spec string), runs, parallel, timeout or judges"
+                f"{path}: {key}: expected agent (a spec string), runs, parallel, timeout, "
+                "judges or adaptive"
             )
     return out
 
@@ -187,6 +194,15 @@ def resolve_agent(spec: str, flag: str = "-n ") -> Any:
     return agent
 
 
+def set_adaptive(agent: Any, on: bool) -> None:
+    """Turn an HTTP agent's adaptive concurrency on or off (other agents have none)."""
+    from convlab.agents.http_agent import HTTPAgent
+    from convlab.agents.openai_agent import OpenAIAgent
+
+    if isinstance(agent, HTTPAgent | OpenAIAgent):
+        agent.adaptive = on
+
+
 def default_output(input_path: Path) -> Path:
     """The seed's default: `output-{YYYYmmddHHMMSS}.jsonl` in the input's folder."""
     folder = input_path if input_path.is_dir() else input_path.parent
@@ -234,6 +250,11 @@ def run_command(args: argparse.Namespace) -> int:
     if not spec:
         raise ConvlabError(NO_AGENT)
     agent = resolve_agent(spec)
+    judge = resolve_agent(args.judge) if args.judge else None
+    judges = _judges(args, config)
+    if not _setting(args, config, "adaptive"):
+        for http_agent in (agent, judge, *(judges or {}).values()):
+            set_adaptive(http_agent, False)
     output = Path(args.output) if args.output else default_output(source)
     run = cl.run(
         suite,
@@ -242,8 +263,8 @@ def run_command(args: argparse.Namespace) -> int:
         parallel=_setting(args, config, "parallel"),
         timeout=_setting(args, config, "timeout"),
         simulator=args.simulator,
-        judge=args.judge,
-        judges=_judges(args, config),
+        judge=judge,
+        judges=judges,
         store=args.store,
         resume=args.resume,
         fail_fast=args.fail_fast,

@@ -169,6 +169,19 @@ class _Given(argparse.Action):
         namespace.given = given | {self.dest}
 
 
+class _GivenFalse(_Given):
+    """A `--no-X` switch: store False and remember it was given (it wins over convlab.yaml)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        super().__call__(parser, namespace, False, option_string)
+
+
 def _port(text: str) -> int:
     try:
         value = int(text)
@@ -269,6 +282,15 @@ def _parser() -> argparse.ArgumentParser:
     )
     r.add_argument("--before", metavar="HOOK", help="module:function called with the suite first")
     r.add_argument("--after", metavar="HOOK", help="module:function called with the Run at the end")
+    r.add_argument(
+        "--no-adaptive",
+        dest="adaptive",
+        action=_GivenFalse,
+        nargs=0,
+        default=DEFAULTS["adaptive"],
+        help="keep --parallel requests in flight even when the endpoint answers 429/503 "
+        "(default: cut them, then grow back; also `adaptive: false` in convlab.yaml)",
+    )
     r.add_argument("--allow-external-writes", action="store_true")
     r.add_argument(
         "--max-cases",

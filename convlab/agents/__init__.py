@@ -74,8 +74,9 @@ def openai(
 
     Unset arguments come from OPENAI_MODEL, OPENAI_BASE_URL and OPENAI_API_KEY; `tools` are
     Python functions (run locally when the model calls them) or OpenAI tool definitions;
-    `timeout` (seconds, default 60), `headers` and model parameters (temperature, ...) go in
-    `params`.
+    `timeout` (seconds, default 60), `headers`, `adaptive` (default True: 429/503 answers
+    cut the requests in flight, successes grow them back; False keeps `parallel`) and model
+    parameters (temperature, ...) go in `params`.
     """
     from convlab.agents.openai_agent import OpenAIAgent
 
@@ -88,14 +89,17 @@ def http(
     response: Any = None,
     headers: Any = None,
     timeout: float = 60.0,
+    adaptive: bool = True,
 ) -> HTTPAgent:
     """A generic JSON endpoint as an agent: a request template in, dotted paths out.
 
-    See `convlab.agents.http_agent.HTTPAgent` for the placeholders and paths.
+    See `convlab.agents.http_agent.HTTPAgent` for the placeholders and paths. With `adaptive`
+    (the default) 429/503 answers cut the requests in flight and successes grow them back
+    (AIMD, up to the run's `parallel`); False keeps `parallel` whatever the endpoint says.
     """
     from convlab.agents.http_agent import HTTPAgent
 
-    return HTTPAgent(url, request, response, headers, timeout)
+    return HTTPAgent(url, request, response, headers, timeout, adaptive)
 
 
 @agent_spec("openai")

@@ -30,6 +30,8 @@ import aiohttp
 import httpx
 import yarl
 
+from convlab.agents._aimd import AdaptiveLimit
+from convlab.agents.protocol import Concurrency
 from convlab.errors import AgentError, AgentHTTPError, AgentTimeoutError
 
 __all__ = [
@@ -44,6 +46,9 @@ __all__ = [
     "safe_url",
     "url_secrets",
 ]
+
+OVERLOAD_STATUSES = frozenset({429, 503})
+"""Answers that mean "too many requests": they cut the adaptive in-flight limit."""
 
 MAX_CONNECTIONS = 512
 """Per agent and loop; the engine's `parallel` is the real bound on requests in flight."""
@@ -334,6 +339,9 @@ class HTTPClient:
     other 4xx -> AgentHTTPError; a connect/read failure -> retryable AgentError; no answer in
     `timeout` seconds -> AgentTimeoutError. `secret` is redacted from every error text (give
     it the URL's `url_secrets` too) and the URL is shown as `safe_url` makes it.
+
+    With `adaptive` (the default) the requests in flight to each endpoint are held under an
+    AIMD limit that 429 and 503 answers cut and successes grow back (`convlab.agents._aimd`).
     """
 
     def __init__(
@@ -342,13 +350,38 @@ class HTTPClient:
         secret: Secret | None = None,
         headers: Mapping[str, str] | None = None,
         max_connections: int = MAX_CONNECTIONS,
+        adaptive: bool = True,
     ) -> None:
         self.timeout = timeout
+        self.adaptive = adaptive
         self.secret = secret if secret is not None else Secret(None)
         self.headers = _Headers(json_headers(headers, self.secret).items())
         self.max_connections = max_connections
         self._by_loop: dict[asyncio.AbstractEventLoop, FastTransport] = {}
         self._urls: dict[str, tuple[yarl.URL, str]] = {}
+        self._limits: dict[tuple[asyncio.AbstractEventLoop, str], AdaptiveLimit] = {}
+
+    def limit(self, endpoint: str) -> AdaptiveLimit:
+        """The adaptive limit of `endpoint` (as `safe_url` shows it) on the running loop."""
+        key = (asyncio.get_running_loop(), endpoint)
+        found = self._limits.get(key)
+        if found is None:
+            for old in [k for k in self._limits if k[0].is_closed()]:
+                del self._limits[old]
+            found = self._limits[key] = AdaptiveLimit()
+        return found
+
+    def concurrency(self) -> Concurrency | None:
+        """The tightest adaptive limit on the running loop (None: no endpoint overloaded)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return None
+        mine = [(ep, lim) for (lp, ep), lim in self._limits.items() if lp is loop]
+        if not any(lim.overloads for _, lim in mine):
+            return None
+        endpoint, tightest = min(mine, key=lambda item: item[1].limit or float("inf"))
+        return Concurrency(endpoint, tightest.current, sum(lim.overloads for _, lim in mine))
 
     def transport(self) -> FastTransport:
         """The transport bound to the running loop (created on first use)."""
@@ -375,23 +408,32 @@ class HTTPClient:
                 target = target.with_user(None)
             known = self._urls[url] = (target, safe_url(url))
         target, shown = known
+        gate = self.limit(shown) if self.adaptive else None
+        ticket = await gate.acquire() if gate is not None else 0
+        overloaded, retry_after = False, None
         try:
-            async with asyncio.timeout(self.timeout):
-                response = await self.transport().request("POST", target, self.headers, body)
-        except (TimeoutError, httpx.TimeoutException):
-            raise AgentTimeoutError(
-                f"no answer from {shown} within {self.timeout:g} s (timeout)"
-            ) from None
-        except httpx.TransportError as exc:
-            raise self._connection_error(shown, exc) from exc
-        if response.status >= 400:
-            raise AgentHTTPError(
-                response.status,
-                shown,
-                self.secret.redact(response.body[:2000].decode("utf-8", "replace")),
-                parse_retry_after(response.headers.get("retry-after")),
-            )
-        return response
+            try:
+                async with asyncio.timeout(self.timeout):
+                    response = await self.transport().request("POST", target, self.headers, body)
+            except (TimeoutError, httpx.TimeoutException):
+                raise AgentTimeoutError(
+                    f"no answer from {shown} within {self.timeout:g} s (timeout)"
+                ) from None
+            except httpx.TransportError as exc:
+                raise self._connection_error(shown, exc) from exc
+            if response.status >= 400:
+                retry_after = parse_retry_after(response.headers.get("retry-after"))
+                overloaded = response.status in OVERLOAD_STATUSES
+                raise AgentHTTPError(
+                    response.status,
+                    shown,
+                    self.secret.redact(response.body[:2000].decode("utf-8", "replace")),
+                    retry_after,
+                )
+            return response
+        finally:
+            if gate is not None:
+                gate.release(ticket, overloaded, retry_after)
 
     def _connection_error(self, url: str, exc: httpx.TransportError) -> AgentError:
         what = "could not connect to" if isinstance(exc, httpx.ConnectError) else "connection to"

@@ -21,7 +21,7 @@ import httpx
 
 from convlab.agents._transport import HTTPClient, Secret, dumps, loads, safe_url, url_secrets
 from convlab.agents.function import to_observation
-from convlab.agents.protocol import Agent, AgentContext, AgentSession
+from convlab.agents.protocol import Agent, AgentContext, AgentSession, Concurrency
 from convlab.errors import AgentResponseError
 from convlab.model.conversation import Message, Observation, Reply, ToolCall
 
@@ -73,7 +73,10 @@ def get_path(data: Any, path: str) -> Any:
 
 
 class HTTPAgent(Agent):
-    """POSTs a JSON request built from a template to `url` and reads the reply by paths."""
+    """POSTs a JSON request built from a template to `url` and reads the reply by paths.
+
+    `adaptive=False` turns off the AIMD in-flight limit that 429/503 answers cut.
+    """
 
     def __init__(
         self,
@@ -82,6 +85,7 @@ class HTTPAgent(Agent):
         response: Mapping[str, str] | str | None = None,
         headers: Mapping[str, str] | None = None,
         timeout: float = 60.0,
+        adaptive: bool = True,
     ) -> None:
         try:
             self.url = httpx.URL(url)
@@ -95,7 +99,9 @@ class HTTPAgent(Agent):
         self.name = safe_url(url)  # a bare URL is itself a valid agent spec; no credentials
         hidden = [v for k, v in (headers or {}).items() if _SENSITIVE.search(k)]
         self._secret = Secret(None, *hidden, *url_secrets(url))
-        self._http = HTTPClient(timeout=timeout, secret=self._secret, headers=headers)
+        self._http = HTTPClient(
+            timeout=timeout, secret=self._secret, headers=headers, adaptive=adaptive
+        )
 
     async def open(self, ctx: AgentContext) -> AgentSession:
         """Stateless: every turn sends the whole conversation as the template says."""
@@ -104,6 +110,19 @@ class HTTPAgent(Agent):
     async def aclose(self) -> None:
         """Close the connection pools."""
         await self._http.aclose()
+
+    @property
+    def adaptive(self) -> bool:
+        """Whether 429/503 answers cut the requests in flight (AIMD; on by default)."""
+        return self._http.adaptive
+
+    @adaptive.setter
+    def adaptive(self, on: bool) -> None:
+        self._http.adaptive = bool(on)
+
+    def concurrency(self) -> Concurrency | None:
+        """The tightest adaptive limit of this agent's endpoints on the running loop."""
+        return self._http.concurrency()
 
     def build(self, messages: list[Message], ctx: AgentContext) -> Any:
         """The request body for this turn."""

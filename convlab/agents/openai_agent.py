@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from convlab.agents._transport import HTTPClient, Secret, dumps, loads, safe_url, url_secrets
-from convlab.agents.protocol import Agent, AgentContext, AgentSession
+from convlab.agents.protocol import Agent, AgentContext, AgentSession, Concurrency
 from convlab.agents.tools import Tool, ToolFailed, as_tools
 from convlab.errors import AgentError, AgentResponseError
 from convlab.model.conversation import Message, Observation, ToolCall, Usage
@@ -48,7 +48,10 @@ def message_text(content: Any) -> str | None:
 
 
 class OpenAIAgent(Agent):
-    """A chat-completions model; `params` (temperature, max_tokens, ...) go into each request."""
+    """A chat-completions model; `params` (temperature, max_tokens, ...) go into each request.
+
+    `adaptive=False` turns off the AIMD in-flight limit that 429/503 answers cut.
+    """
 
     def __init__(
         self,
@@ -60,6 +63,7 @@ class OpenAIAgent(Agent):
         *,
         timeout: float = 60.0,
         headers: Mapping[str, str] | None = None,
+        adaptive: bool = True,
         **params: Any,
     ) -> None:
         resolved = model or os.environ.get("OPENAI_MODEL")
@@ -79,7 +83,9 @@ class OpenAIAgent(Agent):
         self.url = _endpoint(self.base_url)
         self.shown_url = safe_url(self.url)
         """The endpoint as descriptions and errors show it: no password, no query values."""
-        self._http = HTTPClient(timeout=timeout, secret=self._key, headers=headers)
+        self._http = HTTPClient(
+            timeout=timeout, secret=self._key, headers=headers, adaptive=adaptive
+        )
         self._tool_defs = [t.definition() for t in self.tools.values()]
 
     def describe(self) -> str:
@@ -118,6 +124,19 @@ class OpenAIAgent(Agent):
     async def aclose(self) -> None:
         """Close the connection pools."""
         await self._http.aclose()
+
+    @property
+    def adaptive(self) -> bool:
+        """Whether 429/503 answers cut the requests in flight (AIMD; on by default)."""
+        return self._http.adaptive
+
+    @adaptive.setter
+    def adaptive(self, on: bool) -> None:
+        self._http.adaptive = bool(on)
+
+    def concurrency(self) -> Concurrency | None:
+        """The tightest adaptive limit of this agent's endpoints on the running loop."""
+        return self._http.concurrency()
 
     def system_prompt(self, ctx: AgentContext) -> str | None:
         """The agent's `system` prompt followed by the case's instructions."""

@@ -19,7 +19,31 @@ if TYPE_CHECKING:
     from convlab.model.conversation import Message, Observation
     from convlab.model.suite import Case, TurnInput
 
-__all__ = ["AGENT_SPECS", "Agent", "AgentContext", "AgentSession", "agent_spec", "as_agent"]
+__all__ = [
+    "AGENT_SPECS",
+    "Agent",
+    "AgentContext",
+    "AgentSession",
+    "Concurrency",
+    "agent_spec",
+    "as_agent",
+]
+
+
+@dataclass(frozen=True)
+class Concurrency:
+    """An agent's adaptive in-flight limit, as the engine reports it to the views.
+
+    HTTP agents hold the requests in flight to an endpoint under an AIMD limit that 429 and
+    503 answers cut and successes grow back (see `convlab.agents._aimd`).
+    """
+
+    endpoint: str
+    """The endpoint whose limit is the tightest, as `safe_url` shows it."""
+    limit: int | None
+    """Requests allowed in flight now; None when the limit is open (only `parallel` bounds)."""
+    overloads: int = 0
+    """429/503 answers seen so far."""
 
 
 @dataclass
@@ -70,6 +94,11 @@ class Agent(ABC):
     def describe(self) -> str:
         """A short description for results; never contains secrets."""
         return self.name
+
+    def concurrency(self) -> Concurrency | None:
+        """The adaptive in-flight limit on the running loop, once an endpoint has answered
+        429 or 503; None for agents that have none (functions, demos) or before any."""
+        return None
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.describe()}>"

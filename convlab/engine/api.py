@@ -108,6 +108,7 @@ def build_runner(opts: dict[str, Any], listeners: list[Listener]) -> Runner:
         judges={key: as_agent(agent) for key, agent in (opts.get("judges") or {}).items()},
         timeout_s=settings.timeout_s,
         max_reply_bytes=opts.get("max_reply_bytes", MAX_REPLY_BYTES),
+        parallel=settings.parallel,
     )
     return Runner(env, settings, listeners)
 

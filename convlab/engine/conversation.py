@@ -20,7 +20,7 @@ from convlab.agents.calls import Attempts, RetryPolicy, call_agent
 from convlab.agents.protocol import Agent, AgentContext, AgentSession
 from convlab.checks import CheckContext, evaluate
 from convlab.engine.codes import error_code, turn_code
-from convlab.engine.events import Event, TurnCompleted
+from convlab.engine.events import ConcurrencyChanged, Event, TurnCompleted
 from convlab.engine.replies import MAX_REPLY_BYTES, cap_reply, share_reply_text
 from convlab.model.conversation import Message, Observation, Usage
 from convlab.model.results import AssertionResult, CheckpointResult, TurnResult
@@ -63,6 +63,22 @@ class Env:
     """A longer reply text is cut to this many UTF-8 bytes and marked (None: no cap)."""
     run_id: str = ""
     """The run's id (thread ids start with it)."""
+    parallel: int = 4
+    """The run's `parallel`: the adaptive limit is shown while it is below it."""
+    limit_seen: tuple[str, int | None] | None = None
+    """The agent's adaptive limit as last reported (`ConcurrencyChanged` says when it moves)."""
+
+    def note_concurrency(self) -> None:
+        """Tell the views when the agent's adaptive in-flight limit has moved (it is read
+        after every agent call: the agent exposes a typed status, the views see events)."""
+        status = self.agent.concurrency()
+        if status is None:
+            return
+        limit = status.limit if status.limit is None or status.limit < self.parallel else None
+        seen = (status.endpoint, limit)
+        if seen != self.limit_seen:
+            self.limit_seen = seen
+            self.emit(ConcurrencyChanged(limit, self.parallel, status.endpoint, status.overloads))
 
     def case_simulator(self, spec: str) -> Any:
         """The simulator a case names (built once per spec for the whole run)."""
@@ -172,6 +188,7 @@ class Conversation:
                 self.session, self.messages, self.ctx, self.env.policy, self.attempts
             )
         except BaseException as exc:
+            self.env.note_concurrency()
             # the agent's own SystemExit, KeyboardInterrupt, CancelledError or a test
             # framework's BaseException (pytest's Failed) is this turn's error; only a real
             # stop of the run propagates
@@ -181,6 +198,7 @@ class Conversation:
             turn.code = error_code(exc)
             turn.duration_ms = (time.perf_counter() - start) * 1000
             raise TurnFailed(turn.error) from exc
+        self.env.note_concurrency()
         cap_reply(obs, self.env.max_reply_bytes)
         obs.thread_id = self.thread_id
         obs.turn_id = (

@@ -15,6 +15,7 @@ __all__ = [
     "CaseFinished",
     "CaseStarted",
     "CheckpointReached",
+    "ConcurrencyChanged",
     "Event",
     "Listener",
     "RunFinished",
@@ -76,5 +77,24 @@ class RunFinished:
     run: Run
 
 
-Event = RunStarted | CaseStarted | TurnCompleted | CheckpointReached | CaseFinished | RunFinished
+@dataclass(frozen=True)
+class ConcurrencyChanged:
+    """The agent's adaptive in-flight limit moved (its endpoint answered 429/503, or grew
+    back): views show `limit` while it is below `parallel`; None means open again."""
+
+    limit: int | None
+    parallel: int
+    endpoint: str
+    overloads: int = 0
+
+
+Event = (
+    RunStarted
+    | CaseStarted
+    | TurnCompleted
+    | CheckpointReached
+    | ConcurrencyChanged
+    | CaseFinished
+    | RunFinished
+)
 Listener = Callable[[Event], None]

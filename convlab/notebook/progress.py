@@ -31,6 +31,7 @@ from convlab.engine.events import (
     CaseFinished,
     CaseStarted,
     CheckpointReached,
+    ConcurrencyChanged,
     Event,
     RunFinished,
     RunStarted,
@@ -229,6 +230,7 @@ class LiveTree:
         self.failed: deque[_Node] = deque(maxlen=self.max_failed)
         self.recent: deque[_Node] = deque(maxlen=self.max_recent)
         self.failed_total = 0
+        self.limit: ConcurrencyChanged | None = None  # the agent's AIMD limit (HTTP agents)
         self.redraws = 0
         self._stop: Callable[[], None] | None = None
         self._pump: threading.Thread | None = None
@@ -291,6 +293,9 @@ class LiveTree:
             self.total, self.resumed, self.agent = event.total, event.resumed, event.agent
             self.runs = int(event.settings.get("runs", 1) or 1)
             self.t0 = time.monotonic()
+            self.limit = None
+        elif isinstance(event, ConcurrencyChanged):
+            self.limit = event
         elif isinstance(event, CaseStarted):
             self.running[event.key] = _Node(event.key, event.label)
         elif isinstance(event, TurnCompleted):
@@ -378,7 +383,19 @@ class LiveTree:
             f"<div class='convlab'><style>{CSS}</style>"
             f"<div><b>{done + self.resumed}/{self.total}</b> instances{resumed}{agent}"
             f" <span class='cl-muted'>· {when}</span></div>"
-            f"<div class='cl-counts'>{''.join(spans)}</div></div>"
+            f"<div class='cl-counts'>{''.join(spans)}</div>{self._limit_html()}</div>"
+        )
+
+    def _limit_html(self) -> str:
+        """The adaptive in-flight limit while the endpoint holds it below `parallel`."""
+        shown = self.limit
+        if shown is None or shown.limit is None:
+            return ""
+        where = html.escape(shorten(shown.endpoint, 60))
+        return (
+            f"<div class='cl-limit'>in-flight limit <b>{shown.limit}</b>/{shown.parallel} <span"
+            f" class='cl-muted'>· {where} answered 429/503 {shown.overloads} times; it grows"
+            " back as requests succeed</span></div>"
         )
 
     def _body_html(self) -> str:

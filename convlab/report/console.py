@@ -20,6 +20,7 @@ from typing import TextIO
 from convlab.engine.events import (
     CaseFinished,
     CaseStarted,
+    ConcurrencyChanged,
     Event,
     RunFinished,
     RunStarted,
@@ -67,6 +68,7 @@ class ConsoleProgress:
         self._modes: dict[tuple[str, str, int, int], tuple[str, str | None]] = {}
         self._running: set[tuple[str, str, int, int]] = set()
         self._live = self._is_tty() and not self.quiet
+        self._limit: ConcurrencyChanged | None = None
         self._drawn = False
         self._lock = threading.Lock()
 
@@ -79,9 +81,13 @@ class ConsoleProgress:
             self._emit([])
         elif isinstance(event, CaseFinished):
             self._finished(event)
+        elif isinstance(event, ConcurrencyChanged):
+            self._concurrency(event)
         elif isinstance(event, RunFinished):
             run, g, s = event.run, self.glyphs, self.style
             lines = summary_block(run, time.perf_counter() - self.t0, g, s, self.output)
+            if self._limit is not None:
+                lines.append(self._limit_note(self._limit, final=True))
             if int(run.settings.get("runs") or 1) > 1 and not self.quiet and run.results:
                 lines = stability_table(run, g, s) + lines
             self._live = False
@@ -92,6 +98,7 @@ class ConsoleProgress:
         self.t0 = time.perf_counter()
         self._modes.clear()
         self._running.clear()
+        self._limit = None
         self._live = self._is_tty() and not self.quiet  # one listener may watch several runs
         if self.quiet:
             stored = f", {event.resumed} already stored" if event.resumed else ""
@@ -108,6 +115,23 @@ class ConsoleProgress:
                 self.source,
             )
         )
+
+    def _concurrency(self, event: ConcurrencyChanged) -> None:
+        """A TTY's progress line shows the limit while it is below `parallel`; a log gets one
+        line when it is first cut (it moves with every window of requests after that)."""
+        first = self._limit is None
+        self._limit = event
+        self._emit([self._limit_note(event)] if first and event.limit is not None else [])
+
+    def _limit_note(self, event: ConcurrencyChanged, final: bool = False) -> str:
+        where = f"{clean(event.endpoint)} answered 429/503 {event.overloads} time(s)"
+        if event.limit is None:
+            now = f"the in-flight limit is back at parallel={event.parallel}"
+        else:
+            now = f"in-flight limit {event.limit} of parallel={event.parallel}"
+        if not final:
+            now += " (adaptive: it grows back as requests succeed)"
+        return self.style(f"{where}: {now}", "yellow")
 
     def _finished(self, event: CaseFinished) -> None:
         r = event.result
@@ -128,6 +152,9 @@ class ConsoleProgress:
             parts += [line + "\n" for line in lines]
             if self._live and self.total:
                 running = f", {len(self._running)} running" if self._running else ""
+                shown = self._limit
+                if shown is not None and shown.limit is not None:
+                    running += f", in-flight limit {shown.limit}/{shown.parallel}"
                 parts.append(f"[Progress: {self.done}/{self.total} completed{running}...]")
                 self._drawn = True
             if parts:
