@@ -270,6 +270,7 @@ def run_command(args: argparse.Namespace) -> int:
         fail_fast=args.fail_fast,
         allow_external_writes=args.allow_external_writes,
         max_cases=getattr(args, "max_cases", None),
+        max_reply_bytes=getattr(args, "max_reply_bytes", 1_000_000) or None,
         before=getattr(args, "before", None),
         after=getattr(args, "after", None),
         progress=ConsoleProgress(

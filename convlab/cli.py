@@ -202,6 +202,19 @@ def _non_negative(text: str) -> float:
     return value
 
 
+def _byte_count(text: str) -> int:
+    """argparse `type=`: a whole number of bytes >= 0 (0: no cap)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number of bytes, got {text!r}"
+        ) from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0 (0: no cap), got {value}")
+    return value
+
+
 def _sub(sub: Any, name: str, help: str, epilog: str) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = sub.add_parser(
         name,
@@ -290,6 +303,14 @@ def _parser() -> argparse.ArgumentParser:
         default=DEFAULTS["adaptive"],
         help="keep --parallel requests in flight even when the endpoint answers 429/503 "
         "(default: cut them, then grow back; also `adaptive: false` in convlab.yaml)",
+    )
+    r.add_argument(
+        "--max-reply-bytes",
+        type=_byte_count,
+        default=1_000_000,
+        metavar="N",
+        help="cut a longer reply text to N UTF-8 bytes, marked on its turn (default 1000000; "
+        "0: no cap)",
     )
     r.add_argument("--allow-external-writes", action="store_true")
     r.add_argument(

@@ -245,6 +245,9 @@ class FastTransport(httpx.AsyncBaseTransport):
         self.max_connections = max_connections
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._active = 0
+        """Requests in flight: `aclose` waits for them (another run may own them)."""
+        self._closing = False
 
     def _open(self) -> aiohttp.ClientSession:
         self._loop = asyncio.get_running_loop()
@@ -267,6 +270,7 @@ class FastTransport(httpx.AsyncBaseTransport):
             httpx.ReadTimeout, httpx.ConnectError, httpx.ReadError: Transport failures.
         """
         session = self._session or self._open()
+        self._active += 1
         try:
             async with session.request(
                 method,
@@ -283,6 +287,10 @@ class FastTransport(httpx.AsyncBaseTransport):
             raise httpx.ConnectError(str(exc)) from exc
         except aiohttp.ClientError as exc:
             raise httpx.ReadError(str(exc) or type(exc).__name__) from exc
+        finally:
+            self._active -= 1
+            if self._closing and not self._active:
+                await self.aclose()
         return RawResponse(resp.status, resp.headers, resp.raw_headers, data)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
@@ -300,7 +308,15 @@ class FastTransport(httpx.AsyncBaseTransport):
         )
 
     async def aclose(self) -> None:
-        """Close the pool (on the loop that owns it)."""
+        """Close the pool (on the loop that owns it) once no request is in flight.
+
+        Two runs gathered on one loop share the pool: the first to end must not cut the
+        other's requests ("Server disconnected"), so the last of them closes it instead.
+        """
+        if self._active:
+            self._closing = True
+            return
+        self._closing = False
         session, self._session = self._session, None
         if session is not None:
             await session.close()

@@ -108,6 +108,8 @@ class FunctionAgent(Agent):
     hangs past its case's timeout does not keep the run from ending.
     """
 
+    close_after_run = True
+
     def __init__(self, fn: Callable[..., Any], name: str | None = None) -> None:
         self.fn = fn
         self.name = name or getattr(fn, "__qualname__", None) or repr(fn)

@@ -78,6 +78,8 @@ class HTTPAgent(Agent):
     `adaptive=False` turns off the AIMD in-flight limit that 429/503 answers cut.
     """
 
+    close_after_run = True
+
     def __init__(
         self,
         url: str,

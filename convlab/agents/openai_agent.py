@@ -53,6 +53,8 @@ class OpenAIAgent(Agent):
     `adaptive=False` turns off the AIMD in-flight limit that 429/503 answers cut.
     """
 
+    close_after_run = True
+
     def __init__(
         self,
         model: str | None = None,

@@ -10,7 +10,7 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from convlab.errors import UnknownNameError
 from convlab.registry import Registry
@@ -27,6 +27,7 @@ __all__ = [
     "Concurrency",
     "agent_spec",
     "as_agent",
+    "owned_by_run",
 ]
 
 
@@ -83,6 +84,10 @@ class Agent(ABC):
     """Something that answers conversations."""
 
     name: str = "agent"
+    close_after_run: ClassVar[bool] = False
+    """Whether a run (or `ask()`) that was handed this agent calls its `aclose()` at the end.
+    convlab's own agents say yes: their `aclose` only releases the running loop's pools and
+    leaves them usable. A user's own subclass says no: it is the user's to close."""
 
     @abstractmethod
     async def open(self, ctx: AgentContext) -> AgentSession:
@@ -102,6 +107,21 @@ class Agent(ABC):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.describe()}>"
+
+
+def owned_by_run(given: Any) -> bool:
+    """Whether a run closes what it builds from `given` (an agent, a simulator, a spec string
+    or a function, as passed to run()/ask()).
+
+    What the run builds from a spec string or a function is the run's, so it closes it; an
+    object passed in is the caller's, and is closed only when it says that is harmless
+    (`Agent.close_after_run`): another run or a later `ask()` may be using it.
+    """
+    if given is None or isinstance(given, str):
+        return True
+    if isinstance(given, Agent) or callable(getattr(given, "simulate", None)):
+        return bool(getattr(type(given), "close_after_run", False))
+    return True  # a plain function: the run wraps it in an agent of its own
 
 
 AGENT_SPECS: Registry[Callable[[str], Agent]] = Registry("agent spec scheme")

@@ -66,6 +66,7 @@ class ScriptedSimulator(Agent):
     """
 
     name = "scripted"
+    close_after_run = True
 
     def __init__(self, persona: str | None = None, goal: str | None = None) -> None:
         self.persona, self.goal = persona, goal

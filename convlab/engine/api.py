@@ -13,7 +13,7 @@ from typing import Any
 from convlab._sync import BackgroundLoop
 from convlab._util import parse_duration
 from convlab.agents.calls import RetryPolicy
-from convlab.agents.protocol import Agent, AgentContext, as_agent
+from convlab.agents.protocol import Agent, AgentContext, as_agent, owned_by_run
 from convlab.engine.conversation import Env, resolve_simulator
 from convlab.engine.events import Listener
 from convlab.engine.replies import MAX_REPLY_BYTES
@@ -97,18 +97,29 @@ def build_runner(opts: dict[str, Any], listeners: list[Listener]) -> Runner:
         resume=opts["resume"],
         before=opts["before"],
         after=opts["after"],
+        max_reply_bytes=opts.get("max_reply_bytes", MAX_REPLY_BYTES),
     )
-    judge = opts["judge"]
+    given = {"agent": opts["agent"], "judge": opts["judge"], "simulator": opts["simulator"]}
+    built = {
+        "agent": as_agent(given["agent"]),
+        "judge": as_agent(given["judge"]) if given["judge"] is not None else None,
+        "simulator": resolve_simulator(given["simulator"]),
+    }
+    passed = opts.get("judges") or {}
+    judges = {key: as_agent(judge) for key, judge in passed.items()}
+    borrowed = [built[k] for k, v in given.items() if not owned_by_run(v)]
+    borrowed += [judges[k] for k, v in passed.items() if not owned_by_run(v)]
     env = Env(
-        agent=as_agent(opts["agent"]),
+        agent=built["agent"],
         suite=suite,
         policy=RetryPolicy(retries=opts["retries"]),
-        simulator=resolve_simulator(opts["simulator"]),
-        judge=as_agent(judge) if judge is not None else None,
-        judges={key: as_agent(agent) for key, agent in (opts.get("judges") or {}).items()},
+        simulator=built["simulator"],
+        judge=built["judge"],
+        judges=judges,
         timeout_s=settings.timeout_s,
-        max_reply_bytes=opts.get("max_reply_bytes", MAX_REPLY_BYTES),
+        max_reply_bytes=settings.max_reply_bytes,
         parallel=settings.parallel,
+        borrowed=tuple(borrowed),
     )
     return Runner(env, settings, listeners)
 
@@ -181,19 +192,23 @@ async def ask_once(
         obs = await session.send(messages, ctx)
     finally:
         await session.close()
-        await the_agent.aclose()
+        if owned_by_run(agent):  # the caller's own agent stays open for their next call
+            await the_agent.aclose()
     took = (time.perf_counter() - t0) * 1000
     obs.effects = ctx.world
     from convlab.checks import CheckContext, evaluate
     from convlab.checks.api import to_spec
 
     specs = [to_spec(a) for a in assertions]  # a bad assertion says so before any judge call
+    the_judge = as_agent(judge) if judge is not None else None
     check_ctx = CheckContext(
-        observation=obs,
-        messages=messages + list(obs.messages),
-        judge=as_agent(judge) if judge is not None else None,
+        observation=obs, messages=messages + list(obs.messages), judge=the_judge
     )
-    results = [await evaluate(spec, check_ctx) for spec in specs]
+    try:
+        results = [await evaluate(spec, check_ctx) for spec in specs]
+    finally:
+        if the_judge is not None and owned_by_run(judge):
+            await the_judge.aclose()
     return Answer(
         agent=the_agent.describe(),
         messages=messages,

@@ -65,6 +65,8 @@ class Env:
     """The run's id (thread ids start with it)."""
     parallel: int = 4
     """The run's `parallel`: the adaptive limit is shown while it is below it."""
+    borrowed: tuple[Any, ...] = ()
+    """What the caller passed in and still owns: `aclose` leaves these open (`owned_by_run`)."""
     limit_seen: tuple[str, int | None] | None = None
     """The agent's adaptive limit as last reported (`ConcurrencyChanged` says when it moves)."""
 
@@ -87,7 +89,8 @@ class Env:
         return self.simulators[spec]
 
     async def aclose(self) -> list[str]:
-        """Release the agent's, the judge's and the simulators' resources.
+        """Release the agent's, the judge's and the simulators' resources: the ones this run
+        owns (`borrowed` ones are the caller's, who may go on using them).
 
         One that fails to close does not keep the others open: every one is closed and the
         failures come back as messages (the runner records them on the Run).
@@ -100,7 +103,8 @@ class Env:
             *self.judges.values(),
             *self.simulators.values(),
         )
-        for obj in {id(o): o for o in objs if o is not None}.values():
+        kept = {id(o) for o in self.borrowed}
+        for obj in {id(o): o for o in objs if o is not None and id(o) not in kept}.values():
             close = getattr(obj, "aclose", None)
             if close is None:
                 continue

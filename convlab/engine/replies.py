@@ -1,14 +1,15 @@
 """Reply size: a reply longer than the run's `max_reply_bytes` is cut and marked, and a long
-reply's text is kept once on its turn (not again as every assertion's `actual`)."""
+reply's text is kept once on its turn (not again as every assertion's `actual`, whether the
+check ran on the turn or on the whole case)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
 from convlab.model.conversation import Observation
-from convlab.model.results import AssertionResult, TurnResult
+from convlab.model.results import AssertionResult, CaseResult, TurnResult
 
-__all__ = ["MAX_REPLY_BYTES", "cap_reply", "share_reply_text"]
+__all__ = ["MAX_REPLY_BYTES", "cap_reply", "share_case_text", "share_reply_text"]
 
 MAX_REPLY_BYTES = 1_000_000
 """The default cap on one reply's text (1 MB of UTF-8)."""
@@ -70,7 +71,29 @@ def share_reply_text(turn: TurnResult) -> None:
     for result in _walk(turn.assertions):
         actual = result.actual
         if isinstance(actual, str) and (actual is text or actual == text):
-            result.actual = (
-                f"{text[:ACTUAL_PREVIEW]}… [the reply, {len(text)} characters: see the "
-                "turn's observation text]"
-            )
+            result.actual = _pointer(text, "the reply")
+
+
+def share_case_text(result: CaseResult) -> None:
+    """Case-level checks (and a code case's final ones) read a turn's reply too: an `actual`
+    that is one of the case's long replies keeps a preview and names the turn holding it."""
+    replies = {
+        t.observation.text: t.index
+        for t in result.turns
+        if t.observation is not None
+        and t.observation.text is not None
+        and len(t.observation.text) > ACTUAL_PREVIEW * 2
+    }
+    if not replies:
+        return
+    for check in _walk(result.assertions):
+        actual = check.actual
+        if isinstance(actual, str) and len(actual) > ACTUAL_PREVIEW * 2 and actual in replies:
+            check.actual = _pointer(actual, f"turn {replies[actual] + 1}'s reply")
+
+
+def _pointer(text: str, what: str) -> str:
+    return (
+        f"{text[:ACTUAL_PREVIEW]}… [{what}, {len(text)} characters: see the turn's "
+        "observation text]"
+    )

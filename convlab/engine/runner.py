@@ -25,6 +25,7 @@ from convlab.engine.events import (
 )
 from convlab.engine.hooks import call_hook, resolve_hook
 from convlab.engine.modes import MODES, Outcome
+from convlab.engine.replies import MAX_REPLY_BYTES, share_case_text
 from convlab.engine.store import ResultStore
 from convlab.model._compact import compact
 from convlab.model.results import CaseResult, Run
@@ -50,6 +51,8 @@ class Settings:
     resume: bool = False
     before: Any = None
     after: Any = None
+    max_reply_bytes: int | None = MAX_REPLY_BYTES
+    """A longer reply text is cut to this many UTF-8 bytes (None or 0: no cap)."""
 
     def public(self) -> dict[str, Any]:
         """Settings as recorded in the Run (no callables)."""
@@ -60,6 +63,7 @@ class Settings:
             "fail_fast": self.fail_fast,
             "allow_external_writes": self.allow_external_writes,
             "store": self.store,
+            "max_reply_bytes": self.max_reply_bytes,
         }
 
 
@@ -291,6 +295,7 @@ def _result(
         finish_reason=outcome.finish_reason,
     )
     result.code = case_code(result)
+    share_case_text(result)  # a long reply is stored once, on its turn
     compact(result)  # long runs keep every result: share the bookkeeping
     return result
 

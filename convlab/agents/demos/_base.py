@@ -166,6 +166,8 @@ class DemoSession(AgentSession):
 class DemoAgent(Agent):
     """A built-in, rule-based agent with tools and a world state (no model, no network)."""
 
+    close_after_run = True
+
     session_class: type[DemoSession]
 
     async def open(self, ctx: AgentContext) -> AgentSession:
