@@ -86,8 +86,8 @@ class ConsoleProgress:
         elif isinstance(event, RunFinished):
             run, g, s = event.run, self.glyphs, self.style
             lines = summary_block(run, time.perf_counter() - self.t0, g, s, self.output)
-            if self._limit is not None:
-                lines.append(self._limit_note(self._limit, final=True))
+            if self._limit is not None:  # above the summary: the banner stays the last line
+                lines.insert(0, self._limit_note(self._limit, final=True))
             if int(run.settings.get("runs") or 1) > 1 and not self.quiet and run.results:
                 lines = stability_table(run, g, s) + lines
             self._live = False
