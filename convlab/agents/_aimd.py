@@ -88,9 +88,16 @@ class AdaptiveLimit:
                 self._drop(future)
             raise
 
-    def release(self, ticket: int, overloaded: bool, retry_after: float | None = None) -> None:
+    def release(
+        self,
+        ticket: int,
+        overloaded: bool,
+        retry_after: float | None = None,
+        succeeded: bool = True,
+    ) -> None:
         """Give a slot back: `overloaded` when the endpoint answered 429 or 503 (cut the
-        limit, honour `retry_after`), else a success or an unrelated failure (grow it)."""
+        limit, honour `retry_after`); `succeeded` grows it; anything else (a timeout, a
+        dropped connection, a cancelled request) leaves it as it is."""
         saturated = bool(self._waiters) or (
             self.limit is not None and self.in_flight >= int(self.limit)
         )
@@ -107,7 +114,7 @@ class AdaptiveLimit:
                 self.limit = float(max(1, math.floor(base * self.decrease)))
                 self._epoch += 1
                 self.cuts += 1
-        elif self.limit is not None and saturated:
+        elif succeeded and self.limit is not None and saturated:
             self.limit += 1.0 / self.limit
             if self.limit >= self.peak:
                 self.limit = None

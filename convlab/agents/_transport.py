@@ -426,7 +426,7 @@ class HTTPClient:
         target, shown = known
         gate = self.limit(shown) if self.adaptive else None
         ticket = await gate.acquire() if gate is not None else 0
-        overloaded, retry_after = False, None
+        overloaded, succeeded, retry_after = False, False, None
         try:
             try:
                 async with asyncio.timeout(self.timeout):
@@ -437,6 +437,7 @@ class HTTPClient:
                 ) from None
             except httpx.TransportError as exc:
                 raise self._connection_error(shown, exc) from exc
+            succeeded = response.status < 500  # it answered: the endpoint had room for it
             if response.status >= 400:
                 retry_after = parse_retry_after(response.headers.get("retry-after"))
                 overloaded = response.status in OVERLOAD_STATUSES
@@ -449,7 +450,7 @@ class HTTPClient:
             return response
         finally:
             if gate is not None:
-                gate.release(ticket, overloaded, retry_after)
+                gate.release(ticket, overloaded, retry_after, succeeded)
 
     def _connection_error(self, url: str, exc: httpx.TransportError) -> AgentError:
         what = "could not connect to" if isinstance(exc, httpx.ConnectError) else "connection to"
