@@ -69,7 +69,7 @@ def test_a_run_never_closes_the_users_own_agent_judge_or_simulator() -> None:
     assert (agent.closed, judge.closed, sim.closed) == (0, 0, 0)
 
 
-def test_what_the_run_builds_it_closes() -> None:
+def test_convlabs_own_agents_passed_in_are_still_released() -> None:
     closed: list[str] = []
     fn = cl.agents.function(lambda m: "ok")
 
