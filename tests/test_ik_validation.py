@@ -186,3 +186,28 @@ def test_validate_notes_inputs_refused_when_sent(
     err = capsys.readouterr().err
     assert f"note: {path}:" in err and "scenario 'sc' step 'st': refused when sent" in err
     assert "EVALUATION_AGENT_INPUT_INVALID): input.locale: unknown field 'locale'" in err
+
+
+def test_codes_in_another_format(tmp_path: Path) -> None:
+    # a Yao JSONL file gets the kernel's codes as the nearest equivalent (docs/intention-
+    # kernel.md): an agent that raises is EVALUATION_TRANSPORT_FAILED (runner.ts), an
+    # assertion that cannot decide is EVALUATOR_FAILED (assertions.ts), a failure has none
+    def agent(messages: list[dict[str, Any]]) -> str:
+        if "boom" in messages[-1]["content"]:
+            raise ConnectionError("refused")
+        return "hello"
+
+    lines = [
+        {"id": "ok", "input": "hi", "expected": "hello"},
+        {"id": "fail", "input": "hi", "expected": "bye"},
+        {"id": "boom", "input": "boom", "expected": "x"},
+        {
+            "id": "judge",
+            "input": "hi",
+            "assert": [{"type": "agent", "use": "agents:x", "value": "y"}],
+        },
+    ]
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in lines), encoding="utf-8")
+    run = cl.run(path, agent, progress=False)
+    assert run.df["code"].tolist() == ["", "", "EVALUATION_TRANSPORT_FAILED", "EVALUATOR_FAILED"]
