@@ -211,3 +211,13 @@ def test_codes_in_another_format(tmp_path: Path) -> None:
     path.write_text("\n".join(json.dumps(line) for line in lines), encoding="utf-8")
     run = cl.run(path, agent, progress=False)
     assert run.df["code"].tolist() == ["", "", "EVALUATION_TRANSPORT_FAILED", "EVALUATOR_FAILED"]
+
+
+def test_junit_details_name_the_code(tmp_path: Path) -> None:
+    doc = base()
+    doc["scenarios"][0]["steps"][0]["input"] = {"text": "hi", "locale": "en"}
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    run = cl.run(path, lambda messages: "ok", progress=False)
+    xml = run.save(tmp_path / "r.xml").read_text(encoding="utf-8")
+    assert "code: EVALUATION_AGENT_INPUT_INVALID" in xml
