@@ -50,6 +50,7 @@ INSTANCE_COLUMNS = (
     "turns",
     "error",
     "code",
+    "blame",
     "assertions",
     "assertions_failed",
     "checkpoints",
@@ -214,6 +215,7 @@ def instances_frame(run: Run) -> pd.DataFrame:
                 len(r.turns),
                 why_not_passed(r),
                 r.code or "",  # as `error`: empty when there is none
+                r.blame,
                 len(every),
                 _failed(every),
                 len(r.checkpoints),
@@ -371,7 +373,7 @@ def case_rollup(
     mode = counting_mode(count_errors_as)
     latest = instances(run)
     tallies = tally_rows(
-        ((r.case_id, r.status, r.duration_ms) for r in latest), 1, suite_order(run)
+        ((r.case_id, r.status, r.duration_ms, r.blame) for r in latest), 1, suite_order(run)
     )
     return latest, {key[0]: case_row(t, mode) for key, t in tallies.items()}
 
@@ -382,7 +384,10 @@ def run_summary(run: Run, count_errors_as: str = "failed") -> dict[str, Any]:
 
     latest, rows = case_rollup(run, count_errors_as)
     return summary_of(
-        [r.status for r in latest], list(rows.values()), counting_mode(count_errors_as)
+        [r.status for r in latest],
+        list(rows.values()),
+        counting_mode(count_errors_as),
+        [r.blame for r in latest],
     )
 
 

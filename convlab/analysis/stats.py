@@ -6,6 +6,10 @@ Pure functions over DataFrames shaped like `Run.df` (one row per case instance w
 - `passed` is a pass; `failed` and `timeout` are runs that did not pass;
 - `error` is a run that did not pass (`count_errors_as="failed"`, the default) or is left out
   (`count_errors_as="excluded"`); it is never a pass, and the choice is written in the output;
+- only the agent's failures count against the agent: an instance that did not pass because of
+  the simulator, the judge, the infrastructure, the suite or a hook (its `blame`, see
+  convlab.model.blame) is not a run; it is counted apart, in `not_agent` (by class in
+  `not_agent_blame`). A frame without a `blame` column counts every failure as the agent's;
 - `skipped`, `blocked` and `cancelled` never ran to a verdict: they are never counted as runs.
 
 Every seed's figures are here in its own terms: seed 004's classes and Wilson interval;
@@ -30,6 +34,7 @@ from convlab.analysis._intervals import (
     prob_in_zone,
     wilson,
 )
+from convlab.model.blame import BLAMED_STATUSES, blame_text, count_by_blame
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -82,6 +87,8 @@ STABILITY_COLUMNS = (
     "timeouts",
     "skipped",
     "cancelled",
+    "not_agent",
+    "not_agent_blame",
     "pass_rate",
     "classification",
     "verdict",
@@ -167,15 +174,30 @@ def fisher_exact(a: int, b: int, c: int, d: int) -> float:
 class Tally:
     """Counts of one group of instances, split the way this module counts them."""
 
-    __slots__ = ("cancelled", "durations", "errors", "failed", "passed", "skipped", "timeouts")
+    __slots__ = (
+        "cancelled",
+        "durations",
+        "errors",
+        "failed",
+        "not_agent",
+        "passed",
+        "skipped",
+        "timeouts",
+    )
 
     def __init__(self) -> None:
         self.passed = self.failed = self.errors = self.timeouts = 0
         self.skipped = self.cancelled = 0
+        self.not_agent: dict[str, int] = {}
+        """Instances that did not pass through no fault of the agent, by blame."""
         self.durations: list[tuple[str, float]] = []
 
-    def add(self, status: str, duration_ms: float) -> None:
-        """Count one instance."""
+    def add(self, status: str, duration_ms: float, blame: Any = None) -> None:
+        """Count one instance; a non-pass blamed on anything but the agent is counted apart."""
+        if status in BLAMED_STATUSES and isinstance(blame, str) and blame != "agent":
+            self.not_agent[blame] = self.not_agent.get(blame, 0) + 1
+            self.durations.append(("not_agent", duration_ms))
+            return
         if status == "passed":
             self.passed += 1
         elif status == "failed":
@@ -197,7 +219,7 @@ class Tally:
 
     def counted_durations(self, count_errors_as: CountErrorsAs) -> list[float]:
         """Durations of the counted runs only."""
-        left_out = set(EXCLUDED_STATUSES)
+        left_out = {*EXCLUDED_STATUSES, "not_agent"}
         if count_errors_as == "excluded":
             left_out.add("error")
         return [d for s, d in self.durations if s not in left_out]
@@ -213,20 +235,26 @@ def counting_mode(count_errors_as: str) -> CountErrorsAs:
 def tally(
     df: pd.DataFrame, by: Sequence[str] = ("case_id",), order: Iterable[str] | None = None
 ) -> dict[tuple[str, ...], Tally]:
-    """Group instance rows by `by` columns; keys come in `order` (case ids), then as first seen."""
+    """Group instance rows by `by` columns; keys come in `order` (case ids), then as first seen.
+
+    Uses the `blame` column when the frame has one (else every failure is the agent's)."""
     cols = [*by, "status", "duration_ms"]
-    return tally_rows(df[cols].itertuples(index=False, name=None), len(by), order)
+    if "blame" in df.columns:
+        rows: Iterable[tuple[Any, ...]] = df[[*cols, "blame"]].itertuples(index=False, name=None)
+    else:
+        rows = ((*row, None) for row in df[cols].itertuples(index=False, name=None))
+    return tally_rows(rows, len(by), order)
 
 
 def tally_rows(
     rows: Iterable[tuple[Any, ...]], n_keys: int = 1, order: Iterable[str] | None = None
 ) -> dict[tuple[str, ...], Tally]:
-    """`tally` over plain `(*key, status, duration_ms)` tuples: no DataFrame needed, so a
-    summary of a large run costs one pass over its results."""
+    """`tally` over plain `(*key, status, duration_ms, blame)` tuples: no DataFrame needed, so
+    a summary of a large run costs one pass over its results."""
     groups: dict[tuple[str, ...], Tally] = {}
     for row in rows:
         key = tuple(str(v) for v in row[:n_keys])
-        groups.setdefault(key, Tally()).add(str(row[-2]), float(row[-1]))
+        groups.setdefault(key, Tally()).add(str(row[n_keys]), float(row[n_keys + 1]), row[-1])
     rank = {cid: i for i, cid in enumerate(order or ())}
     first = {key: i for i, key in enumerate(groups)}
     ordered = sorted(groups, key=lambda key: (rank.get(key[0], len(rank)), first[key]))
@@ -270,6 +298,8 @@ def case_row(t: Tally, mode: CountErrorsAs) -> dict[str, Any]:
         "timeouts": t.timeouts,
         "skipped": t.skipped,
         "cancelled": t.cancelled,
+        "not_agent": sum(t.not_agent.values()),
+        "not_agent_blame": blame_text(t.not_agent),
         "pass_rate": rate,
         "classification": classify(rate),
         "verdict": verdict(n, c),
@@ -318,13 +348,14 @@ def stability(
     """One row per case (per case and variant with `by_variant`): seed 004's stability table,
     with thinkingbox's figures beside it.
 
-    `runs` = passed + failed + timeouts (+ errors when counted as failed); skipped, blocked
-    and cancelled instances are never runs. `pass_rate`, `ci_low`, `ci_high` are percent;
-    `ci_*` is the `interval` ("wilson" or thinkingbox's "jeffreys"). `pass_hat_k` (unbiased
-    C(c,k)/C(n,k)), `pass_pow_k` (thinkingbox's (c/n)^k) and `pass_at_k` use `k` (default: the
-    case's runs, so pass^k is 1 only when every run passed). `p_in_zone` is thinkingbox's
-    P(0.0625 < p < 0.9375 | data), `in_goldilocks_zone` when it is >= 0.95. `flaky` marks cases
-    whose runs disagree; durations cover the counted runs.
+    `runs` = passed + failed + timeouts (+ errors when counted as failed), all of them the
+    agent's (blame `agent`); a non-pass blamed on anything else is in `not_agent` instead, and
+    skipped, blocked and cancelled instances are never runs. `pass_rate`, `ci_low`, `ci_high`
+    are percent; `ci_*` is the `interval` ("wilson" or thinkingbox's "jeffreys"). `pass_hat_k`
+    (unbiased C(c,k)/C(n,k)), `pass_pow_k` (thinkingbox's (c/n)^k) and `pass_at_k` use `k`
+    (default: the case's runs, so pass^k is 1 only when every run passed). `p_in_zone` is
+    thinkingbox's P(0.0625 < p < 0.9375 | data), `in_goldilocks_zone` when it is >= 0.95.
+    `flaky` marks cases whose runs disagree; durations cover the counted runs.
     """
     import pandas as pd
 
@@ -348,8 +379,9 @@ def stability(
 def _counting_note(mode: CountErrorsAs) -> str:
     errors = "errors count as failed runs" if mode == "failed" else "errors are left out"
     return (
-        f"pass rate = passed / runs; timeouts count as failed runs; {errors}; "
-        "skipped, blocked and cancelled instances are not runs"
+        f"pass rate = passed / runs; only the agent's failures are runs ({errors}); "
+        "failures blamed on the simulator, judge, infrastructure, suite or a hook are counted "
+        "apart (not_agent); skipped, blocked and cancelled instances are not runs"
     )
 
 
@@ -416,13 +448,20 @@ def summary(df: pd.DataFrame, stab: pd.DataFrame) -> dict[str, Any]:
     """
     mode = counting_mode(stab.attrs.get("count_errors_as", "failed"))
     rows = [{str(k): v for k, v in row.items()} for row in stab.to_dict("records")]
-    return summary_of([str(s) for s in df["status"]], rows, mode)
+    blames = list(df["blame"]) if "blame" in df.columns else None
+    return summary_of([str(s) for s in df["status"]], rows, mode, blames)
 
 
 def summary_of(
-    statuses: Sequence[str], case_rows: Sequence[Mapping[str, Any]], mode: CountErrorsAs
+    statuses: Sequence[str],
+    case_rows: Sequence[Mapping[str, Any]],
+    mode: CountErrorsAs,
+    blames: Sequence[Any] | None = None,
 ) -> dict[str, Any]:
-    """`summary` from the instances' statuses and the stability rows (`stability_row`)."""
+    """`summary` from the instances' statuses (and blames, in the same order) and the
+    stability rows (`stability_row`). `blame` counts the non-passes by class; `not_agent` is
+    how many of them the pass rate leaves out."""
+    by_blame = count_by_blame(statuses, blames)
     rated = [r for r in case_rows if r["runs"] > 0]
     classes = {c: sum(r["classification"] == c for r in rated) for c in CLASSES}
     mean = sum(float(r["pass_rate"]) for r in rated) / len(rated) if rated else None
@@ -442,4 +481,6 @@ def summary_of(
         "flaky_cases": sum(bool(r["flaky"]) for r in rated),
         "classes": classes,
         "count_errors_as": mode,
+        "blame": by_blame,
+        "not_agent": sum(n for b, n in by_blame.items() if b != "agent"),
     }

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from convlab.model.assertions import EVALUATORS
+from convlab.model.blame import Blame, blame_of
 from convlab.model.conversation import Message, Observation
 from convlab.model.results import AssertionResult
 from convlab.registry import Registry
@@ -103,8 +104,12 @@ def result(spec: Any, passed: bool, message: str = "", **kw: Any) -> AssertionRe
     )
 
 
-def error_result(spec: Any, message: str, **kw: Any) -> AssertionResult:
-    """Build an `error` result: the check could not decide (never a pass, never a fail)."""
+def error_result(spec: Any, message: str, blame: Blame = "suite", **kw: Any) -> AssertionResult:
+    """Build an `error` result: the check could not decide (never a pass, never a fail).
+
+    `blame` says whose fault that is (convlab.model.blame): the suite's by default (a bad
+    path, regex or test), `judge` where the judge call failed, or the caught exception's.
+    """
     return AssertionResult(
         kind=spec.kind,
         id=spec.id,
@@ -112,6 +117,7 @@ def error_result(spec: Any, message: str, **kw: Any) -> AssertionResult:
         status="error",
         message=message,
         error=message,
+        blame=blame,
         **kw,
     )
 
@@ -153,7 +159,7 @@ async def evaluate(spec: Assertion, ctx: CheckContext) -> AssertionResult:
         res = await out if inspect.isawaitable(out) else out
     except Exception as exc:
         tb = traceback.format_exc(limit=5)
-        res = error_result(spec, f"{type(exc).__name__}: {exc}")
+        res = error_result(spec, f"{type(exc).__name__}: {exc}", blame_of(exc, "suite"))
         res.details["traceback"] = tb
     res = _apply_common(spec, res)
     res.duration_ms = (time.perf_counter() - start) * 1000

@@ -34,6 +34,7 @@ from convlab.checks._tb_standin import TbRecord, message_record, standin_modules
 from convlab.checks._values import json_safe, reply_text
 from convlab.checks.judge import TestJudge, transcript
 from convlab.model.assertions import PythonTest
+from convlab.model.blame import blame_of
 from convlab.model.conversation import Message
 from convlab.model.results import AssertionResult
 
@@ -239,7 +240,8 @@ async def python_test(spec: PythonTest, ctx: CheckContext) -> AssertionResult:
         return result(spec, False, text, score=0.0, details={**details, "location": where})
     if out.exc is not None:
         msg = f"{type(out.exc).__name__}: {out.exc}"
-        return error_result(spec, msg, score=0.0, details={**details, "location": where})
+        blame = blame_of(out.exc, "suite")  # the test crashed, unless its judge call did
+        return error_result(spec, msg, blame, score=0.0, details={**details, "location": where})
     if out.value is None:
         return result(spec, True, "the test returned normally", score=1.0, details=details)
     reward, problem = _reward(out.value)

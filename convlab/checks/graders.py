@@ -23,6 +23,7 @@ from convlab.checks._core import CheckContext, error_result, kind, result
 from convlab.checks._values import reply_text
 from convlab.checks.tools import holodeck_arguments
 from convlab.model.assertions import Grader
+from convlab.model.blame import blame_of
 from convlab.model.results import AssertionResult
 
 __all__ = ["GraderContext", "GraderResult", "ToolInvocation", "grader", "grader_context"]
@@ -158,7 +159,8 @@ async def grader(spec: Grader, ctx: CheckContext) -> AssertionResult:
     try:
         raw = await call_user(fn, gctx)
     except Exception as exc:
-        return error_result(spec, f"{type(exc).__name__}: {exc}", details=base)
+        why = f"{type(exc).__name__}: {exc}"
+        return error_result(spec, why, blame_of(exc, "suite"), details=base)
     graded = _normalize(raw)
     if graded is None:
         msg = (

@@ -10,6 +10,7 @@ configure one, never a silent pass.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 from typing import Any
@@ -21,6 +22,7 @@ from convlab.checks._values import output_of, reply_text, to_text
 from convlab.checks.text import input_of
 from convlab.errors import ConvlabError
 from convlab.model.assertions import AgentValidator, Judge
+from convlab.model.blame import Blame, blame_of
 from convlab.model.conversation import Message
 from convlab.model.results import AssertionResult
 
@@ -42,8 +44,14 @@ __all__ = [
 class JudgeNotConfiguredError(ConvlabError):
     """A check needs a judge and none is configured; the message says how to give one."""
 
+    blame = "judge"
+
     def __init__(self, message: str = NO_JUDGE) -> None:
         super().__init__(message)
+
+
+def _judge_blame(exc: BaseException) -> Blame:
+    return blame_of(exc, "judge")
 
 
 async def ask(agent: Agent, prompt: str) -> str:
@@ -188,7 +196,7 @@ async def judge(spec: Judge, ctx: CheckContext) -> AssertionResult:
     """
     agent = resolve_judge(spec.use, ctx)
     if agent is None:
-        return error_result(spec, NO_JUDGE)
+        return error_result(spec, NO_JUDGE, "judge")
     reply = (
         to_text(output_of(ctx.observation, ctx.scope))
         if ctx.scope == "checkpoint"
@@ -203,7 +211,8 @@ async def judge(spec: Judge, ctx: CheckContext) -> AssertionResult:
         owned = agent is not ctx.judge and agent not in ctx.judges.values()
         answer = await ask_closing(agent, prompt, owned=owned)
     except Exception as exc:
-        return error_result(spec, f"judge failed: {type(exc).__name__}: {exc}", expected=expected)
+        why = f"judge failed: {type(exc).__name__}: {exc}"
+        return error_result(spec, why, _judge_blame(exc), expected=expected)
     details = {"judge_answer": answer, "prompt": prompt}
     if spec.question is not None:
         yes, reason = parse_yesno(answer)
@@ -211,6 +220,7 @@ async def judge(spec: Judge, ctx: CheckContext) -> AssertionResult:
             return error_result(
                 spec,
                 f"judge answer is not yes/no: {answer[:200]!r}",
+                "judge",
                 expected=expected,
                 details=details,
             )
@@ -224,6 +234,7 @@ async def judge(spec: Judge, ctx: CheckContext) -> AssertionResult:
         return error_result(
             spec,
             f"judge answer has no score in 0..1: {answer[:200]!r}",
+            "judge",
             expected=expected,
             details=details,
         )
@@ -258,7 +269,7 @@ async def agent_validator(spec: AgentValidator, ctx: CheckContext) -> AssertionR
         return result(spec, False, NO_AGENTS_PREFIX, actual=use or None)
     agent = resolve_judge(use, ctx)
     if agent is None:
-        return error_result(spec, _no_validator(use))
+        return error_result(spec, _no_validator(use), "judge")
     out = output_of(ctx.observation, ctx.scope)
     payload: dict[str, Any] = {"output": out, "input": input_of(ctx)}
     if spec.value is not None:
@@ -268,7 +279,8 @@ async def agent_validator(spec: AgentValidator, ctx: CheckContext) -> AssertionR
         owned = agent is not ctx.judge and agent not in ctx.judges.values()
         answer = await ask_closing(agent, _validator_prompt(payload), owned=owned)
     except Exception as exc:
-        return error_result(spec, f"validator agent error: {type(exc).__name__}: {exc}")
+        why = f"validator agent error: {type(exc).__name__}: {exc}"
+        return error_result(spec, why, _judge_blame(exc))
     by = "the run's judge" if agent is ctx.judge else use
     details = {"judge_answer": answer, "request": payload, "validator": by}
     data = extract_json(answer)
@@ -320,7 +332,13 @@ class TestJudge:
             raise RuntimeError(
                 "the test judge must be called from a worker thread, not the event loop"
             )
-        return asyncio.run_coroutine_threadsafe(ask(self.agent, prompt), self.loop).result()
+        try:
+            return asyncio.run_coroutine_threadsafe(ask(self.agent, prompt), self.loop).result()
+        except Exception as exc:
+            # the test sees the judge's own exception; the blame says it came from the judge
+            with contextlib.suppress(AttributeError, TypeError):
+                exc.blame = _judge_blame(exc)  # type: ignore[attr-defined]
+            raise
 
     def text_yesno_with_motivation(self, text: str, question: str) -> dict[str, Any]:
         """{"answer": bool, "motivation": str}; an unreadable answer counts as No."""

@@ -32,6 +32,7 @@ from convlab.checks._core import NO_JUDGE, CheckContext, error_result, kind, res
 from convlab.checks._values import reply_text, show
 from convlab.checks.judge import ask, parse_score
 from convlab.model.assertions import Metric
+from convlab.model.blame import Blame, blame_of
 from convlab.model.results import AssertionResult
 from convlab.model.suite import Turn
 
@@ -232,7 +233,7 @@ def _prompt(spec: Metric, ctx: CheckContext, response: str, truth: str | None) -
     return "\n\n".join(parts)
 
 
-async def _ask_judge(spec: Metric, judge: Any, prompt: str) -> tuple[str | None, str | None]:
+async def _ask_judge(spec: Metric, judge: Any, prompt: str) -> tuple[str | None, str | None, Blame]:
     """(answer with a score, problem): `timeout_ms` bounds each try, `retry_on_failure` adds tries.
 
     HoloDeck 0.7.1 validates both options and then ignores them; convlab applies them to
@@ -242,6 +243,7 @@ async def _ask_judge(spec: Metric, judge: Any, prompt: str) -> tuple[str | None,
     timeout_ms = spec.options.get("timeout_ms")
     tries = 1 + int(spec.options.get("retry_on_failure") or 0)
     problem: str | None = None
+    blame: Blame = "judge"
     for _ in range(tries):
         try:
             if timeout_ms:
@@ -250,29 +252,32 @@ async def _ask_judge(spec: Metric, judge: Any, prompt: str) -> tuple[str | None,
                 answer = await ask(judge, prompt)
         except TimeoutError:
             problem = f"judge timed out after {timeout_ms} ms (timeout_ms)"
+            blame = "infrastructure"
             continue
         except Exception as exc:
             problem = f"judge failed: {type(exc).__name__}: {exc}"
+            blame = blame_of(exc, "judge")
             continue
         if parse_score(answer)[0] is not None:
-            return answer, None
+            return answer, None, "judge"
         problem = f"judge answer has no score in 0..1: {answer[:200]!r}"
+        blame = "judge"
     if tries > 1:
         problem = f"{problem} (after {tries} tries, retry_on_failure)"
-    return None, problem
+    return None, problem, blame
 
 
 async def _judged(
     spec: Metric, ctx: CheckContext, response: str, truth: str | None
 ) -> AssertionResult:
     if ctx.judge is None:
-        return error_result(spec, f"metric '{spec.metric}' needs a judge; {NO_JUDGE}")
+        return error_result(spec, f"metric '{spec.metric}' needs a judge; {NO_JUDGE}", "judge")
     if spec.type == "geval" and not spec.options.get("criteria"):
         return error_result(spec, "a geval metric needs 'criteria'")
     prompt = _prompt(spec, ctx, response, truth)
-    answer, problem = await _ask_judge(spec, ctx.judge, prompt)
+    answer, problem, blame = await _ask_judge(spec, ctx.judge, prompt)
     if answer is None:
-        return error_result(spec, problem or "judge failed", details={"prompt": prompt})
+        return error_result(spec, problem or "judge failed", blame, details={"prompt": prompt})
     score, reason = parse_score(answer)
     assert score is not None  # _ask_judge returns only answers with a score
     details: dict[str, Any] = {"judge_answer": answer, "prompt": prompt}

@@ -27,6 +27,7 @@ from convlab.checks._values import deep_equal, is_number, json_safe, output_of, 
 from convlab.checks.text import structured
 from convlab.errors import UnknownNameError
 from convlab.model.assertions import All, Any_, Check, Custom, JsonPath, Not
+from convlab.model.blame import Blame, assertion_blame, blame_of
 from convlab.model.results import AssertionResult
 
 __all__ = ["at", "check", "custom", "json_path", "matches", "operate", "scope_view"]
@@ -222,9 +223,8 @@ async def all_(spec: All, ctx: CheckContext) -> AssertionResult:
     failed = [k for k in kids if k.status == "failed"]
     n = len(kids)
     if errors:
-        return error_result(
-            spec, f"{len(errors)} of {n} errored: {_summary(errors)}", children=kids
-        )
+        why = f"{len(errors)} of {n} errored: {_summary(errors)}"
+        return error_result(spec, why, _blame(errors), children=kids)
     if failed:
         return result(
             spec, False, f"{len(failed)} of {n} failed: {_summary(failed)}", children=kids
@@ -246,9 +246,8 @@ async def any_(spec: Any_, ctx: CheckContext) -> AssertionResult:
     passed = [k for k in kids if k.status == "passed"]
     n = len(kids)
     if errors:
-        return error_result(
-            spec, f"{len(errors)} of {n} errored: {_summary(errors)}", children=kids
-        )
+        why = f"{len(errors)} of {n} errored: {_summary(errors)}"
+        return error_result(spec, why, _blame(errors), children=kids)
     if passed:
         return result(spec, True, f"{len(passed)} of {n} passed", children=kids)
     if all(k.status == "skipped" for k in kids):
@@ -264,12 +263,17 @@ async def not_(spec: Not, ctx: CheckContext) -> AssertionResult:
     """
     [kid] = await _children([spec.assertion], ctx)
     if kid.status == "error":
-        return error_result(spec, f"child errored: {kid.message}", children=[kid])
+        return error_result(spec, f"child errored: {kid.message}", _blame([kid]), children=[kid])
     if kid.status == "skipped":
         return skipped_result(spec, f"child skipped: {kid.message}", children=[kid])
     if kid.status == "passed":
         return result(spec, False, f"child passed but should not: {kid.message}", children=[kid])
     return result(spec, True, f"child failed as required: {kid.message}", children=[kid])
+
+
+def _blame(errored: list[AssertionResult]) -> Blame:
+    """A composite's error is its first errored child's fault."""
+    return assertion_blame(errored[0]) or "suite"
 
 
 async def _call_evaluator(fn: Any, ctx: CheckContext, parameters: dict[str, Any]) -> Any:
@@ -326,5 +330,5 @@ async def custom(spec: Custom, ctx: CheckContext) -> AssertionResult:
         # intention-kernel: an evaluator that throws is EVALUATOR_FAILED (its message is not
         # copied there; convlab keeps it, for the person fixing the evaluator)
         details = {"traceback": traceback.format_exc(limit=5), "code": "EVALUATOR_FAILED"}
-        return error_result(spec, msg, expected=expected, details=details)
+        return error_result(spec, msg, blame_of(exc, "suite"), expected=expected, details=details)
     return _from_evaluator(spec, value, expected)

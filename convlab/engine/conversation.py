@@ -22,6 +22,7 @@ from convlab.checks import CheckContext, evaluate
 from convlab.engine.codes import error_code, turn_code
 from convlab.engine.events import ConcurrencyChanged, Event, TurnCompleted
 from convlab.engine.replies import MAX_REPLY_BYTES, cap_reply, share_reply_text
+from convlab.model.blame import Blame, blame_of
 from convlab.model.conversation import Message, Observation, Usage
 from convlab.model.results import AssertionResult, CheckpointResult, TurnResult
 
@@ -201,7 +202,7 @@ class Conversation:
             turn.status, turn.error = "error", _agent_error(exc, index)
             turn.code = error_code(exc)
             turn.duration_ms = (time.perf_counter() - start) * 1000
-            raise TurnFailed(turn.error) from exc
+            raise TurnFailed(turn.error, blame_of(exc, "agent")) from exc
         self.env.note_concurrency()
         cap_reply(obs, self.env.max_reply_bytes)
         obs.thread_id = self.thread_id
@@ -286,7 +287,12 @@ def thread_id(run_id: str, inst: Instance) -> str:
 
 
 class TurnFailed(Exception):
-    """The agent could not answer a turn; the conversation stops there."""
+    """The conversation cannot go on (the agent or the simulator failed, a checkpoint could
+    not be evaluated); `blame` is whose fault that is, classified where it was caught."""
+
+    def __init__(self, message: str, blame: Blame) -> None:
+        super().__init__(message)
+        self.blame: Blame = blame
 
 
 def _agent_error(exc: BaseException, index: int) -> str:

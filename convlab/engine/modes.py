@@ -15,6 +15,7 @@ from pathlib import Path
 from convlab.engine.codes import code_in
 from convlab.engine.conversation import Conversation, TurnFailed, status_of
 from convlab.engine.events import CheckpointReached
+from convlab.model.blame import Blame, assertion_blame, blame_of
 from convlab.model.conversation import Message
 from convlab.model.results import AssertionResult, CheckpointResult
 from convlab.model.suite import Turn, TurnInput
@@ -34,6 +35,9 @@ class Outcome:
     assertions: list[AssertionResult] = field(default_factory=list)
     checkpoints: list[CheckpointResult] = field(default_factory=list)
     finish_reason: str | None = None
+    blame: Blame | None = None
+    """What stopped the instance, classified where it was caught (None: the checks decided;
+    convlab.model.blame.case_blame settles the instance's blame from both)."""
 
 
 def _first_problem(results: list[AssertionResult]) -> str | None:
@@ -52,7 +56,7 @@ async def run_standard(conv: Conversation) -> Outcome:
         turn = await conv.send(user)
     except TurnFailed as exc:
         conv.finish_turn(conv.turns[-1], [])
-        return Outcome("error", str(exc))
+        return Outcome("error", str(exc), blame=exc.blame)
     results = await conv.check(case.assertions, turn, "turn")
     conv.finish_turn(turn, results)
     status = status_of(results)
@@ -85,6 +89,8 @@ async def run_turns(conv: Conversation) -> Outcome:
     """
     base = Path(conv.case.source.file).parent if conv.case.source else None
     previous = None
+    stopped_by: dict[int, Blame] = {}
+    """Turns whose agent call failed (HoloDeck goes on after them): whose fault it was."""
     for step in conv.inst.turns:
         meta: dict[str, object] = {}
         inp: TurnInput = step.input
@@ -92,21 +98,23 @@ async def run_turns(conv: Conversation) -> Outcome:
             # intention-kernel checks a step's input when the turn is sent (agentAdapter.ts
             # `send`, strict inputSchema), not when the suite loads: the file loads, and
             # only the instances that send this input err
-            return _stop_with(conv, step, f"EVALUATION_AGENT_INPUT_INVALID: {inp.invalid}")
+            bad = f"EVALUATION_AGENT_INPUT_INVALID: {inp.invalid}"
+            return _stop_with(conv, step, bad, "suite")  # the suite's input, not the agent's
         if inp.selection is not None:
             try:
                 interaction = (
                     previous.observation.interaction if previous and previous.observation else None
                 )
                 meta["selected_option"] = resolve_selection(inp.selection, interaction)
-            except SelectionError as exc:
-                return _stop_with(conv, step, str(exc))
+            except SelectionError as exc:  # the reply offered no such option
+                return _stop_with(conv, step, str(exc), blame_of(exc, "agent"))
         try:
             turn = await conv.send([_user_message(step, base)], step_id=step.id, inp=inp, meta=meta)
         except TurnFailed as exc:
             conv.finish_turn(conv.turns[-1], [])
             if not _goes_on(conv, []):
-                return Outcome("error", str(exc))
+                return Outcome("error", str(exc), blame=exc.blame)
+            stopped_by.setdefault(conv.turns[-1].index, exc.blame)
             previous = conv.turns[-1]
             continue
         results = await conv.check(step.assertions, turn, "turn")
@@ -118,7 +126,9 @@ async def run_turns(conv: Conversation) -> Outcome:
     errored = next((t for t in conv.turns if t.status == "error"), None)
     if errored is not None:  # HoloDeck: later turns ran and were scored; the case errs
         why = errored.error or _first_problem(errored.assertions)
-        return Outcome("error", f"turn {errored.index + 1}: {why}")
+        return Outcome(
+            "error", f"turn {errored.index + 1}: {why}", blame=stopped_by.get(errored.index)
+        )
     # every step was recorded: the final checks run (seed 001), even after a failed step,
     # but a failed step decides the case
     final = await conv.check(conv.case.assertions, None, "final")
@@ -144,7 +154,7 @@ def _goes_on(conv: Conversation, results: list[AssertionResult]) -> bool:
     return not any(r.status == "error" and r.details.get("fail_on_error") for r in results)
 
 
-def _stop_with(conv: Conversation, step: Turn, error: str) -> Outcome:
+def _stop_with(conv: Conversation, step: Turn, error: str, blame: Blame) -> Outcome:
     from convlab.model.results import TurnResult
 
     turn = TurnResult(
@@ -157,7 +167,7 @@ def _stop_with(conv: Conversation, step: Turn, error: str) -> Outcome:
     )
     conv.turns.append(turn)
     conv.finish_turn(turn, [])
-    return Outcome("error", error)
+    return Outcome("error", error, blame=blame)
 
 
 def _simulator(conv: Conversation) -> object:
@@ -169,11 +179,13 @@ def _simulator(conv: Conversation) -> object:
         try:
             return conv.env.case_simulator(use)
         except Exception as exc:
-            raise TurnFailed(f"simulator {use!r}: {type(exc).__name__}: {exc}") from exc
+            why = f"simulator {use!r}: {type(exc).__name__}: {exc}"
+            raise TurnFailed(why, blame_of(exc, "simulator")) from exc
     if conv.env.simulator is None:
         raise TurnFailed(
             "no user simulator configured: pass run(simulator=...) (a function, an agent or "
-            "'scripted')"
+            "'scripted')",
+            "simulator",
         )
     return conv.env.simulator
 
@@ -193,7 +205,8 @@ async def _simulate(conv: Conversation, sim: object, extra: dict[str, object]) -
     try:
         out = await sim.simulate(list(conv.messages), conv.ctx)  # type: ignore[attr-defined]
     except Exception as exc:
-        raise TurnFailed(f"simulator error: {type(exc).__name__}: {exc}") from exc
+        why = f"simulator error: {type(exc).__name__}: {exc}"
+        raise TurnFailed(why, blame_of(exc, "simulator")) from exc
     return str(out.message), bool(out.goal_achieved)
 
 
@@ -226,7 +239,9 @@ async def run_dynamic(conv: Conversation) -> Outcome:
                 if done:
                     return _goal_outcome(checkpoints)
                 if not text.strip():
-                    raise TurnFailed("simulator error: simulator returned empty message")
+                    raise TurnFailed(
+                        "simulator error: simulator returned empty message", "simulator"
+                    )
                 user = [Message(role="user", content=text)]
             turn = await conv.send(user)
             conv.finish_turn(turn, [])
@@ -236,7 +251,7 @@ async def run_dynamic(conv: Conversation) -> Outcome:
     except TurnFailed as exc:
         if conv.turns and conv.turns[-1].status == "error":
             conv.finish_turn(conv.turns[-1], [])
-        return Outcome("error", str(exc), checkpoints=list(checkpoints.values()))
+        return Outcome("error", str(exc), checkpoints=list(checkpoints.values()), blame=exc.blame)
     missing = [k for k, v in checkpoints.items() if v.required and not v.reached]
     return Outcome(
         "failed",
@@ -275,7 +290,8 @@ async def _check_checkpoints(
             [res] = await conv.check([cp.assertion], turn, "checkpoint")  # type: ignore[arg-type]
             if res.status == "error":  # e.g. no judge configured: not "unreached", an error
                 state.message = res.error or res.message
-                raise TurnFailed(f"checkpoint {cp.id}: {state.message}")
+                why = f"checkpoint {cp.id}: {state.message}"
+                raise TurnFailed(why, assertion_blame(res) or "suite")
             passed, message = res.passed, res.message
         if passed:
             state.reached = state.passed = True
@@ -301,7 +317,7 @@ async def run_code(conv: Conversation) -> Outcome:
     except TurnFailed as exc:
         if conv.turns and conv.turns[-1].status == "error":
             conv.finish_turn(conv.turns[-1], [])
-        return Outcome("error", str(exc), finish_reason="agent_error")
+        return Outcome("error", str(exc), finish_reason="agent_error", blame=exc.blame)
     results = await conv.check(case.assertions, None, "final")
     status = status_of(results)
     return Outcome(

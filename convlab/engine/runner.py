@@ -28,6 +28,7 @@ from convlab.engine.modes import MODES, Outcome
 from convlab.engine.replies import MAX_REPLY_BYTES, share_case_text
 from convlab.engine.store import ResultStore
 from convlab.model._compact import compact
+from convlab.model.blame import Blame, blame_of, case_blame
 from convlab.model.results import CaseResult, Run
 from convlab.plan import Instance, count, expand, fingerprint
 
@@ -78,6 +79,9 @@ class Runner:
     run: Run = field(default_factory=Run)
     _stop_picking: bool = False
     _warned: set[int] = field(default_factory=set)
+    _store_problem: str | None = None
+    _failure_blame: Blame = "hook"
+    """Whose fault the run-level failure is (the run's before hook, unless it says otherwise)."""
 
     def emit(self, event: Event) -> None:
         """Tell every listener; a broken listener never breaks the run, but says so once."""
@@ -132,6 +136,7 @@ class Runner:
                 before_data = await call_hook(resolve_hook(s.before), suite)
             except Exception as exc:
                 failure = f"before hook failed: {type(exc).__name__}: {exc}"
+                self._failure_blame = blame_of(exc, "hook")
             if failure is None:
                 todo = (
                     i
@@ -145,7 +150,10 @@ class Runner:
             _uncancel()
         finally:
             if store is not None:
-                store.close()
+                try:
+                    store.close()
+                except Exception as exc:  # the results are in memory: the Run says so
+                    self._store_problem = f"closing results store {s.store} failed: {_why(exc)}"
         # finishing (suite checks, the after hook, closing agents) survives a second stop
         finish = asyncio.ensure_future(self._finish(cancelled, before_data, failure))
         while True:
@@ -162,7 +170,8 @@ class Runner:
         for n, inst in enumerate(expand(suite, s.runs, s.allow_external_writes)):
             order[inst.key] = n
             if inst.key not in self.results:
-                self.results[inst.key] = _closed(inst, "error" if failure else "cancelled", why)
+                status = "error" if failure else "cancelled"
+                self.results[inst.key] = _closed(inst, status, why, self._failure_blame)
         self.run.results = sorted(self.results.values(), key=lambda r: order.get(r.key, 1 << 60))
         self.run.status = "failed" if failure else "cancelled" if cancelled else "completed"
         self.run.error = failure
@@ -175,6 +184,8 @@ class Runner:
             self.run.status = "failed"
             self.run.error = f"after hook failed: {type(exc).__name__}: {exc}"
         problems = await self.env.aclose()  # a failing close never loses the Run
+        if self._store_problem:
+            problems.insert(0, self._store_problem)
         if problems:
             self.run.error = "; ".join([self.run.error, *problems] if self.run.error else problems)
         self.emit(RunFinished(self.run))
@@ -191,9 +202,9 @@ class Runner:
                     inst.key, _closed(inst, "cancelled", "run stopped while it ran")
                 )
                 raise
-            self.results[inst.key] = result
             if store is not None:
-                store.append(result)
+                result = _stored(store, result)
+            self.results[inst.key] = result
             self.emit(CaseFinished(result, inst.label))
             if self.settings.fail_fast and result.status in ("failed", "error", "timeout"):
                 self._stop_picking = True
@@ -227,6 +238,7 @@ class Runner:
         data = None
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
+        site: Blame = "hook"  # whose code runs now: the before hook, then the agent's session
 
         async def after(outcome: Outcome) -> None:
             async with asyncio.timeout(timeout):
@@ -234,7 +246,11 @@ class Runner:
 
         try:
             async with asyncio.timeout_at(deadline):
-                data = await call_hook(resolve_hook(case.hooks.before, near), case)
+                try:
+                    data = await call_hook(resolve_hook(case.hooks.before, near), case)
+                except Exception as exc:
+                    raise _HookFailed(f"before hook failed: {_why(exc)}", exc) from exc
+                site = "agent"
                 await conv.open()
                 try:
                     outcome = await MODES[case.mode](conv)
@@ -246,7 +262,7 @@ class Runner:
             outcome = _timeout(conv, timeout)
         except asyncio.CancelledError as exc:
             if not stopping():  # user code raised it: its fault, not a stop
-                outcome = Outcome("error", f"{type(exc).__name__}: {exc}")
+                outcome = Outcome("error", f"{type(exc).__name__}: {exc}", blame=site)
             else:
                 # `after` always runs, also for an instance stopped mid-way
                 try:
@@ -254,18 +270,34 @@ class Runner:
                 except Exception as hook_exc:
                     conv.hook_error = f"after hook failed: {_why(hook_exc)}"
                 raise
+        except _HookFailed as exc:
+            outcome = Outcome("error", str(exc), blame=blame_of(exc.original, "hook"))
         except BaseException as exc:  # SystemExit, KeyboardInterrupt, pytest's Failed ...
-            outcome = Outcome("error", _why(exc))
+            outcome = Outcome("error", _why(exc), blame=blame_of(exc, site))
         try:
             await after(outcome)
         except Exception as exc:
             why = f"after hook failed: {_why(exc)}"
             if outcome.status == "passed":
-                outcome = Outcome("error", why, outcome.assertions, outcome.checkpoints)
+                outcome = Outcome(
+                    "error",
+                    why,
+                    outcome.assertions,
+                    outcome.checkpoints,
+                    blame=blame_of(exc, "hook"),
+                )
             else:
                 why = f"{outcome.error}; {why}" if outcome.error else why
                 outcome = replace(outcome, error=why)
         return outcome
+
+
+class _HookFailed(Exception):
+    """A case's before hook raised: the instance errs with the hook's blame."""
+
+    def __init__(self, message: str, original: BaseException) -> None:
+        super().__init__(message)
+        self.original = original
 
 
 def _why(exc: BaseException) -> str:
@@ -288,6 +320,7 @@ def _result(
         assertions=outcome.assertions,
         checkpoints=outcome.checkpoints,
         error=outcome.error,
+        blame=outcome.blame,
         duration_ms=(time.perf_counter() - t0) * 1000,
         attempts=conv.attempts.calls or 1,
         usage=conv.usage,
@@ -295,6 +328,7 @@ def _result(
         finish_reason=outcome.finish_reason,
     )
     result.code = case_code(result)
+    result.blame = case_blame(result, outcome.blame)  # a failed check is the agent's first
     share_case_text(result)  # a long reply is stored once, on its turn
     compact(result)  # long runs keep every result: share the bookkeeping
     return result
@@ -351,7 +385,7 @@ def _timeout(conv: Conversation, timeout: float) -> Outcome:
             f": the agent blocked the event loop for {blocked:.1f}s (a blocking call in "
             "async code: await it, or make the agent a sync function)"
         )
-    return Outcome("timeout", why, checkpoints=conv.checkpoints)
+    return Outcome("timeout", why, checkpoints=conv.checkpoints, blame="infrastructure")
 
 
 def _uncancel() -> None:
@@ -377,7 +411,23 @@ def _reward(outcome: Outcome) -> float:
     return float(scores[0]) if scores else 1.0
 
 
-def _closed(inst: Instance, status: str, why: str) -> CaseResult:
+def _stored(store: ResultStore, result: CaseResult) -> CaseResult:
+    """Append `result` to the store; one that cannot be written (a full disk, a lost mount)
+    errs with `infrastructure` blame and the run goes on, keeping it in memory."""
+    try:
+        store.append(result)
+    except Exception as exc:
+        why = f"results store {store.path}: could not write this instance ({_why(exc)})"
+        if result.status == "passed":
+            failed = result.model_copy(update={"status": "error", "error": why})
+        else:
+            failed = result.model_copy(update={"error": f"{result.error}; {why}"})
+        failed.blame = case_blame(failed, blame_of(exc, "infrastructure"))
+        return failed
+    return result
+
+
+def _closed(inst: Instance, status: str, why: str, blame: Blame | None = None) -> CaseResult:
     result = CaseResult(
         case_id=inst.case.id,
         variant=inst.variant,
@@ -385,6 +435,7 @@ def _closed(inst: Instance, status: str, why: str) -> CaseResult:
         run=inst.run,
         status=status,  # type: ignore[arg-type]
         error=why,
+        blame=blame,
     )
     result.code = case_code(result)
     return result

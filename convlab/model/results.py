@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from convlab.model.blame import BLAMED_STATUSES, Blame, case_blame
 from convlab.model.conversation import Message, Observation, Usage
 from convlab.model.suite import Suite, TurnInput
 
@@ -47,6 +48,8 @@ class AssertionResult(BaseModel):
     actual: Any = None
     error: str | None = None
     """Why the evaluator could not decide (crash, bad config, no judge); never a pass."""
+    blame: Blame | None = None
+    """Whose fault an `error` is (`judge`, `suite`, `infrastructure`; convlab.model.blame)."""
     score: float | None = None
     duration_ms: float = 0.0
     children: list[AssertionResult] = Field(default_factory=list)
@@ -130,12 +133,26 @@ class CaseResult(BaseModel):
     intention-kernel's codes (EVALUATION_TRANSPORT_FAILED, EVALUATOR_FAILED,
     EXTERNAL_WRITES_NOT_AUTHORIZED, ...; convlab.engine.codes lists them), for every
     format. None for a pass or a plain failure. Runs saved before it existed load as None."""
+    blame: Blame | None = None
+    """Whose fault it is that the instance did not pass (None when it passed, was skipped,
+    blocked or cancelled); see convlab.model.blame. Inferred when a saved run lacks it."""
     duration_ms: float = 0.0
     attempts: int = 1
     usage: Usage | None = None
     started_at: str | None = None
     finish_reason: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _settle_blame(self) -> CaseResult:
+        # runs saved before blame existed get it inferred from their records; only a
+        # non-pass verdict has one
+        if self.status not in BLAMED_STATUSES:
+            if self.blame is not None:
+                self.blame = None
+        elif self.blame is None:
+            self.blame = case_blame(self)
+        return self
 
     @property
     def key(self) -> tuple[str, str, int, int]:

@@ -40,7 +40,7 @@ def _pct(value: Any) -> str:
 
 
 Worst = list[tuple[str, float, str, str, str]]
-"""(case id, pass rate, class, verdict, first reason it did not pass)"""
+"""(case id, pass rate, class, verdict, first reason the agent did not pass)"""
 
 
 def _views(run: Run) -> tuple[dict[str, Any], Worst]:
@@ -49,13 +49,14 @@ def _views(run: Run) -> tuple[dict[str, Any], Worst]:
     from convlab.analysis.stats import summary_of
 
     latest, rows = case_rollup(run)
-    summary = summary_of([r.status for r in latest], list(rows.values()), "failed")
+    statuses, blames = [r.status for r in latest], [r.blame for r in latest]
+    summary = summary_of(statuses, list(rows.values()), "failed", blames)
     bad = [(cid, row) for cid, row in rows.items() if row["runs"] > 0 and row["pass_rate"] < 100]
     bad = sorted(bad, key=lambda item: item[1]["pass_rate"])[:_WORST]  # stable: suite order
     wanted = {cid for cid, _ in bad}
     reasons: dict[str, str] = {}
-    for r in latest:
-        if r.case_id in wanted and r.case_id not in reasons and r.status != "passed":
+    for r in latest:  # the pass rate counts the agent's failures: so do the reasons
+        if r.case_id in wanted and r.case_id not in reasons and r.blame == "agent":
             reasons[r.case_id] = why_not_passed(r)
     worst = [
         (
@@ -98,6 +99,17 @@ def _rate_line(s: Mapping[str, Any]) -> str:
     )
 
 
+def blame_line(s: Mapping[str, Any]) -> str:
+    """`not passed, by blame: agent 2, judge 1 (...)`; '' when every instance passed."""
+    counts = {b: n for b, n in (s.get("blame") or {}).items() if n}
+    if not counts:
+        return ""
+    text = "not passed, by blame: " + ", ".join(f"{b} {n}" for b, n in counts.items())
+    if s.get("not_agent"):
+        text += " (only the agent's count towards the pass rate)"
+    return text
+
+
 def _title(run: Run) -> str:
     name = (run.suite.name or run.suite.id) if run.suite else ""
     bits = [f"Run {run.id}" if run.id else "Run", f"suite {name}" if name else ""]
@@ -106,8 +118,9 @@ def _title(run: Run) -> str:
 
 
 def summary_text(s: Mapping[str, Any]) -> str:
-    """Two lines: the counts and the pass rate."""
-    return f"{_counts_line(s)}\n{_rate_line(s)}"
+    """The counts, the pass rate and (when something did not pass) the blame breakdown."""
+    blame = blame_line(s)
+    return f"{_counts_line(s)}\n{_rate_line(s)}" + (f"\n{blame}" if blame else "")
 
 
 def run_card(run: Run) -> tuple[str, str]:
@@ -123,6 +136,8 @@ def run_text(run: Run) -> str:
 
 def _run_text(run: Run, s: dict[str, Any], worst: Worst) -> str:
     lines = [_title(run), "  " + _counts_line(s), "  " + _rate_line(s)]
+    if blame_line(s):
+        lines.append("  " + blame_line(s))
     if worst:
         lines.append("  worst cases:")
         for cid, rate, cls, verdict, why in worst:
@@ -168,8 +183,27 @@ def summary_html(s: Mapping[str, Any], title: str = "Summary", extra: str = "") 
         f"{_bar(s)}{_counts_html(s)}"
         f"<div class='cl-muted'>{e(_rate_line(s))}</div>"
         + (f"<div class='cl-muted'>classes: {e(roll)}</div>" if roll else "")
+        + _blame_html(s)
         + f"{extra}</div></div>"
     )
+
+
+def _blame_html(s: Mapping[str, Any]) -> str:
+    """The non-passes by blame, the agent's apart from the rest (the pass rate's rule)."""
+    counts = {b: n for b, n in (s.get("blame") or {}).items() if n}
+    if not counts:
+        return ""
+    e = html.escape
+    spans = "".join(
+        f"<span class='cl-blame cl-blame-{e(b)}'><b>{n}</b> {e(b)}</span>"
+        for b, n in counts.items()
+    )
+    note = (
+        "<span class='cl-muted'>only the agent's count towards the pass rate</span>"
+        if s.get("not_agent")
+        else ""
+    )
+    return f"<div class='cl-counts'><span>not passed, by blame:</span>{spans}{note}</div>"
 
 
 def _worst_table(worst: Worst) -> str:

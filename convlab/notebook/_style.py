@@ -7,6 +7,7 @@ draws them.
 from __future__ import annotations
 
 __all__ = [
+    "BLAME_COLORS",
     "CHANGE_COLORS",
     "CLASS_COLORS",
     "CSS",
@@ -44,6 +45,16 @@ VERDICT_COLORS = {
     "one run": "#6e7781",
 }
 """`Run.stability()`'s plain-word verdict -> colour."""
+
+BLAME_COLORS = {
+    "agent": "#cf222e",
+    "simulator": "#9a6700",
+    "judge": "#9a6700",
+    "infrastructure": "#9a6700",
+    "suite": "#9a6700",
+    "hook": "#9a6700",
+}
+"""`Run.df`'s blame -> colour: the agent's failures red, the ones around it amber."""
 
 CHANGE_COLORS = {
     "worse": "#cf222e",
@@ -86,6 +97,8 @@ CSS = """
 .convlab .cl-who{font-weight:600;color:#57606a}
 .convlab .cl-fail{color:#cf222e}
 .convlab .cl-ok{color:#1a7f37}
+.convlab .cl-blame{color:#9a6700}
+.convlab .cl-blame-agent{color:#cf222e}
 .convlab table.cl-small{border-collapse:collapse;margin:4px 0;font-size:inherit}
 .convlab table.cl-small td,.convlab table.cl-small th{border-bottom:1px solid #eaeef2;
  padding:2px 8px;text-align:left;vertical-align:top}

@@ -58,6 +58,7 @@ import pandas as pd
 
 from convlab.formats._base import did_you_mean
 from convlab.notebook._style import (
+    BLAME_COLORS,
     CHANGE_COLORS,
     CLASS_COLORS,
     GLYPHS,
@@ -109,6 +110,7 @@ _PALETTES: dict[str, dict[str, str]] = {
     "class_after": CLASS_COLORS,
     "verdict": VERDICT_COLORS,
     "change": CHANGE_COLORS,
+    "blame": BLAME_COLORS,
 }
 """Columns whose words get a coloured badge (the same palette as cards and charts)."""
 
@@ -458,7 +460,7 @@ def _cases_frame(run: Run) -> pd.DataFrame:
     """One row per case: counts, pass rate, class (and verdict), the first reason it failed."""
     stab = run.stability()
     cols = ["case_id", "runs", "passed", "failed", "errors", "pass_rate", "classification"]
-    cols += [c for c in ("verdict",) if c in stab.columns]
+    cols += [c for c in ("verdict", "not_agent", "not_agent_blame") if c in stab.columns]
     out = stab[[c for c in cols if c in stab.columns]].copy()
     df = run.df
     reasons: dict[Any, str] = {}

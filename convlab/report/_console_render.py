@@ -186,7 +186,12 @@ def _status_tail(r: CaseResult) -> str:
     if r.checkpoints:
         reached = sum(cp.reached for cp in r.checkpoints)
         parts.append(f"{reached}/{len(r.checkpoints)} checkpoints")
-    return (" - " + ", ".join(parts)) if parts else ""
+    return ((" - " + ", ".join(parts)) if parts else "") + _blamed(r)
+
+
+def _blamed(r: CaseResult) -> str:
+    """` [blame: judge]` for a non-pass that is not the agent's (the agent's is the norm)."""
+    return f" [blame: {r.blame}]" if r.blame and r.blame != "agent" else ""
 
 
 def instance(
@@ -210,7 +215,7 @@ def instance(
     if mode == "code" and not preview:
         preview = name or "(code test)"
     shown = f" {clip(preview, 48, g.ellipsis)}" if preview else ""
-    lines = [f"{head}{shown} {s.status(r.status)}{took}"]
+    lines = [f"{head}{shown} {s.status(r.status)}{took}{_blamed(r)}"]
     if r.status != "passed" or verbose:
         checks = [a for t in r.turns for a in t.assertions] + list(r.assertions)
         nodes: list[Node] = [(_check(a, g, s), []) for a in checks if verbose or not a.passed]
@@ -238,6 +243,12 @@ def summary_block(
         if sm[key]:
             rows.append((key.capitalize(), str(sm[key])))
     rows.append(("Pass rate", _rate(sm["pass_rate"])))
+    blamed = {b: n for b, n in (sm.get("blame") or {}).items() if n}
+    if blamed:  # the pass rate counts the agent's failures only: say what it left out
+        text = ", ".join(f"{b} {n}" for b, n in blamed.items())
+        if sm.get("not_agent"):
+            text += " (only the agent's count towards the pass rate)"
+        rows.append(("Blame", text))
     runs = int(run.settings.get("runs") or 1)
     if runs > 1 and sm.get("mean_pass") is not None:
         # thinkingbox's `tb agg` "Mean per-sample accuracy" with its Jeffreys interval
@@ -296,8 +307,8 @@ def _verdict(
 def stability_table(run: Run, g: Glyphs, s: Style) -> list[str]:
     """Seed 004's per-case table (case, runs, passed, pass rate, class) and the verdict."""
     df = run.stability(count_errors_as=str(run.summary.get("count_errors_as", "failed")))
-    head = ("Case", "Runs", "Passed", "Pass rate", "Class", "Verdict")
-    rows = [
+    head: tuple[str, ...] = ("Case", "Runs", "Passed", "Pass rate", "Class", "Verdict")
+    rows: list[tuple[str, ...]] = [
         (
             clip(rec["case_id"], 40, g.ellipsis),
             str(rec["runs"]),
@@ -305,11 +316,16 @@ def stability_table(run: Run, g: Glyphs, s: Style) -> list[str]:
             _rate(rec["pass_rate"]),
             str(rec["classification"] or "-"),
             str(rec["verdict"] or "-"),
+            str(rec.get("not_agent_blame") or ""),
         )
         for rec in df.to_dict("records")
     ]
+    right: tuple[bool, ...] = (False, True, True, True, False, False)
+    if any(row[-1] for row in rows):  # failures left out of the pass rate, by blame
+        head, right = (*head, "Not the agent's"), (*right, False)
+    else:
+        rows = [row[:-1] for row in rows]
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
-    right = (False, True, True, True, False, False)
 
     def fmt(row: Sequence[str]) -> str:
         cells = [

@@ -106,6 +106,11 @@ def instance_html(r: CaseResult) -> str:
         + (f" [{_e(variant)}]" if variant else "")
         + f" run {r.run}{f' rep {r.repetition}' if r.repetition else ''} · "
         f'<span style="color:{color}">{_e(r.status)}</span>'
+        + (
+            f' · <span class="cl-blame cl-blame-{_e(r.blame)}">blame: {_e(r.blame)}</span>'
+            if r.blame
+            else ""
+        )
         + (f" · {_e(cut_noted(r.error, 200))}" if r.error else "")
     )
     turns = []

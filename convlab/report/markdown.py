@@ -59,6 +59,12 @@ def _table(head: list[str], rows: list[list[str]]) -> list[str]:
     return out
 
 
+_BLAME_RULE = (
+    "Only the agent's failures count towards the pass rate; failures blamed on the simulator, "
+    "the judge, the infrastructure, the suite or a hook are counted apart."
+)
+
+
 def _title(run: Run) -> str:
     suite = (run.suite.name or run.suite.id) if run.suite else ""
     bits = [f"suite {suite}" if suite else "", f"agent {run.agent}" if run.agent else ""]
@@ -86,6 +92,10 @@ def run_markdown(run: Run) -> str:
     lines += [
         _counts(s) + f" · pass rate **{_pct(s['pass_rate'])}** (mean over {s['cases']} cases)"
     ]
+    blamed = {b: n for b, n in s["blame"].items() if n}
+    if blamed:
+        counts = ", ".join(f"{b} {n}" for b, n in blamed.items())
+        lines += ["", f"**Not passed, by blame:** {counts}. {_BLAME_RULE}"]
     if run.error:
         lines += ["", f"**Run error:** {cell(run.error)}"]
     lines += ["", "## Cases", ""]
@@ -96,10 +106,12 @@ def run_markdown(run: Run) -> str:
             str(r["passed"]),
             _pct(r["pass_rate"]),
             cell(r["classification"]),
+            cell(r["not_agent_blame"]) or "-",
         ]
         for r in stab.to_dict("records")
     ]
-    lines += _table(["case", "runs", "passed", "pass rate", "class"], rows)
+    head = ["case", "runs", "passed", "pass rate", "class", "not the agent's"]
+    lines += _table(head, rows)
     bad = df[df["status"] != "passed"]
     lines += ["", "## Failures", ""]
     if bad.empty:
@@ -112,11 +124,12 @@ def run_markdown(run: Run) -> str:
                 str(r["run"]),
                 str(r["repetition"]),
                 cell(r["status"]),
+                cell(r["blame"] or ""),
                 cell(r["error"], _REASON_LIMIT),
             ]
             for r in bad.head(_FAILURES_LIMIT).to_dict("records")
         ]
-        lines += _table(["case", "variant", "run", "rep", "status", "reason"], rows)
+        lines += _table(["case", "variant", "run", "rep", "status", "blame", "reason"], rows)
         if len(bad) > _FAILURES_LIMIT:
             lines += ["", f"… and {len(bad) - _FAILURES_LIMIT} more not listed."]
     failed_suite = [a for a in run.suite_assertions if a.status in ("failed", "error")]
