@@ -183,6 +183,8 @@ def test_the_card_and_the_console_show_the_breakdown(zoo_out: tuple[cl.Run, str]
         "not passed, by blame: agent 7, simulator 3, judge 3, infrastructure 4, suite 3, hook 3"
         " (only the agent's count towards the pass rate)" in text
     )
+    # the pass rate is a mean over the 4 cases the agent was judged on, and says so
+    assert "pass rate 37.5% (mean over 4 of 9 cases;" in text
     page = zoo_run._repr_mimebundle_()["text/html"]
     assert "not passed, by blame:" in page and "<b>3</b> judge" in page
     assert "cl-blame-agent" in page
@@ -397,3 +399,71 @@ def test_an_exception_may_say_whose_fault_it_is() -> None:
         blame = "the moon"
 
     assert blame_of(NotAClass(), "hook") == "hook"
+
+
+STORE_SCRIPT = """
+import json, resource, signal, sys
+import convlab as cl
+from convlab.model import Case, Message, Suite
+
+suite = Suite(id="s", cases=[
+    Case(id=f"c{i}", input=[Message(content="hi")], assertions=[{"kind": "contains", "value": "o"}])
+    for i in range(6)
+])
+agent = lambda messages: "ok"
+sized = sys.argv[1] + ".sized"
+cl.run(suite, agent, store=sized, parallel=1, progress=False)
+header, first, *_ = open(sized, "rb").read().splitlines(keepends=True)
+# the disk takes the header and two results, then refuses (a file size limit, as a full disk)
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+limit = len(header) + 2 * len(first) + 10
+resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+run = cl.run(suite, agent, store=sys.argv[1], parallel=1, progress=False)
+print(json.dumps({"results": [[r.status, r.blame, r.error] for r in run.results],
+                  "error": run.error, "pass_rate": run.summary["pass_rate"]}))
+"""
+
+
+def test_a_store_that_cannot_be_written_is_infrastructure(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    script = tmp_path / "store_full.py"
+    script.write_text(STORE_SCRIPT)
+    done = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "run.jsonl")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout.splitlines()[-1])
+    statuses = [(status, blame) for status, blame, _ in out["results"]]
+    # the run went on: the two written instances passed, the rest could not be stored
+    assert statuses[:2] == [("passed", None)] * 2
+    assert statuses[2:] == [("error", "infrastructure")] * 4
+    assert "results store" in out["results"][2][2] and "File too large" in out["results"][2][2]
+    assert out["pass_rate"] == 100.0  # the agent answered every one of them right
+    assert "closing results store" in out["error"]
+
+
+def test_a_frame_without_blame_counts_every_failure_as_the_agents() -> None:
+    """Frames built by hand (or by older code) keep the rule they had: all failures count."""
+    from convlab.analysis.stats import stability, summary
+
+    df = pd.DataFrame(
+        {
+            "case_id": ["a", "a", "a"],
+            "variant": ["", "", ""],
+            "status": ["passed", "error", "timeout"],
+            "duration_ms": [1.0, 2.0, 3.0],
+        }
+    )
+    st = stability(df)
+    assert (st.loc[0, "runs"], st.loc[0, "not_agent"], st.loc[0, "not_agent_blame"]) == (3, 0, "")
+    assert summary(df, st)["blame"]["agent"] == 2
+    df["blame"] = [None, "judge", "infrastructure"]
+    st = stability(df)
+    assert (st.loc[0, "runs"], st.loc[0, "pass_rate"]) == (1, 100.0)
+    assert st.loc[0, "not_agent_blame"] == "judge 1, infrastructure 1"

@@ -476,6 +476,7 @@ def summary_of(
         "mean_pass_ci_low": 100 * low if runs else None,
         "mean_pass_ci_high": 100 * high if runs else None,
         "cases": len(case_rows),
+        "rated_cases": len(rated),
         "stable_cases": classes["stable"],
         "unstable_cases": len(rated) - classes["stable"],
         "flaky_cases": sum(bool(r["flaky"]) for r in rated),

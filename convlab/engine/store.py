@@ -178,10 +178,14 @@ class ResultStore:
         self._write_raw('{"type":"result",' + line[1:] + "\n")
 
     def close(self) -> None:
-        """Flush to disk and close."""
-        if self._fh is not None:
-            self._fh.flush()
-            os.fsync(self._fh.fileno())
-            self._fh.close()
-            self._fh = None
-        self._lock.release()
+        """Flush to disk and close; the lock is released even when the disk refuses."""
+        fh, self._fh = self._fh, None
+        try:
+            if fh is not None:
+                try:
+                    fh.flush()
+                    os.fsync(fh.fileno())
+                finally:
+                    fh.close()
+        finally:
+            self._lock.release()

@@ -92,11 +92,18 @@ def _rate_line(s: Mapping[str, Any]) -> str:
         else ""
     )
     return (
-        f"pass rate {_pct(s['pass_rate'])} (mean over {s['cases']} cases; {errors}; "
+        f"pass rate {_pct(s['pass_rate'])} (mean over {cases_rated(s)} cases; {errors}; "
         f"skipped not counted) · {s['stable_cases']} stable, {s['unstable_cases']} not stable"
         + flaky
         + runs
     )
+
+
+def cases_rated(s: Mapping[str, Any]) -> str:
+    """`9`, or `4 of 9` when some cases have no run the pass rate counts (blamed elsewhere,
+    skipped)."""
+    cases, rated = s.get("cases", 0), s.get("rated_cases", s.get("cases", 0))
+    return f"{rated} of {cases}" if rated != cases else str(cases)
 
 
 def blame_line(s: Mapping[str, Any]) -> str:
@@ -179,7 +186,7 @@ def summary_html(s: Mapping[str, Any], title: str = "Summary", extra: str = "") 
         f"<div class='convlab'><style>{CSS}</style><div class='cl-card'>"
         f"<div class='cl-title'>{e(title)}</div>"
         f"<div><span class='cl-rate'>{e(_pct(s.get('pass_rate')))}</span> "
-        f"<span class='cl-muted'>pass rate (mean over {s.get('cases', 0)} cases)</span></div>"
+        f"<span class='cl-muted'>pass rate (mean over {cases_rated(s)} cases)</span></div>"
         f"{_bar(s)}{_counts_html(s)}"
         f"<div class='cl-muted'>{e(_rate_line(s))}</div>"
         + (f"<div class='cl-muted'>classes: {e(roll)}</div>" if roll else "")

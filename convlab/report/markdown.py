@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from convlab._util import show_controls
 from convlab.analysis.io import register_saver, write_atomic
+from convlab.notebook._cards import cases_rated
 
 if TYPE_CHECKING:
     from convlab.model.results import Run
@@ -90,7 +91,7 @@ def run_markdown(run: Run) -> str:
     meta += [f"started {cell(run.started_at)}" if run.started_at else ""]
     lines += [" · ".join(m for m in meta if m), ""]
     lines += [
-        _counts(s) + f" · pass rate **{_pct(s['pass_rate'])}** (mean over {s['cases']} cases)"
+        _counts(s) + f" · pass rate **{_pct(s['pass_rate'])}** (mean over {cases_rated(s)} cases)"
     ]
     blamed = {b: n for b, n in s["blame"].items() if n}
     if blamed:
