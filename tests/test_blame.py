@@ -467,3 +467,17 @@ def test_a_frame_without_blame_counts_every_failure_as_the_agents() -> None:
     st = stability(df)
     assert (st.loc[0, "runs"], st.loc[0, "pass_rate"]) == (1, 100.0)
     assert st.loc[0, "not_agent_blame"] == "judge 1, infrastructure 1"
+
+
+def test_the_live_tree_marks_failures_that_are_not_the_agents(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from convlab.notebook.progress import LiveTree
+
+    tree = LiveTree()
+    tree._handle = None  # no kernel: the widgets' state is all there is
+    cl.run(zoo(tmp_path, monkeypatch), agent, simulator=simulator, judge=judge, progress=tree)
+    body = tree.body.value
+    for blame in ("simulator", "judge", "suite", "hook", "infrastructure"):
+        assert f"[blame: {blame}]" in body, blame
+    assert "[blame: agent]" not in body and "RuntimeError: agent bug" in body

@@ -83,7 +83,7 @@ def test_markdown_tables_stay_tables_with_hostile_text():
     rows = [line for line in md.splitlines() if line.startswith("| ")]
     for row in rows:  # every row has as many unescaped pipes as its header
         cells = re.split(r"(?<!\\)\|", row.replace("\\\\", ""))
-        assert len(cells) - 2 in (5, 6), row
+        assert len(cells) - 2 in (6, 7), row  # cases: 6 columns, failures: 7
     assert "<img" not in md and "<script" not in md and "&lt;img src=x" in md
     assert "\\|id" in md
 

@@ -187,8 +187,10 @@ def _draw_node(node: _Node, open_: bool, runs: int, turns_shown: int) -> str:
     )
     body += extra + (_result_html(r) if r is not None else "")
     why = ""
+    if r is not None and r.blame and r.blame != "agent":  # not counted against the agent
+        why = f" <span class='cl-blame'>[blame: {e(r.blame)}]</span>"
     if r is not None and status != "passed" and r.error:
-        why = f" <span class='cl-muted'>— {e(shorten(r.error, _WHY))}</span>"
+        why += f" <span class='cl-muted'>— {e(shorten(r.error, _WHY))}</span>"
     head = (
         f"<span style='color:{color}'>{GLYPHS.get(status, '?')} {e(status.upper())}</span> "
         f"<code>{e(_title(node, runs))}</code>{took}{why}"
