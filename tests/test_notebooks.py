@@ -168,3 +168,14 @@ def test_formats_runs_one_suite_per_format() -> None:
     assert PLOTLY in cell_out(nb, 'runs["finance"].plot.turns()')[0]["data"]
     calls = html_of(cell_out(nb, 'runs["cloud_drive"].table("tool_calls")'))
     assert "delete_file" in calls
+
+
+@pytest.mark.slow
+def test_stability_leaves_the_networks_failures_out_of_the_pass_rate() -> None:
+    nb = executed("stability.ipynb")
+    card = text_of(cell_out(nb, "def shaky_bot("))
+    assert "not passed, by blame: agent 14, infrastructure 16" in card
+    table = text_of(cell_out(nb, "shaky.stability()"))
+    hours = next(line.split() for line in table.splitlines() if "opening-hours" in line)
+    # 6 runs judged, all passed; 4 dropped calls left out, not counted as failures
+    assert hours[2:5] == ["6", "6", "100.000000"] and hours[5:] == ["4", "infrastructure", "4"]
