@@ -53,7 +53,8 @@ def _assertion_lines(a: AssertionResult, where: str) -> list[str]:
 
 def _details(r: CaseResult) -> str:
     """The failed assertions with expected/actual, then the last reply: what a reviewer needs."""
-    lines = [f"status: {r.status}"] + ([f"code: {r.code}"] if r.code else [])
+    lines = [f"status: {r.status}"] + ([f"blame: {r.blame}"] if r.blame else [])
+    lines += [f"code: {r.code}"] if r.code else []
     lines += [f"error: {r.error}"] if r.error else []
     for t in r.turns:
         for a in t.assertions:
