@@ -30,6 +30,8 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -103,9 +105,17 @@ def _corpus_file(name: str, folder: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def both(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+def holodeck_python() -> Path:
+    """The HoloDeck venv's python: built when needed; a failure fails, it never skips."""
+    return sbs.holodeck_python()
+
+
+@pytest.fixture(scope="module")
+def both(
+    tmp_path_factory: pytest.TempPathFactory, holodeck_python: Path
+) -> Iterator[dict[str, Any]]:
     """Every file run by HoloDeck and by convlab against one scripted server."""
-    python = sbs.holodeck_python()  # builds the venv when needed; fails loudly, never skips
+    python = holodeck_python
     work = tmp_path_factory.mktemp("holodeck_parity")
     shutil.copytree(sbs.HERE / "finance", work / "finance")
     shutil.copytree(sbs.HERE / "convfinqa", work / "convfinqa")
@@ -172,6 +182,14 @@ DOCUMENTED = {
         "| `enabled: false` on a standard metric |",
         {(None, "passed"), (0, "passed"), (0, "metrics")},
     ),
+    "grader-single-turn": (
+        "| code graders in single-turn cases |",
+        {(None, "passed"), (0, "passed"), (0, "metrics")},
+    ),
+    "grader-duck-typed": (
+        "| grader result |",
+        {(None, "passed"), (0, "passed"), (0, "metrics")},
+    ),
     "equality-case-insensitive": (
         "| two metric entries with the same name in one file |",
         {(None, "passed"), (0, "passed"), (0, "metrics")},
@@ -201,6 +219,10 @@ def test_finance_suite_agrees_except_the_documented_differences(both: dict[str, 
     assert mine["yaml-date-arg"].turns[0].tools_matched is True
     assert outcome["equality-case-insensitive"].turns[0].metrics == [("equality", False)]
     assert mine["equality-case-insensitive"].turns[0].metrics == [("equality", True)]
+    assert outcome["grader-single-turn"].turns[0].metrics == [("used_a_tool", False)]
+    assert mine["grader-single-turn"].turns[0].metrics == [("used_a_tool", True)]
+    assert outcome["grader-duck-typed"].turns[0].metrics == [("duck_typed", False)]
+    assert mine["grader-duck-typed"].turns[0].metrics == [("duck_typed", True)]
 
 
 def test_finance_suite_outcomes_are_the_intended_ones(both: dict[str, Any]) -> None:
@@ -259,3 +281,18 @@ def test_one_server_answered_both_apis_from_its_script(both: dict[str, Any]) -> 
     server = both["server"]
     assert server.unscripted == []
     assert server.calls["chat"] > 485 and server.calls["responses"] > 485
+
+
+def test_matcher_rows_agree_with_holodecks_own_functions(holodeck_python: Path) -> None:
+    """tests/parity/holodeck_matchers.py: every fuzzy, literal, regex and tool-argument row
+    through HoloDeck's tool_arg_matcher.py and _parse_tool_arguments and through convlab's."""
+    done = subprocess.run(
+        [sys.executable, str(sbs.HERE / "holodeck_matchers.py"), str(holodeck_python)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.rstrip().endswith("0 disagreement(s)")
+    assert done.stdout.count("same ") >= 40

@@ -23,7 +23,7 @@ import yaml
 from parity.scripted_openai import JOIN, Step
 
 import convlab as cl
-from convlab.model.results import CaseResult, Run
+from convlab.model.results import AssertionResult, CaseResult, Run
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
@@ -206,7 +206,7 @@ def outcomes_holodeck(report: dict[str, Any]) -> list[CaseOutcome]:
 def _cl_turn(t: Any) -> TurnOutcome:
     obs = t.observation
     tools_check = [a for a in t.assertions if a.kind == "expected_tools"]
-    metrics = [a for a in t.assertions if a.kind == "metric" and a.status != "skipped"]
+    metrics = [a for a in t.assertions if a.kind in _METRICS and a.status != "skipped"]
     mismatches = [p for a in tools_check if not a.passed for p in a.message.split("; ")]
     return TurnOutcome(
         passed=t.status == "passed",
@@ -218,14 +218,21 @@ def _cl_turn(t: Any) -> TurnOutcome:
         arg_match_details=tools_check[0].details.get("arg_match_details", [])
         if tools_check
         else [],
-        metrics=[(_metric_name(a.message), a.passed) for a in metrics],
+        metrics=[(_metric_name(a), a.passed) for a in metrics],
     )
 
 
-def _metric_name(message: str) -> str:
-    """The metric's name, which starts each metric message ("numeric: ...", "metric 'x' ...")."""
-    found = re.match(r"(?:metric ')?(\w+)", message)
-    return found[1] if found else message
+_METRICS = ("metric", "grader")
+"""convlab's assertion kinds for HoloDeck `evaluations` entries (standard/geval/rag, code)."""
+
+
+def _metric_name(a: AssertionResult) -> str:
+    """HoloDeck's `metric_name`: a grader's callable; a metric's name, which starts each of
+    its messages ("numeric: ...", "metric 'numeric' needs ...")."""
+    if a.kind == "grader":
+        return str(a.details["grader"]).rpartition(":")[2]
+    found = re.match(r"(?:metric ')?(\w+)", a.message)
+    return found[1] if found else a.message
 
 
 def outcomes_convlab(run: Run) -> list[CaseOutcome]:
