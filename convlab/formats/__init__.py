@@ -6,6 +6,8 @@ package imports them all, so the registry is complete.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from convlab.errors import Problem, SuiteError
@@ -143,37 +145,99 @@ def load(path: str | Path, format: str | None = None) -> Suite:
         assert suite is not None
         return suite
     suites: list[Suite] = []
-    failed: dict[Path, list[Problem]] = {}
-    for file in sorted(p for p in root.rglob("*") if p.is_file() and not _hidden(p, root)):
+    failed: dict[str, list[Problem]] = {}
+    real: dict[str, str] = {}
+    for file, resolved_file in _files_below(root):
+        if resolved_file is not None:
+            real[str(file)] = resolved_file
         try:
             loaded = _load_file(file, format, strict=False)
         except SuiteError as err:
-            failed[file.resolve()] = err.problems
+            failed[resolved_file or os.path.realpath(file)] = err.problems
             continue
         if loaded is not None:
             suites.append(loaded)
+    resolved = [
+        {real.get(src.file) or os.path.realpath(src.file) for src in s.sources} for s in suites
+    ]
     # a file another suite read (a HoloDeck test_cases_file) is judged as part of that suite
-    covered = {Path(src.file).resolve() for s in suites for src in s.sources}
+    covered = set().union(*resolved)
     problems = [p for f, ps in failed.items() if f not in covered for p in ps]
     if problems:
         raise SuiteError(list(dict.fromkeys(problems)))  # an included file may repeat them
     if not suites:
         raise SuiteError.one(str(root), None, "", "no suite files found in this folder")
-    return merge(_drop_included(suites), name=root.name)
+    return merge(_drop_included(suites, resolved), name=root.name)
 
 
-def _drop_included(suites: list[Suite]) -> list[Suite]:
-    """Drop a suite whose files another suite already read (a HoloDeck `test_cases_file`)."""
-    files = [{str(Path(src.file).resolve()) for src in s.sources} for s in suites]
-    return [
-        s
-        for i, s in enumerate(suites)
-        if not (files[i] and any(files[i] < other for other in files))
-    ]
+def _files_below(root: Path) -> list[tuple[Path, str | None]]:
+    """Every file below `root`, in the order of `sorted(root.rglob("*"))`, in one walk, each
+    with its resolved path (None for a symlink: `os.path.realpath` it when needed).
+
+    Hidden folders (`.git`, `__pycache__`) are never entered and hidden files are skipped;
+    folders reached by a symlink are not followed (as `rglob`), files reached by one are.
+    Each folder's entries are visited in name order, depth first, which is the order of
+    the paths' parts. Resolving each file would cost a `lstat` per path part; a path below
+    the resolved root through no symlink is already resolved.
+    """
+    out: list[tuple[Path, str | None]] = []
+    stack = [_entries(root, os.path.realpath(root))]
+    while stack:
+        step = next(stack[-1], None)
+        if step is None:
+            stack.pop()
+        elif step[1] is _FOLDER:
+            stack.append(_entries(step[0], step[2]))
+        else:
+            out.append((step[0], step[2]))
+    return out
 
 
-def _hidden(path: Path, root: Path) -> bool:
-    return any(part.startswith((".", "__")) for part in path.relative_to(root).parts)
+_FOLDER, _FILE = True, False
+
+
+def _entries(folder: Path, real: str | None) -> Iterator[tuple[Path, bool, str | None]]:
+    """(path, is a folder, resolved path or None) of each visible file and real folder in
+    `folder` (resolved: `real`), by name."""
+    try:
+        with os.scandir(folder) as it:
+            entries = sorted((e for e in it if not e.name.startswith((".", "__"))), key=_name)
+    except OSError:
+        return  # an unreadable folder: as with rglob, nothing below it is seen
+    for entry in entries:
+        try:
+            below = None if real is None else os.path.join(real, entry.name)
+            if entry.is_dir(follow_symlinks=False):
+                yield folder / entry.name, _FOLDER, below
+            elif entry.is_file():
+                yield folder / entry.name, _FILE, None if entry.is_symlink() else below
+        except OSError:
+            continue
+
+
+def _name(entry: os.DirEntry[str]) -> str:
+    return entry.name
+
+
+def _drop_included(suites: list[Suite], files: list[set[str]]) -> list[Suite]:
+    """Drop a suite whose files another suite also read, and more (a HoloDeck
+    `test_cases_file`): `files[i]` are suite i's resolved source files.
+
+    Only a suite that shares a file can include another, so each suite is compared with the
+    suites reading its first file, not with all: linear for a folder of one-file suites.
+    """
+    readers: dict[str, list[int]] = {}
+    for i, names in enumerate(files):
+        if len(names) > 1:  # only a suite of several files can include another
+            for name in names:
+                readers.setdefault(name, []).append(i)
+    kept = []
+    for i, suite in enumerate(suites):
+        mine = files[i]
+        first = next(iter(mine), None)
+        if first is None or not any(mine < files[j] for j in readers.get(first, ())):
+            kept.append(suite)
+    return kept
 
 
 def _same_place(a: Source | None, b: Source | None) -> bool:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from convlab.formats._base import Problems, gc_paused, register_format
+from convlab.formats._base import Problems, gc_paused, register_format, with_cases
 from convlab.formats._jsonl_assert import parse_jsonl_assertion
 from convlab.formats._jsonl_case import CaseReader
 from convlab.formats._jsonl_scan import scan
@@ -67,10 +67,7 @@ def load_jsonl(path: Path, text: str) -> Suite:
         if problems:
             problems.items.sort(key=lambda p: p.line or 0)
             problems.raise_if_any()
-    # every case was validated when it was built: construct skips validating them again
-    return Suite.model_construct(
-        id=path.stem, cases=cases, sources=[Source(file=str(path), line=None, format="jsonl")]
-    )
+    return with_cases(Suite(id=path.stem, sources=[Source(file=str(path), format="jsonl")]), cases)
 
 
 load = load_jsonl
