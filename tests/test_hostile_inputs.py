@@ -315,13 +315,41 @@ def hostile_texts() -> st.SearchStrategy[bytes]:
 def test_every_loader_ends_hostile_documents_in_a_suite_error(
     tmp_path_factory: pytest.TempPathFactory, document: bytes, format: str
 ) -> None:
-    if document.startswith(b'{"a": {"a": ') and _SUFFIXES[format] != ".jsonl":
-        return  # deep YAML/JSON nesting takes about 3 s in the YAML loaders: left open
     path = tmp_path_factory.mktemp("fuzz") / f"suite{_SUFFIXES[format]}"
     path.write_bytes(document)
     for forced in (format, None):
         with bounded(), pytest.raises(SuiteError):
             convlab.load(path, forced)
+
+
+@pytest.mark.parametrize("forced", [True, False])
+@pytest.mark.parametrize("format", sorted(_SUFFIXES))
+@pytest.mark.parametrize(
+    "document",
+    [
+        '{"a": ' * 5_000 + "1" + "}" * 5_000,  # beyond libyaml's own limit (1,000)
+        "[" * 600 + "]" * 600,  # within it: refused by convlab's (200)
+        "".join(f"{'  ' * n}k{n}:\n" for n in range(300)),  # block style, one level a line
+    ],
+    ids=["flow-5000", "flow-600", "block-300"],
+)
+def test_deep_nesting_is_refused_at_once_with_its_line(
+    tmp_path: Path, document: str, format: str, forced: bool
+) -> None:
+    """Deep YAML/JSON took seconds (the pure-Python parser, then a RecursionError with no
+    line): it is now refused by the nesting limit, naming the line where it goes too deep."""
+    path = tmp_path / f"suite{_SUFFIXES[format]}"
+    path.write_text(document)
+    with bounded(), pytest.raises(SuiteError) as err:
+        convlab.load(path, format if forced else None)
+    problem = err.value.problems[0]  # a thinkingbox .yml also says what it misses
+    assert problem.file == str(path)
+    block = document.startswith("k0")
+    if format == "jsonl" or (format == "suite_json" and forced and block):
+        assert problem.line == 1, problem  # not JSON (a list, a bare key) before too deep
+        return
+    assert problem.line == (201 if block else 1), problem
+    assert "nested" in problem.message, problem
 
 
 @pytest.mark.parametrize("format", sorted(_SUFFIXES))

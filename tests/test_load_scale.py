@@ -76,7 +76,7 @@ def test_a_bad_file_among_many_is_reported_with_its_line(many: Path) -> None:
 
 def test_a_duplicate_id_across_many_files_names_both(many: Path) -> None:
     (many / "zz.jsonl").write_text(_case(7) + "\n")
-    with pytest.raises(SuiteError, match="duplicate case id 'case-00007'.*c00007.jsonl:1"):
+    with pytest.raises(SuiteError, match=r"duplicate case id 'case-00007'.*c00007\.jsonl:1"):
         cl.load(many)
 
 

@@ -16,6 +16,7 @@ from convlab.formats._base import (
     MAX_YAML_CHARS,
     Format,
     Problems,
+    YAMLBudgetError,
     register_format,
     safe_yaml,
 )
@@ -99,29 +100,34 @@ def _load_file(path: Path, format: str | None, strict: bool) -> Suite | None:
     if fmt is None:
         if not strict:
             return None
-        raise SuiteError.one(str(path), None, "", _unclaimed(path, text))
+        raise SuiteError([Problem(str(path), *_unclaimed(path, text))])
     return fmt.load(path, text)
 
 
-def _unclaimed(path: Path, text: str) -> str:
-    """Why no format claims the file given alone: empty, a thinkingbox data file, or unknown."""
+def _unclaimed(path: Path, text: str) -> tuple[int | None, str, str]:
+    """(line, field, message): why no format claims the file given alone: empty, over the
+    YAML budget (a bomb, too deep: no sniff could read it), a thinkingbox data file, unknown."""
     if not text.strip():
-        return "empty file: it holds no suite"
-    if path.suffix.lower() in (".yaml", ".yml") and _thinkingbox_scenario(path, text):
-        return "this is a thinkingbox scenario: load the dataset folder (the one holding scenario/)"
+        return None, "", "empty file: it holds no suite"
+    suffix = path.suffix.lower()
+    if suffix in (".yaml", ".yml", ".json"):  # JSON is read as YAML too (native suites)
+        try:
+            data = safe_yaml(text)
+        except YAMLBudgetError as exc:
+            mark, kind = exc.problem_mark, "JSON" if suffix == ".json" else "YAML"
+            return (mark.line + 1 if mark else None), "", f"invalid {kind}: {exc.problem}"
+        except Exception:  # not YAML: not a scenario we can tell
+            data = None
+        if suffix != ".json" and (
+            path.parent.name == "scenario"
+            or (isinstance(data, dict) and ("world_state" in data or "bot_instructions" in data))
+        ):
+            return None, "", _SCENARIO
     known = ", ".join(sorted({s for n in FORMATS for s in FORMATS.get(n).suffixes}))
-    return f"not a recognised suite file (supported suffixes: {known})"
+    return None, "", f"not a recognised suite file (supported suffixes: {known})"
 
 
-def _thinkingbox_scenario(path: Path, text: str) -> bool:
-    """A `scenario/<name>.yaml` of a thinkingbox dataset (world_state, bot_instructions)."""
-    if path.parent.name == "scenario":
-        return True
-    try:
-        data = safe_yaml(text)
-    except Exception:  # not YAML, or over the budget: not a scenario we can tell
-        return False
-    return isinstance(data, dict) and ("world_state" in data or "bot_instructions" in data)
+_SCENARIO = "this is a thinkingbox scenario: load the dataset folder (the one holding scenario/)"
 
 
 def load(path: str | Path, format: str | None = None) -> Suite:

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 from pydantic import ValidationError
@@ -24,6 +24,7 @@ __all__ = [
     "LineDict",
     "LineList",
     "Problems",
+    "YAMLBudgetError",
     "closest_name",
     "did_you_mean",
     "dotted",
@@ -211,6 +212,9 @@ MAX_YAML_NODES = 1_000_000
 """The most nodes a YAML document may hold once every alias is expanded."""
 MAX_YAML_EXPANDED_CHARS = 50_000_000
 """The most scalar characters a YAML document may hold once every alias is expanded."""
+MAX_YAML_DEPTH = 200
+"""The deepest nesting of mappings and sequences: building a deeper document recurses past
+Python's stack limit (a RecursionError after seconds, with no line)."""
 
 
 class YAMLBudgetError(yaml.MarkedYAMLError):
@@ -226,9 +230,9 @@ def _expanded_size(root: yaml.Node) -> tuple[int, int]:
     """
     sizes: dict[int, tuple[int, int]] = {}
     open_: set[int] = set()
-    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    stack: list[tuple[yaml.Node, bool, int]] = [(root, False, 0)]
     while stack:
-        node, done = stack.pop()
+        node, done, depth = stack.pop()
         key = id(node)
         if done:
             nodes, chars = 1, 0
@@ -247,10 +251,35 @@ def _expanded_size(root: yaml.Node) -> tuple[int, int]:
         if isinstance(node, yaml.ScalarNode):
             sizes[key] = (1, len(node.value))
             continue
+        if depth >= MAX_YAML_DEPTH:
+            raise _too_deep(node.start_mark)
         open_.add(key)
-        stack.append((node, True))
-        stack.extend((child, False) for child in _children(node) if id(child) not in sizes)
+        stack.append((node, True, depth))
+        stack.extend((c, False, depth + 1) for c in _children(node) if id(c) not in sizes)
     return sizes[id(root)]
+
+
+def _too_deep(mark: yaml.Mark | None) -> YAMLBudgetError:
+    return YAMLBudgetError(
+        None, None, f"nested more than {MAX_YAML_DEPTH} levels deep (mappings and lists)", mark
+    )
+
+
+def _deep_mark(text: str) -> yaml.Mark | None:
+    """Where the nesting first goes deeper than MAX_YAML_DEPTH, read from the parser's events
+    (a loop over a stream, unlike composing, which recurses); None if it never does."""
+    depth = 0
+    try:
+        for event in yaml.parse(text, Loader=_SAFE_LOADER):
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > MAX_YAML_DEPTH:  # libyaml's own Mark type has the same fields
+                    return cast("yaml.Mark | None", event.start_mark)
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+    except yaml.YAMLError:
+        pass
+    return None
 
 
 def _children(node: yaml.Node) -> Iterator[yaml.Node]:
@@ -266,7 +295,14 @@ def _budgeted_load(text: str, loader_class: type[yaml.SafeLoader]) -> Any:
     """Compose the document, check its expanded size against the budget, then construct it."""
     loader = loader_class(text)
     try:
-        node = loader.get_single_node()
+        try:
+            node = loader.get_single_node()
+        except RecursionError:  # composing recurses once per level: find the line apart
+            raise _too_deep(_deep_mark(text)) from None
+        except yaml.MarkedYAMLError as exc:
+            if "nesting depth" in str(exc.problem):  # libyaml's own limit (1,000 levels)
+                raise _too_deep(exc.problem_mark) from None
+            raise
         if node is None:
             return None
         nodes, chars = _expanded_size(node)
