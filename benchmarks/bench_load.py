@@ -1,13 +1,21 @@
 """Load benchmark: seconds and peak memory to load big suites and build `suite.df`.
 
     python benchmarks/bench_load.py [--scenarios 10000] [--lines 100000] [--repeat 3]
+                                    [--files 10000] [--mb 200] [--only folder,big]
 
-Two generated inputs, each measured in a fresh subprocess (so peak RSS is that load's own):
+Generated inputs (in a temporary folder), each measured in a fresh subprocess (so peak RSS is
+that load's own):
 - a JSON evaluation suite (seed 001) of 10,000 scenarios, 2 steps each, 4 assertions per
   scenario (2 per step: about 470,000 JSON values, under the format's 500,000-value limit);
-- a JSONL file (seed 002) of 100,000 cases.
-Targets: JSON <= 1.0 s, JSONL <= 3.0 s, peak RSS <= 500 MB. Imports (convlab, pandas) are
-done before the clock starts and reported apart; the best of `--repeat` runs is printed.
+- a JSONL file (seed 002) of 100,000 cases;
+- a folder of 10,000 one-case JSONL files in 20 subfolders, timed as `convlab validate DIR`
+  (the whole command: interpreter, imports, load); baseline: the same Python walking the
+  folder with `os.scandir` and `json.loads` of every line, no convlab;
+- a 200 MB JSONL file (about 1,900,000 cases), its peak RSS as a multiple of the file size;
+  baseline: the same Python reading it line by line with `json.loads` (nothing kept).
+Targets: JSON <= 1.0 s, JSONL <= 3.0 s, peak RSS <= 500 MB; the folder in <= 3 s; the 200 MB
+file at <= 4x its size. Imports (convlab, pandas) are done before the clock starts and
+reported apart for the first two; the best of `--repeat` runs is printed.
 """
 
 from __future__ import annotations
@@ -103,10 +111,118 @@ def _child(kind: str, path: str, repeat: int) -> None:
     print(json.dumps(got))
 
 
-def _jsonl_available() -> bool:
-    code = "import importlib, sys; importlib.import_module('convlab.formats.jsonl')"
-    return (
-        subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True).returncode == 0
+def make_folder(root: Path, files: int) -> None:
+    """`files` one-case JSONL files, 500 to a subfolder."""
+    for n in range(files):
+        folder = root / f"part-{n // 500:03d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        case: dict[str, Any] = {"id": f"case-{n:06d}", "input": f"Question number {n}?"}
+        case["assert"] = [{"type": "contains", "value": "answer"}]
+        (folder / f"case-{n:06d}.jsonl").write_text(json.dumps(case) + "\n", encoding="utf-8")
+
+
+def _scan_folder(root: str) -> int:
+    """Baseline: walk the folder and json.loads every line, with nothing of convlab."""
+    count, stack = 0, [root]
+    while stack:
+        with os.scandir(stack.pop()) as entries:
+            for entry in entries:
+                if entry.is_dir():
+                    stack.append(entry.path)
+                elif entry.name.endswith(".jsonl"):
+                    with open(entry.path, encoding="utf-8") as lines:
+                        count += sum(1 for line in lines if line.strip() and json.loads(line))
+    return count
+
+
+def _scan_lines(path: str) -> int:
+    """Baseline: json.loads of every line, nothing kept."""
+    with open(path, encoding="utf-8") as lines:
+        return sum(1 for line in lines if line.strip() and json.loads(line))
+
+
+def _child_rss(kind: str, path: str) -> None:
+    """Runs in the subprocess: one big load (or its baseline); print seconds and peak RSS."""
+    load = _scan_lines
+    if kind == "big":
+        import pandas  # noqa: F401  (as a notebook has it: part of the baseline RSS)
+
+        import convlab
+
+        def load(path: str) -> int:
+            return len(convlab.load(path).cases)
+
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    t0, c0 = time.perf_counter(), time.process_time()
+    cases = load(path)
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    got = {"seconds": seconds, "cpu": cpu, "rss_mb": rss_mb, "before_mb": before, "cases": cases}
+    print(json.dumps(got))
+
+
+def _run_child(*args: str) -> dict[str, Any] | None:
+    proc = subprocess.run(
+        [sys.executable, __file__, *args], cwd=ROOT, capture_output=True, text=True
+    )
+    if proc.returncode != 0:
+        print(f"FAILED: {' '.join(args)}\n{proc.stderr[-2000:]}")
+        return None
+    got: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return got
+
+
+def measure_folder(root: Path, files: int, repeat: int) -> None:
+    """`convlab validate DIR` wall time, best of `repeat`, vs the scandir + json.loads baseline."""
+    best, base, cpu = float("inf"), float("inf"), float("inf")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for _ in range(repeat):
+        t0, c0 = time.perf_counter(), _children_cpu()
+        done = subprocess.run(
+            [sys.executable, "-m", "convlab.cli", "validate", str(root)],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        best = min(best, time.perf_counter() - t0)
+        cpu = min(cpu, _children_cpu() - c0)
+        if done.returncode != 0 or f"{files} case(s)" not in done.stdout:
+            print(f"folder: convlab validate FAILED\n{done.stdout}{done.stderr[-2000:]}")
+            return
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, __file__, "--scan-folder", str(root)], check=True)
+        base = min(base, time.perf_counter() - t0)
+    print(
+        f"folder ({files} one-case JSONL files): convlab validate {best:.2f} s "
+        f"(target 3.0 s, ratio {best / 3.0:.2f}), CPU {cpu:.2f} s; baseline scandir + "
+        f"json.loads per file {base:.2f} s (convlab / baseline {best / base:.1f}x); both "
+        "include the interpreter"
+    )
+
+
+def _children_cpu() -> float:
+    """User + system CPU seconds of the finished child processes (wall time is unreliable
+    on a shared machine; CPU time is what the command costs)."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def measure_big(path: Path) -> None:
+    """Peak RSS of loading the big JSONL, as a multiple of its size, vs json.loads per line."""
+    size_mb = path.stat().st_size / 2**20
+    got = _run_child("--child-rss", "big", str(path))
+    base = _run_child("--child-rss", "lines", str(path))
+    if got is None or base is None:
+        return
+    ratio = got["rss_mb"] / size_mb
+    print(
+        f"big JSONL ({size_mb:.0f} MiB, {got['cases']} cases): peak RSS {got['rss_mb']:.0f} MiB "
+        f"= {ratio:.2f}x the file (target 4x, ratio {ratio / 4:.2f}); "
+        f"{got['before_mb']:.0f} MiB before loading (Python, pandas, convlab); "
+        f"{got['seconds']:.1f} s (CPU {got['cpu']:.1f} s); baseline json.loads per line: peak "
+        f"{base['rss_mb']:.0f} MiB = {base['rss_mb'] / size_mb:.2f}x, {base['seconds']:.1f} s "
+        f"(CPU {base['cpu']:.1f} s)"
     )
 
 
@@ -137,26 +253,48 @@ def main() -> None:
     parser.add_argument("--scenarios", type=int, default=10_000)
     parser.add_argument("--lines", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--files", type=int, default=10_000)
+    parser.add_argument("--mb", type=int, default=200)
+    parser.add_argument("--only", default="json,jsonl,folder,big", help="comma-separated parts")
     parser.add_argument("--child", nargs=2, metavar=("KIND", "PATH"), help=argparse.SUPPRESS)
+    parser.add_argument("--child-rss", nargs=2, metavar=("KIND", "PATH"), help=argparse.SUPPRESS)
+    parser.add_argument("--scan-folder", metavar="PATH", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         _child(args.child[0], args.child[1], args.repeat)
         return
+    if args.child_rss:
+        _child_rss(*args.child_rss)
+        return
+    if args.scan_folder:
+        _scan_folder(args.scan_folder)
+        return
+    only = set(args.only.split(","))
     load1 = os.getloadavg()[0]
     print(f"machine: {os.cpu_count()} cores, load average {load1:.2f} (wall time suffers above ~1)")
     with tempfile.TemporaryDirectory() as tmp:
-        suite_file = Path(tmp) / "bench.suite.json"
-        make_suite_json(suite_file, args.scenarios)
-        size = suite_file.stat().st_size / 1e6
-        label = f"JSON suite ({args.scenarios} scenarios x 2 steps, 4 assertions, {size:.1f} MB)"
-        _measure("json", suite_file, args.repeat, label)
-        if not _jsonl_available():
-            print("JSONL: jsonl loader not available (convlab/formats/jsonl.py not importable yet)")
-            return
-        lines_file = Path(tmp) / "bench.jsonl"
-        make_jsonl(lines_file, args.lines)
-        size = lines_file.stat().st_size / 1e6
-        _measure("jsonl", lines_file, args.repeat, f"JSONL ({args.lines} lines, {size:.1f} MB)")
+        if "json" in only:
+            suite_file = Path(tmp) / "bench.suite.json"
+            make_suite_json(suite_file, args.scenarios)
+            size = suite_file.stat().st_size / 1e6
+            label = (
+                f"JSON suite ({args.scenarios} scenarios x 2 steps, 4 assertions, {size:.1f} MB)"
+            )
+            _measure("json", suite_file, args.repeat, label)
+        if "jsonl" in only:
+            lines_file = Path(tmp) / "bench.jsonl"
+            make_jsonl(lines_file, args.lines)
+            size = lines_file.stat().st_size / 1e6
+            _measure("jsonl", lines_file, args.repeat, f"JSONL ({args.lines} lines, {size:.1f} MB)")
+            lines_file.unlink()
+        if "folder" in only:
+            folder = Path(tmp) / "folder"
+            make_folder(folder, args.files)
+            measure_folder(folder, args.files, args.repeat)
+        if "big" in only:
+            big = Path(tmp) / "big.jsonl"
+            make_jsonl(big, args.mb * 2**20 // 104)  # the generated lines average ~104 bytes
+            measure_big(big)
 
 
 if __name__ == "__main__":

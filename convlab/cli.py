@@ -36,7 +36,7 @@ from convlab._cli_run import (
     positive_int,
     run_command,
 )
-from convlab.errors import ConvlabError, SuiteError
+from convlab.errors import ConvlabError, SuiteError, shown_problems
 
 __all__ = ["main"]
 
@@ -381,7 +381,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.fn(args))
     except SuiteError as err:
-        print("\n".join(str(p) for p in err.problems) or str(err), file=sys.stderr)
+        print(shown_problems(err.problems) or str(err), file=sys.stderr)
         return EXIT_USAGE
     except ConvlabError as err:
         print(f"convlab {args.command}: {err}", file=sys.stderr)

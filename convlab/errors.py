@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "SHOWN_PROBLEMS",
     "AgentError",
     "AgentHTTPError",
     "AgentResponseError",
@@ -31,6 +32,7 @@ __all__ = [
     "SelectionError",
     "SuiteError",
     "UnknownNameError",
+    "shown_problems",
 ]
 
 
@@ -52,12 +54,20 @@ class Problem:
         return f"{where}: {self.path}: {self.message}" if self.path else f"{where}: {self.message}"
 
 
+SHOWN_PROBLEMS = 200
+"""The most problems a SuiteError's message lists (all are in `.problems`): a file of a
+million bad lines must not print a million lines."""
+
+
 class SuiteError(ConvlabError):
-    """A suite could not be loaded; `.problems` lists every problem found, not only the first."""
+    """A suite could not be loaded; `.problems` lists every problem found, not only the first.
+
+    The message shows the first SHOWN_PROBLEMS of them and says how many more there are.
+    """
 
     def __init__(self, problems: Iterable[Problem]) -> None:
         self.problems: list[Problem] = list(problems)
-        super().__init__("\n".join(str(p) for p in self.problems) or "invalid suite")
+        super().__init__(shown_problems(self.problems) or "invalid suite")
 
     def __reduce__(self) -> tuple[Any, ...]:  # survives pickling (process pools, xdist)
         return (type(self), (self.problems,))
@@ -66,6 +76,15 @@ class SuiteError(ConvlabError):
     def one(cls, file: str, line: int | None, path: str, message: str) -> SuiteError:
         """Build an error holding a single problem."""
         return cls([Problem(file, line, path, message)])
+
+
+def shown_problems(problems: list[Problem]) -> str:
+    """The problems one a line, the first SHOWN_PROBLEMS of them, then `... and N more`."""
+    lines = [str(p) for p in problems[:SHOWN_PROBLEMS]]
+    more = len(problems) - SHOWN_PROBLEMS
+    if more > 0:
+        lines.append(f"... and {more:,} more problem{'s' if more > 1 else ''}")
+    return "\n".join(lines)
 
 
 class UnknownNameError(ConvlabError, KeyError):

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 from pathlib import Path
 
 import pytest
 
 import convlab as cl
-from convlab.errors import SuiteError
-from convlab.formats import merge
+from convlab.errors import SHOWN_PROBLEMS, SuiteError
+from convlab.formats import jsonl, merge
+from convlab.formats._jsonl_lines import LazyCases
 
 
 def _case(n: int) -> str:
@@ -85,3 +87,122 @@ def test_a_file_read_through_two_names_is_read_once_as_before(tmp_path: Path) ->
     (tmp_path / "a.jsonl").write_text(_case(1) + "\n")
     os.symlink(tmp_path / "a.jsonl", tmp_path / "b.jsonl")
     assert [c.id for c in cl.load(tmp_path).cases] == ["case-00001"]
+
+
+# ------------------------------------------------------------ Input 4: streamed JSONL
+
+ROOT = Path(__file__).resolve().parent.parent
+JSONL_FILES = sorted(
+    [*ROOT.glob("tests/data/**/*.jsonl"), *ROOT.glob("examples/**/*.jsonl")],
+) + sorted((ROOT.parent / "shared" / "corpus").glob("**/*.jsonl"))
+
+
+def _outcome(path: Path) -> tuple[str, object]:
+    try:
+        suite = cl.load(path)
+    except SuiteError as err:
+        return "error", err.problems
+    return "suite", (suite.model_dump(), [c.model_dump() for c in suite.cases])
+
+
+def test_there_are_jsonl_files_to_compare() -> None:
+    assert len(JSONL_FILES) >= 15, JSONL_FILES
+
+
+@pytest.mark.parametrize("path", JSONL_FILES, ids=lambda p: p.name)
+def test_the_streamed_cases_equal_the_listed_ones(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every JSONL file of the tests, examples and corpus: read as lines on demand, the suite
+    (or its problems) equals the suite read into a list, and the text loader's."""
+    listed = _outcome(path)
+    if listed[0] == "suite":
+        text = jsonl.load_jsonl(path, path.read_text(encoding="utf-8-sig"))
+        assert listed[1] == (text.model_dump(), [c.model_dump() for c in text.cases])
+    monkeypatch.setattr(jsonl, "LAZY_BYTES", 0)
+    assert _outcome(path) == listed
+    if listed[0] == "suite":
+        assert isinstance(cl.load(path).cases, LazyCases)
+
+
+def _big(path: Path, lines: list[str]) -> Path:
+    path.write_text("".join(line + "\n" for line in lines))
+    return path
+
+
+@pytest.fixture
+def streamed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(jsonl, "LAZY_BYTES", 0)
+
+
+@pytest.mark.usefixtures("streamed")
+def test_a_streamed_suite_reads_as_a_list(tmp_path: Path) -> None:
+    path = _big(tmp_path / "big.jsonl", [_case(n) for n in range(50)])
+    suite = cl.load(path)
+    cases = suite.cases
+    assert isinstance(cases, LazyCases) and len(cases) == 50
+    assert cases[0] is cases[0]  # one object while it is held
+    assert [c.id for c in cases[-2:]] == ["case-00048", "case-00049"]
+    assert cases[-1].source is not None and cases[-1].source.line == 50
+    assert [c.id for c in suite.filter(run="0004[0-2]").cases] == [
+        f"case-0004{n}" for n in range(3)
+    ]
+    assert suite.case("case-00007").input is not None
+    with pytest.raises(IndexError):
+        cases[50]
+    eager = merge([cl.load(path), cl.load(_big(tmp_path / "other.jsonl", [_case(99)]))], "x")
+    assert len(eager.cases) == 51
+    again = pickle.loads(pickle.dumps(suite))
+    assert again == suite and list(again.cases) == list(cases)
+    native = tmp_path / "native.json"
+    native.write_text(suite.to_json())
+    assert cl.load(native).cases == list(cases)
+    assert suite.df["case_id"].tolist() == [c.id for c in cases]
+
+
+@pytest.mark.usefixtures("streamed")
+def test_every_bad_line_of_a_streamed_file_is_reported_at_its_line(tmp_path: Path) -> None:
+    lines = [_case(n) for n in range(30)]
+    lines[3] = '{"id": "x3", "input": "hi", "asert": []}'
+    lines[9] = "{nope"
+    lines[14] = _case(2)  # the id of line 3
+    lines[20] = '{"id": "x20", "input": 5}'
+    lines[26] = _case(2)
+    path = tmp_path / "big.jsonl"
+    path.write_bytes(
+        ("\n".join(lines[:17]) + "\n").encode()
+        + b'{"id": "caf\xe9", "input": "hi"}\n'  # line 18: not UTF-8
+        + ("\n".join(lines[18:]) + "\n").encode()
+    )
+    with pytest.raises(SuiteError) as err:
+        cl.load(path)
+    found = [(p.line, p.path) for p in err.value.problems]
+    assert found == [(4, "asert"), (10, ""), (15, "id"), (18, ""), (21, "input"), (27, "id")]
+    words = ["unknown field 'asert'", "invalid JSON", "duplicate id 'case-00002'"]
+    words += ["not UTF-8 text", "'input' must be", "duplicate id 'case-00002'"]
+    assert all(w in p.message for w, p in zip(words, err.value.problems, strict=True))
+    assert all(p.file == str(path) for p in err.value.problems)
+    assert "also on line 3" in err.value.problems[2].message
+
+
+@pytest.mark.usefixtures("streamed")
+def test_pretty_printed_cases_stream_with_their_lines(tmp_path: Path) -> None:
+    text = '// a comment\n{\n  "id": "a",\n  // why\n  "input": "hi"\n}\n' + _case(1) + "\n"
+    path = tmp_path / "pretty.jsonl"
+    path.write_text(text)
+    suite = cl.load(path)
+    assert [(c.id, c.source.line if c.source else None) for c in suite.cases] == [
+        ("a", 2),
+        ("case-00001", 7),
+    ]
+    assert suite.cases[0].input is not None and suite.cases[0].input[0].content == "hi"
+
+
+def test_a_suite_error_prints_the_first_problems_and_counts_the_rest(tmp_path: Path) -> None:
+    path = _big(tmp_path / "bad.jsonl", ['{"id": 1, "input": "x"}'] * 5_000)
+    with pytest.raises(SuiteError) as err:
+        cl.load(path)
+    assert len(err.value.problems) == 5_000  # every one is kept
+    shown = str(err.value).splitlines()
+    assert len(shown) == SHOWN_PROBLEMS + 1
+    assert shown[-1] == f"... and {5_000 - SHOWN_PROBLEMS:,} more problems"

@@ -51,17 +51,19 @@ def detect(path: Path, text: str) -> Format | None:
     return None
 
 
-def _read(path: Path) -> str:
-    """The file's text; a FIFO, device or socket is refused unread (reading could block).
-
-    Bytes that are not UTF-8 are reported with their line (1-based) and byte offset.
-    """
+def _read(path: Path) -> bytes:
+    """The file's bytes; a FIFO, device or socket is refused unread (reading could block)."""
     if not path.is_file():
         raise SuiteError.one(str(path), None, "", _NOT_REGULAR)
     try:
-        data = path.read_bytes()
+        return path.read_bytes()
     except OSError as exc:
         raise SuiteError.one(str(path), None, "", f"cannot read: {exc.strerror}") from None
+
+
+def _decode(path: Path, data: bytes) -> str:
+    """The file's text; bytes that are not UTF-8 are reported with their line (1-based) and
+    byte offset."""
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -70,6 +72,25 @@ def _read(path: Path) -> str:
         line = data.count(b"\n", 0, start) + 1
         message = f"not UTF-8 text: {exc.reason} (byte {start}, 0x{data[start]:02x})"
         raise SuiteError.one(str(path), line, "", message) from None
+
+
+_HEAD = 1 << 20
+"""Bytes a streamed format's sniff sees (decoded)."""
+
+
+def _streamed(path: Path, data: bytes, format: str | None) -> Format | None:
+    """The format that reads this file from its bytes (`Format.read`), or None: the text is
+    decoded and `detect` picks as before. Only the first format taking the suffix is asked."""
+    if format:
+        fmt = FORMATS.get(format)
+        return fmt if fmt.read else None
+    suffix = path.suffix.lower()
+    for name in FORMATS:
+        fmt = FORMATS.get(name)
+        if suffix in fmt.suffixes:
+            head = data[:_HEAD].decode("utf-8-sig", "replace")
+            return fmt if fmt.read and fmt.sniff(path, head) else None
+    return None
 
 
 _NOT_REGULAR = (
@@ -87,11 +108,16 @@ def _load_file(path: Path, format: str | None, strict: bool) -> Suite | None:
     if not strict and not _claimable(path, format):
         return None  # images, READMEs, data files beside the suites
     try:
-        text = _read(path)
+        data = _read(path)
+        streamed = _streamed(path, data, format)
+        if streamed is not None and streamed.read is not None:
+            return streamed.read(path, data)  # never decoded whole: bytes are the one copy
+        text = _decode(path, data)
     except SuiteError:
         if strict or path.suffix.lower() != ".py":
             raise  # a data file of suites that cannot be read is a problem, never skipped
         return None  # e.g. a Latin-1 helper module in a folder of suites
+    del data
     if path.suffix.lower() in (".yaml", ".yml") and len(text) > MAX_YAML_CHARS:
         # refused before any sniff parses it (a sniff would read it whole)
         too_big = f"file too big: {len(text):,} characters (limit for YAML {MAX_YAML_CHARS:,})"

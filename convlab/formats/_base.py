@@ -62,18 +62,25 @@ class Format:
     """Claims a file by its content (called only for a matching suffix)."""
     load: Callable[[Path, str], Suite]
     """Reads the file's text into a Suite or raises SuiteError with every problem."""
+    read: Callable[[Path, bytes], Suite] | None = None
+    """Reads the file's bytes itself, never decoding them whole (a streamed format: the bytes
+    are then the only copy of a big file); `sniff` gets the first MiB, decoded. None: `load`."""
 
 
 FORMATS: Registry[Format] = Registry("suite format")
 
 
 def register_format(
-    name: str, suffixes: tuple[str, ...], sniff: Callable[[Path, str], bool]
+    name: str,
+    suffixes: tuple[str, ...],
+    sniff: Callable[[Path, str], bool],
+    read: Callable[[Path, bytes], Suite] | None = None,
 ) -> Callable[[Callable[[Path, str], Suite]], Callable[[Path, str], Suite]]:
-    """Register a loader function `load(path, text) -> Suite` as format `name`."""
+    """Register a loader function `load(path, text) -> Suite` as format `name` (with `read`,
+    the same loader on the file's bytes, used for files; see `Format.read`)."""
 
     def deco(fn: Callable[[Path, str], Suite]) -> Callable[[Path, str], Suite]:
-        FORMATS.add(name, Format(name, suffixes, sniff, fn))
+        FORMATS.add(name, Format(name, suffixes, sniff, fn, read))
         return fn
 
     return deco

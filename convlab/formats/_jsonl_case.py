@@ -49,6 +49,8 @@ class CaseReader(DynamicFields):
         self.folder = Path(os.path.abspath(path)).parent
         self.line = 0
         self.sets = FieldSets()
+        self.compact = True
+        """Share fields-sets among the cases built (off when each case is checked and let go)."""
 
     def read(self, obj: dict[str, Any], line: int) -> Case | None:
         """The case, or None when it has problems (all of them recorded)."""
@@ -86,7 +88,8 @@ class CaseReader(DynamicFields):
         except ValidationError as exc:
             self.problems.add_validation(exc, line)
             return None
-        self._compact(case)
+        if self.compact:
+            self._compact(case)
         return case
 
     def _compact(self, case: Case) -> None:

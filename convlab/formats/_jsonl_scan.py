@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -43,10 +43,11 @@ _raw_decode = _DECODER.raw_decode
 
 
 class Chunk(NamedTuple):
-    """One JSON object of the file and the 1-based line where it starts."""
+    """One JSON object of the file, the 1-based line where it starts and the one it ends on."""
 
     line: int
     value: dict[str, Any]
+    last: int
 
 
 def _depth(line: str) -> int:
@@ -75,7 +76,7 @@ def _error_text(exc: BaseException, first_line: int | None = None) -> str:
 
 @dataclass
 class _Scanner:
-    lines: list[str]
+    lines: Sequence[str]
     problems: Problems
     chunks: list[Chunk] = field(default_factory=list)
     """The object just read (at most one, taken by `run` at once)."""
@@ -104,7 +105,7 @@ class _Scanner:
                         end = -1
                     if end == len(text):
                         i += 1
-                        yield Chunk(i, value)
+                        yield Chunk(i, value, i)
                         continue
                 i = self._candidate(i, text)
                 if chunks:  # hand each object over at once: the file's objects are never all held
@@ -193,7 +194,7 @@ class _Scanner:
         if self.recovering and self._is_fragment(end):
             return end + 1
         self.recovering = False
-        self.chunks.append(Chunk(i + 1, value))
+        self.chunks.append(Chunk(i + 1, value, end + 1))
         return end + 1
 
     def _is_fragment(self, end: int) -> bool:
@@ -205,9 +206,10 @@ class _Scanner:
         return False
 
 
-def scan(text: str, problems: Problems) -> Iterator[Chunk]:
-    """Every JSON object of a JSONL text (single-line or pretty-printed), in file order.
+def scan(lines: Sequence[str], problems: Problems) -> Iterator[Chunk]:
+    """Every JSON object of a JSONL file's lines (`text.split("\\n")`, or `Lines` read on
+    demand), single-line or pretty-printed, in file order.
 
     Syntax problems are added to `problems` as the scan passes them.
     """
-    return _Scanner(text.split("\n"), problems).run()
+    return _Scanner(lines, problems).run()

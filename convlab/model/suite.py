@@ -9,7 +9,14 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_serializer,
+    model_validator,
+)
 
 from convlab.model.assertions import Assertion
 from convlab.model.conversation import Message
@@ -306,6 +313,12 @@ class Suite(_Model):
     assertions: list[Assertion] = Field(default_factory=list)
     """Suite-scope assertions (evaluated on the run's summary and cases)."""
     sources: list[Source] = Field(default_factory=list)
+
+    @field_serializer("cases", mode="wrap")
+    def _cases_as_list(self, cases: Any, handler: SerializerFunctionWrapHandler) -> Any:
+        """A big JSONL file's cases are a sequence read on demand (`LazyCases`): dumped as
+        the list they stand for."""
+        return handler(cases if isinstance(cases, list) else list(cases))
 
     @property
     def df(self) -> Any:
