@@ -206,3 +206,15 @@ def test_a_suite_error_prints_the_first_problems_and_counts_the_rest(tmp_path: P
     shown = str(err.value).splitlines()
     assert len(shown) == SHOWN_PROBLEMS + 1
     assert shown[-1] == f"... and {5_000 - SHOWN_PROBLEMS:,} more problems"
+
+
+@pytest.mark.usefixtures("streamed")
+def test_a_streamed_case_whose_attachment_went_away_says_so(tmp_path: Path) -> None:
+    (tmp_path / "pic.png").write_bytes(b"\x89PNG")
+    part = {"type": "image", "source": "file://./pic.png"}
+    case = {"id": "a", "input": [{"role": "user", "content": [part]}]}
+    path = _big(tmp_path / "big.jsonl", [json.dumps(case)])
+    suite = cl.load(path)
+    (tmp_path / "pic.png").unlink()
+    with pytest.raises(SuiteError, match=r"big\.jsonl:1: .*file not found"):
+        suite.cases[0]

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from convlab.errors import SuiteError
 from convlab.formats._base import Problems, gc_paused, register_format, with_cases
 from convlab.formats._jsonl_assert import parse_jsonl_assertion
 from convlab.formats._jsonl_case import CaseReader
@@ -138,8 +139,10 @@ class _Build:
     def __call__(self, text: str, line: int) -> Case:
         if self.reader is None:
             self.reader = CaseReader(Problems(self.file), Path(self.file))
+        self.reader.problems.items.clear()
         case = self.reader.read(decode(text), line)
-        assert case is not None, f"{self.file}:{line} was valid when loaded"
+        if case is None:  # valid at load; since then, e.g., an attached file was removed
+            raise SuiteError(list(self.reader.problems.items))
         return case
 
     def __getstate__(self) -> dict[str, Any]:
