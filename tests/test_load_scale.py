@@ -16,7 +16,8 @@ import pytest
 import convlab as cl
 from convlab.errors import SHOWN_PROBLEMS, SuiteError
 from convlab.formats import jsonl, merge
-from convlab.formats._jsonl_lines import LazyCases
+from convlab.formats._base import Problems
+from convlab.formats._jsonl_lines import LazyCases, Lines
 
 
 def _case(n: int) -> str:
@@ -218,3 +219,12 @@ def test_a_streamed_case_whose_attachment_went_away_says_so(tmp_path: Path) -> N
     (tmp_path / "pic.png").unlink()
     with pytest.raises(SuiteError, match=r"big\.jsonl:1: .*file not found"):
         suite.cases[0]
+
+
+@pytest.mark.parametrize("size", [0, 10, 300_000, 2_000_000])
+def test_lines_are_the_texts_lines_whatever_the_size(size: int) -> None:
+    """Small files are split with bytes.find, big ones with numpy: the same lines."""
+    text = "".join(f"line {n}\n" + ("\n" if n % 7 == 0 else "") for n in range(size // 8))
+    text += "last, no newline" if size % 3 else ""
+    lines = Lines(("\ufeff" + text).encode(), Problems("x"))
+    assert list(lines) == text.split("\n")

@@ -10,6 +10,7 @@ Yao ignores them and a typo such as `asert` would silently drop a case's checks.
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 from typing import Any
@@ -46,11 +47,17 @@ class CaseReader(DynamicFields):
     def __init__(self, problems: Problems, path: Path) -> None:
         self.problems = problems
         self.file = str(path)
-        self.folder = Path(os.path.abspath(path)).parent
+        self.path = path
         self.line = 0
         self.sets = FieldSets()
         self.compact = True
         """Share fields-sets among the cases built (off when each case is checked and let go)."""
+
+    @functools.cached_property
+    def folder(self) -> Path:
+        """The file's folder, where attached files are found (worked out once, when needed:
+        most files attach nothing, and a folder of 10,000 files felt each `abspath`)."""
+        return Path(os.path.abspath(self.path)).parent
 
     def read(self, obj: dict[str, Any], line: int) -> Case | None:
         """The case, or None when it has problems (all of them recorded)."""

@@ -30,6 +30,13 @@ _BLOCK = 1 << 24
 def _line_starts(data: bytes, start: int) -> array[int]:
     """Offsets where each line begins, then len(data) + 1 (so line i is starts[i]..[i+1]-1)."""
     starts = array("q", [start])
+    if len(data) < _BLOCK >> 6:  # small (most files): numpy's fixed cost is not worth it
+        at = data.find(b"\n", start)
+        while at >= 0:
+            starts.append(at + 1)
+            at = data.find(b"\n", at + 1)
+        starts.append(len(data) + 1)
+        return starts
     view = np.frombuffer(data, dtype=np.uint8)
     for block in range(start, len(data), _BLOCK):
         found = np.flatnonzero(view[block : block + _BLOCK] == 0x0A)
