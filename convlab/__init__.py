@@ -16,6 +16,7 @@ from convlab.errors import (
     AgentTimeoutError,
     ConvlabError,
     Problem,
+    ReplayMissError,
     SuiteError,
     UnknownNameError,
 )
@@ -40,6 +41,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "arun": "convlab.api",
     "ask": "convlab.api",
+    "cached": "convlab.agents.cache",
     "check": "convlab.checks.api",
     "compare": "convlab.analysis.compare",
     "evaluator": "convlab.checks._core",
@@ -52,6 +54,7 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
+    from convlab.agents.cache import cached
     from convlab.agents.protocol import AgentContext
     from convlab.analysis.compare import Comparison
     from convlab.api import RunHandle, arun, ask, run, start
@@ -90,6 +93,7 @@ __all__ = [
     "Message",
     "Observation",
     "Problem",
+    "ReplayMissError",
     "Reply",
     "Run",
     "RunHandle",
@@ -102,6 +106,7 @@ __all__ = [
     "agents",
     "arun",
     "ask",
+    "cached",
     "check",
     "compare",
     "evaluator",

@@ -1,9 +1,10 @@
 """`convlab run` and `convlab ask`: choosing the agent, the settings and the output path.
 
 The agent comes from `-n`, else from a `convlab.yaml` beside the input (`agent: SPEC`, and
-optional `runs`, `parallel`, `timeout`, `judges: {ID: SPEC}`, `adaptive`), else from a
-HoloDeck agent.yaml's `model` block; with none of them a run stops with a usage error that
-says how to pass one. Flags given on the command line win over `convlab.yaml`.
+optional `runs`, `parallel`, `timeout`, `judges: {ID: SPEC}`, `adaptive`, `cache`,
+`cache_dir`), else from a HoloDeck agent.yaml's `model` block; with none of them a run stops
+with a usage error that says how to pass one. Flags given on the command line win over
+`convlab.yaml`.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from convlab.agents.cache import CACHE_MODES
 from convlab.errors import AgentError, ConvlabError
 
 __all__ = [
@@ -32,7 +34,14 @@ __all__ = [
 ]
 
 CONFIG_NAME = "convlab.yaml"
-DEFAULTS: dict[str, Any] = {"runs": 1, "parallel": 4, "timeout": "2m", "adaptive": True}
+DEFAULTS: dict[str, Any] = {
+    "runs": 1,
+    "parallel": 4,
+    "timeout": "2m",
+    "adaptive": True,
+    "cache": None,
+    "cache_dir": None,
+}
 NO_AGENT = (
     "no agent to test: pass one with -n AGENT (e.g. -n demo:expense, -n openai:gpt-4o-mini, "
     "-n http://127.0.0.1:8000/chat, -n module:function), or put `agent: SPEC` in a "
@@ -114,10 +123,17 @@ def read_config(folder: Path) -> dict[str, Any]:
                 out[key] = duration(str(value))
             except argparse.ArgumentTypeError as exc:
                 raise ConvlabError(f"{path}: timeout: {exc}") from None
+        elif key == "cache" and (value is None or value in CACHE_MODES):
+            out[key] = value
+        elif key == "cache":
+            raise ConvlabError(f"{path}: cache: expected record, replay or auto, got {value!r}")
+        elif key == "cache_dir" and isinstance(value, str) and value.strip():
+            # relative to the convlab.yaml, so the recordings sit next to the suite
+            out[key] = str(folder / value.strip())
         else:
             raise ConvlabError(
                 f"{path}: {key}: expected agent (a spec string), runs, parallel, timeout, "
-                "judges or adaptive"
+                "judges, adaptive, cache or cache_dir"
             )
     return out
 
@@ -146,11 +162,14 @@ def judge_pair(text: str) -> tuple[str, str]:
     return key.strip(), spec.strip()
 
 
-def _judges(args: argparse.Namespace, config: dict[str, Any]) -> dict[str, Any] | None:
+def _judges(
+    args: argparse.Namespace, config: dict[str, Any], replay: bool = False
+) -> dict[str, Any] | None:
     """convlab.yaml's `judges`, then each `--judges ID=SPEC` (the command line wins)."""
     specs = dict(config.get("judges") or {})
     specs.update(getattr(args, "judges", None) or [])
-    return {key: resolve_agent(spec, f"--judges {key}=") for key, spec in specs.items()} or None
+    judges = {key: resolve_agent(spec, f"--judges {key}=", replay) for key, spec in specs.items()}
+    return judges or None
 
 
 def suite_model_agent(metadata: dict[str, Any]) -> str | None:
@@ -172,13 +191,14 @@ def suite_model_agent(metadata: dict[str, Any]) -> str | None:
     return specs.pop() if specs else None
 
 
-def resolve_agent(spec: str, flag: str = "-n ") -> Any:
+def resolve_agent(spec: str, flag: str = "-n ", replay: bool = False) -> Any:
     """The Agent for `spec`; a spec that cannot be resolved is a usage error.
 
     ImportError (module or attribute not found) and ValueError (a bad value in the spec)
     become ConvlabError (exit 2); any other exception, such as a user module whose import
     raises RuntimeError, propagates (exit 3 with its traceback). An `openai:` agent with no
-    key for a remote endpoint fails here, before anything runs.
+    key for a remote endpoint fails here, before anything runs, unless the run only replays
+    recordings (`replay`).
     """
     from convlab.agents import as_agent
     from convlab.agents.openai_agent import OpenAIAgent
@@ -187,7 +207,7 @@ def resolve_agent(spec: str, flag: str = "-n ") -> Any:
         agent = as_agent(spec)
     except (ImportError, ValueError) as exc:
         raise ConvlabError(f"{flag}{spec}: {exc}") from None
-    if isinstance(agent, OpenAIAgent):
+    if isinstance(agent, OpenAIAgent) and not replay:
         problem = agent.missing_key()
         if problem:
             raise ConvlabError(problem)
@@ -249,9 +269,11 @@ def run_command(args: argparse.Namespace) -> int:
     spec = args.name or config.get("agent") or suite_model_agent(suite.metadata)
     if not spec:
         raise ConvlabError(NO_AGENT)
-    agent = resolve_agent(spec)
-    judge = resolve_agent(args.judge) if args.judge else None
-    judges = _judges(args, config)
+    cache = _setting(args, config, "cache")
+    replay = cache == "replay"  # a replay needs no API key
+    agent = resolve_agent(spec, replay=replay)
+    judge = resolve_agent(args.judge, replay=replay) if args.judge else None
+    judges = _judges(args, config, replay)
     if not _setting(args, config, "adaptive"):
         for http_agent in (agent, judge, *(judges or {}).values()):
             set_adaptive(http_agent, False)
@@ -273,11 +295,20 @@ def run_command(args: argparse.Namespace) -> int:
         max_reply_bytes=getattr(args, "max_reply_bytes", 1_000_000) or None,
         before=getattr(args, "before", None),
         after=getattr(args, "after", None),
+        cache=cache,
+        cache_dir=_setting(args, config, "cache_dir"),
         progress=ConsoleProgress(
             verbose=args.verbose, quiet=False, source=str(source), output=str(output)
         ),
     )
     written = run.save(output)
+    counts = run.settings.get("cache")
+    if counts:
+        print(  # noqa: T201 - the CLI's output
+            f"cache ({counts['mode']}, {counts['dir']}): {counts['replayed']} replayed, "
+            f"{counts['recorded']} recorded, {counts['missed']} missed",
+            file=sys.stderr,
+        )
     print(f"results written to {written}", file=sys.stderr)  # noqa: T201 - the CLI's output
     return run_exit_code(run)
 

@@ -14,7 +14,7 @@ import sys
 import typing
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypedDict, Unpack
+from typing import Any, Literal, TypedDict, Unpack
 
 from convlab._sync import run_sync
 from convlab.engine.api import RunHandle, ask_once, build_runner
@@ -48,6 +48,8 @@ class RunOptions(TypedDict, total=False):
     after: Any
     max_reply_bytes: int | None
     max_cases: int | None
+    cache: Literal["record", "replay", "auto"] | None
+    cache_dir: str | Path | None
 
 
 RUN_DEFAULTS: RunOptions = {
@@ -67,6 +69,8 @@ RUN_DEFAULTS: RunOptions = {
     "after": None,
     "max_reply_bytes": 1_000_000,
     "max_cases": None,
+    "cache": None,
+    "cache_dir": None,
 }
 
 OPTIONS_DOC = """
@@ -97,6 +101,14 @@ OPTIONS_DOC = """
         max_cases: Most case instances (cases x variant combinations x runs) the run may
             have; more is an error (EVALUATION_CASE_LIMIT) before anything runs. None:
             1000 for JSON evaluation suites (intention-kernel's default), else no limit.
+        cache: Record and replay the calls that leave the process (HTTP and OpenAI-compatible
+            agents, simulators and judges; functions marked `@cl.cached`): "record" makes
+            every call live and keeps it, "replay" answers from recordings only (a call never
+            recorded fails its case, naming case and turn; nothing goes live), "auto"
+            replays what exists and records the rest; None: no cache. The counts land in
+            `run.settings["cache"]`.
+        cache_dir: The recordings folder (default `./convlab-cache`): small JSON files, one
+            per call, named by the hash of what it sent; commit it next to the suite.
 """
 
 

@@ -318,6 +318,18 @@ def _parser() -> argparse.ArgumentParser:
         type=positive_int,
         help="most case instances; more is an error (default: 1000 for JSON suites)",
     )
+    r.add_argument(
+        "--cache",
+        choices=("record", "replay", "auto"),
+        action=_Given,
+        help="record agent/simulator/judge calls, replay them (no network, no key), or auto",
+    )
+    r.add_argument(
+        "--cache-dir",
+        metavar="DIR",
+        action=_Given,
+        help="recordings folder (default ./convlab-cache)",
+    )
     r.add_argument("-v", "--verbose", action="store_true")
     r.set_defaults(fn=_run)
     k = _sub(

@@ -9,7 +9,8 @@ ConvlabError                     base of every error convlab raises
 │   ├── AgentTimeoutError        (also a TimeoutError) the agent did not answer in time
 │   ├── SelectionError           a structured selection picks no open option, or several
 │   └── AgentResponseError       the reply could not be read (malformed JSON, missing path)
-└── MissingDependencyError       (also an ImportError) an optional extra is not installed
+├── MissingDependencyError       (also an ImportError) an optional extra is not installed
+└── ReplayMissError              cache='replay' met a call that was never recorded
 ```
 Errors before a run are raised; errors during a run are data on the case's result.
 """
@@ -29,6 +30,7 @@ __all__ = [
     "ConvlabError",
     "MissingDependencyError",
     "Problem",
+    "ReplayMissError",
     "SelectionError",
     "SuiteError",
     "UnknownNameError",
@@ -147,3 +149,26 @@ class MissingDependencyError(ConvlabError, ImportError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.feature, self.extra))
+
+
+class ReplayMissError(ConvlabError):
+    """`cache="replay"` met a call that was never recorded: it fails that case, never goes live.
+
+    The message names the case, the turn, the call (agent, simulator or judge) and the file
+    that is missing. Not the agent's fault: `blame` says so.
+    """
+
+    blame = "infrastructure"
+
+    def __init__(
+        self, message: str, *, case: str = "", turn: int = 0, role: str = "agent", key: str = ""
+    ) -> None:
+        self.case, self.turn, self.role, self.key = case, turn, role, key
+        super().__init__(message)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_replay_miss, (str(self), self.case, self.turn, self.role, self.key))
+
+
+def _replay_miss(message: str, case: str, turn: int, role: str, key: str) -> ReplayMissError:
+    return ReplayMissError(message, case=case, turn=turn, role=role, key=key)

@@ -31,6 +31,7 @@ import httpx
 import yarl
 
 from convlab.agents._aimd import AdaptiveLimit
+from convlab.agents.cache import active, http_exchange
 from convlab.agents.protocol import Concurrency
 from convlab.errors import AgentError, AgentHTTPError, AgentTimeoutError
 
@@ -95,10 +96,11 @@ class Secret:
         """The value itself, for the one place that sends it."""
         return self._value
 
-    def redact(self, text: str) -> str:
-        """`text` with every occurrence of the secret (and the extra values) replaced by `***`."""
+    def redact(self, text: str, shortest: int = 1) -> str:
+        """`text` with every occurrence of the secret (and the extra values) replaced by `***`
+        (but values shorter than `shortest`: recordings keep a reply intact for a key `x`)."""
         for value in (self._value, *self._more):
-            if value:
+            if value and len(value) >= shortest:
                 text = text.replace(value, "***")
         return text
 
@@ -430,7 +432,7 @@ class HTTPClient:
         try:
             try:
                 async with asyncio.timeout(self.timeout):
-                    response = await self.transport().request("POST", target, self.headers, body)
+                    response = await self._request(target, shown, body)
             except (TimeoutError, httpx.TimeoutException):
                 raise AgentTimeoutError(
                     f"no answer from {shown} within {self.timeout:g} s (timeout)"
@@ -451,6 +453,14 @@ class HTTPClient:
         finally:
             if gate is not None:
                 gate.release(ticket, overloaded, retry_after, succeeded)
+
+    async def _request(self, target: yarl.URL, shown: str, body: bytes) -> RawResponse:
+        """The wire, or the run's cassette: recorded or replayed, never both."""
+        transport, headers = self.transport(), self.headers
+        if active() is None:
+            return await transport.request("POST", target, headers, body)
+        got = await http_exchange(shown, body, self.secret, transport.request, target, headers)
+        return RawResponse(got[0], {"content-type": got[1]} if got[1] else {}, (), got[2])
 
     def _connection_error(self, url: str, exc: httpx.TransportError) -> AgentError:
         what = "could not connect to" if isinstance(exc, httpx.ConnectError) else "connection to"

@@ -7,6 +7,7 @@ import random
 import time
 from dataclasses import dataclass
 
+from convlab.agents.cache import calling
 from convlab.agents.protocol import AgentContext, AgentSession
 from convlab.errors import AgentError
 from convlab.model.conversation import Message, Observation
@@ -49,13 +50,19 @@ async def call_agent(
     ctx: AgentContext,
     policy: RetryPolicy,
     attempts: Attempts,
+    role: str = "agent",
 ) -> Observation:
-    """Send one user turn; retry transient failures; other exceptions propagate."""
+    """Send one user turn; retry transient failures; other exceptions propagate.
+
+    `role` (agent, simulator or judge) names the call when a replay finds no recording.
+    """
+    turn = None if role == "judge" else ctx.turn  # a judge is asked about the last turn
     for attempt in range(policy.retries + 1):
         attempts.calls += 1
         start = time.perf_counter()
         try:
-            obs = await session.send(messages, ctx)
+            with calling(role, turn):
+                obs = await session.send(messages, ctx)
         except Exception as exc:
             if attempt >= policy.retries or not is_retryable(exc):
                 raise

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import time
 from collections.abc import Callable
 from typing import Any
 
 from convlab._util import call_user, import_callable, is_async_callable, positional_arity
+from convlab.agents.cache import active, function_call, is_cached
 from convlab.agents.protocol import Agent, AgentContext, AgentSession
 from convlab.model.conversation import Message, Observation, Reply, ToolCall
 
@@ -91,14 +93,46 @@ class _FunctionSession(AgentSession):
         self.agent = agent
 
     async def send(self, messages: list[Message], ctx: AgentContext) -> Observation:
-        fn = self.agent.fn
         payload = [m.model_dump(exclude_none=True) for m in messages]
-        args: tuple[Any, ...] = (payload, ctx) if self.agent.wants_ctx else (payload,)
         start = time.perf_counter()
-        value = await call_user(fn, *args)
-        obs = to_observation(value)
+        if self.agent.cached and active() is not None:
+            obs = await self._through_cache(payload, ctx)
+        else:
+            obs = await self._call(payload, ctx)
         obs.latency_ms = (time.perf_counter() - start) * 1000
         return obs
+
+    async def _call(self, payload: list[dict[str, Any]], ctx: AgentContext) -> Observation:
+        args: tuple[Any, ...] = (payload, ctx) if self.agent.wants_ctx else (payload,)
+        return to_observation(await call_user(self.agent.fn, *args))
+
+    async def _through_cache(self, payload: list[dict[str, Any]], ctx: AgentContext) -> Observation:
+        """An `@cached` function's turn: what it was given in, its reply and world out."""
+        sent = {
+            "messages": payload,
+            "case": ctx.case.id if ctx.case is not None else None,
+            "turn": ctx.turn,
+            "instructions": ctx.instructions,
+            "input": ctx.input.model_dump(mode="json") if ctx.input is not None else None,
+            "world": ctx.world,
+        }
+
+        async def live() -> dict[str, Any]:
+            obs = await self._call(payload, ctx)
+            reply = obs.model_dump(mode="json", exclude={"latency_ms"}, exclude_none=True)
+            recorded = {"observation": reply, "world": ctx.world}
+            try:  # checked now, so the case says why rather than the cassette's writer
+                return dict(json.loads(json.dumps(recorded)))
+            except (TypeError, ValueError) as exc:
+                name = self.agent.name
+                raise TypeError(f"@cached {name}: its reply or world is not JSON: {exc}") from None
+
+        got = await function_call(self.agent.name, sent, live)
+        assert got is not None  # a scope is active: checked by send()
+        world = copy.deepcopy(got["world"])
+        ctx.world.clear()  # the world object is shared with the case: changed in place
+        ctx.world.update(world)
+        return Observation.model_validate(copy.deepcopy(got["observation"]))
 
 
 class FunctionAgent(Agent):
@@ -115,6 +149,8 @@ class FunctionAgent(Agent):
         self.name = name or getattr(fn, "__qualname__", None) or repr(fn)
         self.wants_ctx = _wants_ctx(fn)
         self.is_async = is_async_callable(fn)
+        self.cached = is_cached(fn)
+        """Opted in with `@convlab.cached`: recorded and replayed when a run has a cache."""
 
     async def open(self, ctx: AgentContext) -> AgentSession:
         """Functions keep no per-conversation state: the session just calls the function."""

@@ -196,7 +196,7 @@ class LLMSimulator:
 
         session = await self.agent.open(sim_ctx)
         try:  # a 429/5xx from the model playing the user is retried like the agent's own
-            obs = await call_agent(session, prompt, sim_ctx, RetryPolicy(), Attempts())
+            obs = await call_agent(session, prompt, sim_ctx, RetryPolicy(), Attempts(), "simulator")
         finally:
             await session.close()
         if obs.text is None and isinstance(obs.data, dict):

@@ -10,7 +10,9 @@ configure one, never a silent pass.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
+import contextvars
 import json
 import re
 from typing import Any
@@ -67,7 +69,7 @@ async def ask(agent: Agent, prompt: str) -> str:
     session = await agent.open(ctx)
     try:
         message = [Message(role="user", content=prompt)]
-        obs = await call_agent(session, message, ctx, RetryPolicy(), Attempts())
+        obs = await call_agent(session, message, ctx, RetryPolicy(), Attempts(), "judge")
     finally:
         await session.close()
     return obs.text if obs.text else to_text(obs.data)
@@ -320,6 +322,8 @@ class TestJudge:
         self.agent = agent
         self.loop = loop
         self.decisions: list[dict[str, Any]] = []
+        # the instance's context (its cache scope among others) follows the judge's calls
+        self._context = contextvars.copy_context()
 
     def _ask(self, prompt: str) -> str:
         if self.agent is None or self.loop is None:
@@ -332,8 +336,16 @@ class TestJudge:
             raise RuntimeError(
                 "the test judge must be called from a worker thread, not the event loop"
             )
+        done: concurrent.futures.Future[str] = concurrent.futures.Future()
+        agent, loop = self.agent, self.loop
+
+        def start() -> None:
+            task = loop.create_task(ask(agent, prompt), context=self._context.copy())
+            task.add_done_callback(lambda t: _settle(t, done))
+
+        loop.call_soon_threadsafe(start)
         try:
-            return asyncio.run_coroutine_threadsafe(ask(self.agent, prompt), self.loop).result()
+            return done.result()
         except Exception as exc:
             # the test sees the judge's own exception; the blame says it came from the judge
             with contextlib.suppress(AttributeError, TypeError):
@@ -384,3 +396,13 @@ class TestJudge:
         """Return and clear the decisions made so far (thinkingbox's `judge_motivation`)."""
         out, self.decisions = self.decisions, []
         return out
+
+
+def _settle(task: asyncio.Task[str], done: concurrent.futures.Future[str]) -> None:
+    """Hand a finished judge task's answer (or error) to the test's thread."""
+    if task.cancelled():
+        done.cancel()
+    elif task.exception() is not None:
+        done.set_exception(task.exception())  # type: ignore[arg-type]
+    else:
+        done.set_result(task.result())

@@ -12,6 +12,7 @@ from typing import Any
 
 from convlab._sync import BackgroundLoop
 from convlab._util import parse_duration
+from convlab.agents.cache import open_cassette
 from convlab.agents.calls import RetryPolicy
 from convlab.agents.protocol import Agent, AgentContext, as_agent, owned_by_run
 from convlab.engine.conversation import Env, resolve_simulator
@@ -120,6 +121,7 @@ def build_runner(opts: dict[str, Any], listeners: list[Listener]) -> Runner:
         max_reply_bytes=settings.max_reply_bytes,
         parallel=settings.parallel,
         borrowed=tuple(borrowed),
+        cassette=open_cassette(opts.get("cache"), opts.get("cache_dir")),
     )
     return Runner(env, settings, listeners)
 

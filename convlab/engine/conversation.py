@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from convlab.agents.cache import Cassette
 from convlab.agents.calls import Attempts, RetryPolicy, call_agent
 from convlab.agents.protocol import Agent, AgentContext, AgentSession
 from convlab.checks import CheckContext, evaluate
@@ -64,6 +65,8 @@ class Env:
     """A longer reply text is cut to this many UTF-8 bytes and marked (None: no cap)."""
     run_id: str = ""
     """The run's id (thread ids start with it)."""
+    cassette: Cassette | None = None
+    """Record/replay of the calls that leave the process (run()'s `cache`); None: live."""
     parallel: int = 4
     """The run's `parallel`: the adaptive limit is shown while it is below it."""
     borrowed: tuple[Any, ...] = ()

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from convlab.agents.cache import recording
 from convlab.engine.codes import case_code
 from convlab.engine.conversation import Conversation, Env, stopping
 from convlab.engine.events import (
@@ -29,7 +30,7 @@ from convlab.engine.replies import MAX_REPLY_BYTES, share_case_text
 from convlab.engine.store import ResultStore
 from convlab.model._compact import compact
 from convlab.model.blame import Blame, blame_of, case_blame
-from convlab.model.results import CaseResult, Run
+from convlab.model.results import CaseResult, Run, variant_label
 from convlab.plan import Instance, count, expand, fingerprint
 
 __all__ = ["SUMMARY_KEYS", "Runner", "Settings", "suite_summary"]
@@ -102,6 +103,10 @@ class Runner:
 
     async def execute(self) -> Run:
         """Run every planned instance; Ctrl-C / stop() keeps finished results."""
+        with recording(self.env.cassette):  # calls outside instances (suite checks) too
+            return await self._execute()
+
+    async def _execute(self) -> Run:
         self.env.emit = self.emit
         suite, s = self.env.suite, self.settings
         self.run = Run(
@@ -178,6 +183,8 @@ class Runner:
         if suite.assertions:
             self.run.suite_assertions = await _suite_checks(self.run)
         self.run.finished_at = _now()
+        if self.env.cassette is not None:  # what the cache did, for the user to see
+            self.run.settings["cache"] = self.env.cassette.summary()
         try:
             await call_hook(resolve_hook(s.after), self.run, before_data)
         except Exception as exc:
@@ -220,8 +227,10 @@ class Runner:
         self.emit(CaseStarted(inst.key, inst.label, case.mode, case.name))
         conv = Conversation(inst, self.env)
         timeout = case.limits.timeout_s or self.env.timeout_s
+        sample = (inst.case.id, variant_label(inst.variant), inst.repetition, inst.run)
         try:
-            outcome = await self._converse(conv, timeout)
+            with recording(self.env.cassette, *sample):
+                outcome = await self._converse(conv, timeout)
         except asyncio.CancelledError:  # keep what the conversation got to
             why = "run stopped while it ran" + (f"; {conv.hook_error}" if conv.hook_error else "")
             stopped = Outcome("cancelled", why, checkpoints=conv.checkpoints)

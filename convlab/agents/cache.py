@@ -1,0 +1,377 @@
+"""Record and replay: agent, simulator and judge calls kept as small JSON files.
+
+Why: a suite tuned in a notebook must run in CI without a key, for free, with the same
+answer every time. `run(..., cache="record" | "replay" | "auto", cache_dir=...)` opens a
+`Cassette`, the engine enters `recording()` for the run and for each instance, and the two
+places where a call leaves the process consult it:
+
+- `HTTPClient.post` (every HTTP and OpenAI-compatible agent, simulator and judge): the request
+  is the masked URL (`safe_url`) and the JSON body, with secrets redacted; headers are never
+  kept. Endpoint, model, messages, tools and parameters are all in that body.
+- a Python function agent decorated with `@cached`: its messages and context in, its
+  Observation and world state out.
+
+A call's key is the SHA-256 of what it sent plus the instance's run and repetition index
+(`runs=5` records five samples) and how many identical calls the instance made before it.
+Identical calls within a run share one recording, so a record run and its replay always agree.
+Each recording is one JSON file, `DIR/ab/abcdef....json`, readable in a diff.
+
+Why not vcrpy, hishel or diskcache: vcrpy patches aiohttp globally and keeps one ordered
+cassette per test, which parallel instances and `runs=N` repeats interleave differently on
+every run; hishel implements RFC 9111 HTTP caching for httpx (POST is not cacheable there, and
+the agents' fast path does not go through httpx); diskcache stores pickles in SQLite, which
+no one can review in a diff. None of them can hold a function agent's turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import os
+import uuid
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol, TypeVar
+
+from convlab.errors import ReplayMissError
+
+__all__ = [
+    "CACHE_MODES",
+    "Cassette",
+    "active",
+    "cached",
+    "calling",
+    "is_cached",
+    "open_cassette",
+    "recording",
+    "replaying",
+]
+
+CacheMode = Literal["record", "replay", "auto"]
+CACHE_MODES: tuple[str, ...] = ("record", "replay", "auto")
+FORMAT = 1
+SHORTEST_SECRET = 6
+"""Secrets at least this long are masked in recordings; shorter ones are test values (`x`)."""
+"""The recording file format; a file of another format is a miss, never misread."""
+
+_MARK = "__convlab_cached__"
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def cached(fn: F) -> F:
+    """Record and replay a Python function agent (or judge) when a run has a cache.
+
+    HTTP and OpenAI-compatible agents are recorded without asking; a function runs as it is
+    unless it opts in, since most functions are cheap and deterministic. Its messages and
+    context (case id, turn, world, instructions, input) make the key; its reply and the world
+    as it left it are recorded, so both must be JSON.
+
+    Example:
+        >>> import convlab as cl
+        >>> @cl.cached
+        ... def agent(messages):
+        ...     return "hello"
+        >>> cl.agents.as_agent(agent).cached
+        True
+    """
+    try:
+        setattr(fn, _MARK, True)
+    except (AttributeError, TypeError):
+        raise TypeError(f"@cached needs a function it can mark, got {fn!r}") from None
+    return fn
+
+
+def is_cached(fn: Any) -> bool:
+    """Whether `fn` opted in with `@cached`."""
+    return getattr(fn, _MARK, False) is True
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def _json_or_text(raw: bytes | str) -> tuple[Any, bool]:
+    """(value, is_json): a body as JSON when it parses, else as text."""
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+    try:
+        return json.loads(text), True
+    except ValueError:
+        return text, False
+
+
+class Cassette:
+    """A folder of recordings and how this run uses it (`mode`); counts what happened."""
+
+    def __init__(self, mode: CacheMode, folder: Path) -> None:
+        self.mode, self.folder = mode, folder
+        self.recorded = self.replayed = self.missed = 0
+        self._seen: dict[str, dict[str, Any]] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    def path(self, key: str) -> Path:
+        """Where the recording of `key` lives (fanned out by its first two characters)."""
+        return self.folder / key[:2] / f"{key}.json"
+
+    def summary(self) -> dict[str, Any]:
+        """What the run's `settings["cache"]` shows: mode, folder and the counts."""
+        return {
+            "mode": self.mode,
+            "dir": str(self.folder),
+            "recorded": self.recorded,
+            "replayed": self.replayed,
+            "missed": self.missed,
+        }
+
+    async def call(
+        self,
+        request: dict[str, Any],
+        live: Callable[[], Awaitable[tuple[dict[str, Any], bool]]],
+        miss: Callable[[str], ReplayMissError],
+    ) -> dict[str, Any]:
+        """The response recorded for `request` (a dict with its `key`), or the live one.
+
+        `live()` returns (response, keep): a transient failure (429, 5xx) is passed on but
+        not kept. The first identical request of a run goes live; the others wait for it.
+        """
+        key = request["key"]
+        lock = self._locks.setdefault(key, asyncio.Lock())
+        async with lock:
+            found = self._seen.get(key)
+            if found is None and self.mode != "record":
+                found = self._read(key)
+            if found is not None:
+                self.replayed += 1
+                return found
+            if self.mode == "replay":
+                self.missed += 1
+                raise miss(key)
+            response, keep = await live()
+            if keep:
+                self._write(key, {"format": FORMAT, **request, "response": response})
+                self._seen[key] = response
+                self.recorded += 1
+            return response
+
+    def _read(self, key: str) -> dict[str, Any] | None:
+        try:
+            doc = json.loads(self.path(key).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+            return None
+        response = doc.get("response")
+        if isinstance(response, dict):
+            self._seen[key] = response
+            return response
+        return None
+
+    def _write(self, key: str, doc: dict[str, Any]) -> None:
+        """Write atomically; an unchanged recording is left alone (no churn in a diff)."""
+        path = self.path(key)
+        text = json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
+        with contextlib.suppress(OSError):
+            if path.read_text(encoding="utf-8") == text:
+                return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+        temp.write_text(text, encoding="utf-8")
+        os.replace(temp, path)
+
+
+def open_cassette(mode: str | bool | None, folder: str | Path | None) -> Cassette | None:
+    """The cassette for run()'s `cache` and `cache_dir`; None when caching is off.
+
+    Raises:
+        ValueError: For an unknown mode, or `replay` from a folder that does not exist
+            (nothing to replay: a run would only fail every case).
+    """
+    if mode is None or mode is False:
+        return None
+    if mode not in CACHE_MODES:
+        raise ValueError(f"cache={mode!r}: use 'record', 'replay', 'auto' or None")
+    path = Path(folder if folder is not None else DEFAULT_DIR)
+    if mode == "replay" and not path.is_dir():
+        raise ValueError(
+            f"cache='replay': {path} does not exist, so there is nothing to replay "
+            "(record it first with cache='record' or cache='auto')"
+        )
+    return Cassette(mode, path)  # type: ignore[arg-type]
+
+
+DEFAULT_DIR = "convlab-cache"
+"""cache_dir when none is given: relative to the current directory."""
+
+
+@dataclass
+class _Scope:
+    """The cassette and the instance that calls go out for (a contextvar holds it)."""
+
+    cassette: Cassette
+    case: str | None = None
+    variant: str = ""
+    repetition: int = 0
+    run: int = 0
+    turn: int = 0
+    """The last agent turn (0-based), for the message of a judge's miss."""
+    counts: Counter[str] = field(default_factory=Counter)
+
+    def request(self, kind: str, sent: dict[str, Any]) -> dict[str, Any]:
+        """`sent` with the instance's run and repetition and its occurrence, and its key."""
+        base = _canonical([kind, sent, self.run, self.repetition])
+        occurrence = self.counts[base]
+        self.counts[base] += 1
+        key = hashlib.sha256(f"{FORMAT}\n{base}\n{occurrence}".encode()).hexdigest()
+        return {
+            "key": key,
+            "kind": kind,
+            "run": self.run,
+            "repetition": self.repetition,
+            "occurrence": occurrence,
+            "request": sent,
+        }
+
+    def miss(self, what: str, request: dict[str, Any]) -> Callable[[str], ReplayMissError]:
+        call = _CALL.get()
+        role = call[0] if call else "agent"
+        turn = (call[1] if call and call[1] is not None else self.turn) + 1
+        case = self.case or "(suite checks)"
+        sample = f", run {self.run}" if self.run else ""
+        sample += f", repetition {self.repetition}" if self.repetition else ""
+        variant = f" [{self.variant}]" if self.variant else ""
+
+        def make(key: str) -> ReplayMissError:
+            return ReplayMissError(
+                f"replay: the {role} call of case {case!r}{variant}{sample} at turn {turn} "
+                f"was never recorded ({what}; key {key[:16]}, file "
+                f"{self.cassette.path(key)}): record it with cache='record' or cache='auto'",
+                case=case,
+                turn=turn,
+                role=role,
+                key=key,
+            )
+
+        return make
+
+
+_SCOPE: ContextVar[_Scope | None] = ContextVar("convlab_cache_scope", default=None)
+_CALL: ContextVar[tuple[str, int | None] | None] = ContextVar("convlab_cache_call", default=None)
+
+
+def active() -> _Scope | None:
+    """The recording scope of the running code (None: no cache, calls go live)."""
+    return _SCOPE.get()
+
+
+def replaying() -> bool:
+    """Whether calls are answered from recordings only (a missing API key is fine then)."""
+    scope = _SCOPE.get()
+    return scope is not None and scope.cassette.mode == "replay"
+
+
+@contextlib.contextmanager
+def recording(
+    cassette: Cassette | None,
+    case: str | None = None,
+    variant: str = "",
+    repetition: int = 0,
+    run: int = 0,
+) -> Iterator[None]:
+    """Calls made inside go through `cassette`, keyed for this instance (no-op for None)."""
+    if cassette is None:
+        yield
+        return
+    token = _SCOPE.set(_Scope(cassette, case, variant, repetition, run))
+    try:
+        yield
+    finally:
+        _SCOPE.reset(token)
+
+
+@contextlib.contextmanager
+def calling(role: str, turn: int | None) -> Iterator[None]:
+    """Name the call going out (agent, simulator, judge; 0-based turn) for miss messages."""
+    scope = _SCOPE.get()
+    if scope is None:
+        yield
+        return
+    if role == "agent" and turn is not None:
+        scope.turn = turn
+    token = _CALL.set((role, turn))
+    try:
+        yield
+    finally:
+        _CALL.reset(token)
+
+
+class _Answer(Protocol):
+    status: int
+    headers: Mapping[str, str]
+    body: bytes
+
+
+class _Secret(Protocol):
+    def redact(self, text: str, shortest: int = 1) -> str: ...
+
+
+async def http_exchange(
+    url: str,
+    body: bytes,
+    secret: _Secret,
+    send: Callable[..., Awaitable[_Answer]],
+    *args: Any,
+) -> tuple[int, str, bytes]:
+    """A POST through the active cassette: (status, content type, body).
+
+    `url` is already masked as `safe_url` masks it; `send("POST", *args, body)` makes the
+    live call. Secrets at least `SHORTEST_SECRET` long are redacted from what is kept; the live
+    and the replayed answer are the same normalised body, so a replay reads exactly what its
+    recording did.
+    """
+    scope = _SCOPE.get()
+    assert scope is not None, "http_exchange needs a recording() scope"
+
+    def redact(text: str) -> str:
+        return secret.redact(text, shortest=SHORTEST_SECRET)
+
+    sent, _ = _json_or_text(redact(body.decode("utf-8", "replace")))
+    request = scope.request("http", {"method": "POST", "url": url, "body": sent})
+
+    async def go() -> tuple[dict[str, Any], bool]:
+        got = await send("POST", *args, body)
+        keep = got.status < 500 and got.status != 429  # transient failures are not kept
+        value, is_json = _json_or_text(redact(got.body.decode("utf-8", "replace")))
+        ctype = got.headers.get("content-type", "")
+        kept = {"json": value} if is_json else {"text": value}
+        return {"status": got.status, "content_type": ctype, **kept}, keep
+
+    response = await scope.cassette.call(request, go, scope.miss(f"POST {url}", request))
+    if "json" in response:
+        data = json.dumps(response["json"], ensure_ascii=False).encode()
+    else:
+        data = str(response.get("text", "")).encode()
+    return int(response["status"]), str(response.get("content_type", "")), data
+
+
+async def function_call(
+    name: str,
+    sent: dict[str, Any],
+    live: Callable[[], Awaitable[dict[str, Any]]],
+) -> dict[str, Any] | None:
+    """A `@cached` function's turn through the active cassette; None when there is none."""
+    scope = _SCOPE.get()
+    if scope is None:
+        return None
+    try:
+        request = scope.request("function", {"function": name, **sent})
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"@cached {name}: its messages or context are not JSON: {exc}") from None
+
+    async def go() -> tuple[dict[str, Any], bool]:
+        return await live(), True
+
+    return await scope.cassette.call(request, go, scope.miss(f"function {name}", request))
