@@ -12,6 +12,13 @@ time (ideal = N x latency / C). Targets (DESIGN.md, "HTTP"): convlab <= 1.2x ide
 10% of the baseline. `--httpx` also times a plain httpx client with its default pool, the
 thing the fast transport replaces.
 
+Then record and replay (issue #14): the N-case suite (one turn, three checks per case) through
+`convlab.run`, live, then recorded (`cache="record"`), then replayed (`cache="replay"`) with
+the mock server stopped, at `parallel=C` and at run()'s default `parallel=4`; it prints the
+live run's time over the replay's (target: at least 20x) and the engine's floor (the same
+suite on an instant function agent): a replay cannot beat the engine's cost per case, which
+at C=50 is most of the live run's time. `--no-replay` skips it.
+
     python benchmarks/bench_http.py [-n 1000] [-c 50] [--latency-ms 50] [--repeat 3]
 
 Needs uvicorn (the `serve` or `test` extra); with uvloop and httptools installed the mock
@@ -44,6 +51,10 @@ from convlab.model.conversation import Message  # noqa: E402
 
 TARGET_IDEAL = 1.2
 TARGET_BASELINE = 1.10
+TARGET_REPLAY = 20.0
+DEFAULT_PARALLEL = 4
+"""run()'s default `parallel`: the replay figures are printed for it and for `-c`."""
+"""A replayed run of the suite against the live run at the mock's latency (issue #14)."""
 
 
 def find_shared(given: str | None) -> Path:
@@ -137,6 +148,83 @@ async def run_convlab(base_url: str, n: int, c: int) -> dict[str, Any]:
     return dict(counts, wall_s=wall)
 
 
+def _suite(n: int) -> Any:
+    """n single-turn cases, 3 checks each, passing when the mock echoes the case's token."""
+    from convlab.model import Case, Suite
+
+    cases = [
+        Case(
+            id=f"c{i}",
+            input=[Message(content=f"Please repeat token-{i} back.")],
+            assertions=[
+                {"kind": "contains", "value": f"token-{i}"},
+                {"kind": "regex", "pattern": r"\w+"},
+                {"kind": "not_contains", "value": "error"},
+            ],
+        )
+        for i in range(n)
+    ]
+    return Suite(id="bench-replay", cases=cases)
+
+
+def _timed_run(suite: Any, agent: Any, c: int, **cache: Any) -> tuple[float, Any]:
+    import convlab as cl
+
+    t0 = time.perf_counter()
+    run = cl.run(suite, agent, parallel=c, progress=False, **cache)
+    return time.perf_counter() - t0, run
+
+
+def _mock_agent(url: str) -> OpenAIAgent:
+    return OpenAIAgent("mock", base_url=url, api_key="dummy")
+
+
+async def _instant(messages: list[dict[str, Any]]) -> str:
+    """The engine's floor: an agent that answers at once, as the mock would."""
+    return "You said: " + str(messages[-1]["content"])
+
+
+def replay_figures(
+    shared: Path, n: int, parallels: list[int], latency: float, repeat: int
+) -> list[dict[str, Any]]:
+    """Per `parallel`: the live, recorded and replayed `convlab.run` of the N-case suite, and
+    the engine's floor (an instant function agent, no cache); medians of `repeat`."""
+    suite = _suite(n)
+    rows = []
+    for c in parallels:
+        with tempfile.TemporaryDirectory(prefix="convlab-cassette-") as folder:
+            with MockServer(shared, latency) as server:
+                url = server.url
+                live = [_timed_run(suite, _mock_agent(url), c) for _ in range(repeat)]
+                record = _timed_run(suite, _mock_agent(url), c, cache="record", cache_dir=folder)
+            # the server is gone: a call that went live would fail its case
+            replay = [
+                _timed_run(suite, _mock_agent(url), c, cache="replay", cache_dir=folder)
+                for _ in range(repeat)
+            ]
+            files = sum(1 for _ in Path(folder).rglob("*.json"))
+        floor = statistics.median(_timed_run(suite, _instant, c)[0] for _ in range(repeat))
+        live_s = statistics.median(t for t, _ in live)
+        replay_s = statistics.median(t for t, _ in replay)
+        passed = [sum(r.status == "passed" for r in run.results) for _, run in live + replay]
+        rows.append(
+            {
+                "parallel": c,
+                "live_s": round(live_s, 3),
+                "record_s": round(record[0], 3),
+                "replay_s": round(replay_s, 3),
+                "floor_s": round(floor, 3),
+                "live_over_replay": round(live_s / replay_s, 1),
+                "recordings": files,
+                "replayed": replay[-1][1].settings["cache"]["replayed"],
+                "missed": replay[-1][1].settings["cache"]["missed"],
+                "all_passed": all(p == n for p in passed),
+                "target_met": live_s / replay_s >= TARGET_REPLAY,
+            }
+        )
+    return rows
+
+
 def measure(name: str, fn: Any, server: MockServer) -> dict[str, Any]:
     server.stats(reset=True)
     result = asyncio.run(fn())
@@ -154,6 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--httpx", action="store_true", help="also time plain httpx (default pool)")
     p.add_argument("--shared", help="the shared/ folder (default: ../shared)")
     p.add_argument("--json", action="store_true", help="print one JSON line instead of a table")
+    p.add_argument("--no-replay", action="store_true", help="skip the record/replay figures")
     args = p.parse_args(argv)
     n, c, latency = args.n, args.concurrency, args.latency_ms
     shared = find_shared(args.shared)
@@ -194,6 +283,10 @@ def main(argv: list[str] | None = None) -> int:
     vs_base = mine / base
     # The targets are about waiting on the wire; with no latency only the CPU cost is shown.
     ok = (mine / ideal <= TARGET_IDEAL and vs_base <= TARGET_BASELINE) if ideal else None
+    parallels = sorted({c, DEFAULT_PARALLEL}, reverse=True)
+    replayed = None
+    if not args.no_replay:
+        replayed = replay_figures(shared, n, parallels, latency, args.repeat)
     summary = {
         "n": n,
         "concurrency": c,
@@ -202,6 +295,7 @@ def main(argv: list[str] | None = None) -> int:
         "clients": clients,
         "convlab_vs_baseline": round(vs_base, 3),
         "targets_met": ok,
+        "replay": replayed,
     }
     if args.json:
         print(json.dumps(summary))
@@ -221,7 +315,22 @@ def main(argv: list[str] | None = None) -> int:
             f"convlab / baseline = {vs_base:.3f}; targets (<= {TARGET_IDEAL}x ideal, "
             f"<= {TARGET_BASELINE}x baseline): {verdict}"
         )
+        for r in replayed or []:
+            print(
+                f"convlab.run of {n} cases (3 checks each) at parallel={r['parallel']}: "
+                f"live {r['live_s']:.3f} s, record {r['record_s']:.3f} s, replay "
+                f"{r['replay_s']:.3f} s with the server stopped ({r['replayed']} replayed, "
+                f"{r['missed']} missed, {r['recordings']} files); engine floor (instant "
+                f"function agent) {r['floor_s']:.3f} s"
+            )
+            verdict = "met" if r["target_met"] else "MISSED"
+            print(
+                f"  live / replay = {r['live_over_replay']:.1f}x (target >= {TARGET_REPLAY:g}x: "
+                f"{verdict}); replay / floor = {r['replay_s'] / r['floor_s']:.2f}; every case "
+                f"passed in every run: {r['all_passed']}"
+            )
     errors = sum(row["errors"] for row in clients.values())
+    errors += sum(not r["all_passed"] for r in replayed or [])
     return 1 if errors else 0
 
 
