@@ -5,6 +5,7 @@ keeps N samples; auto; secrets; @cl.cached functions; simulators and judges; the
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import pickle
@@ -409,3 +410,18 @@ def _cli(folder: Path, env: dict[str, str], *flags: str) -> subprocess.Completed
         env=clean | env,
         timeout=120,
     )
+
+
+def test_arun_and_start_take_the_same_cache_options(tmp_path):
+    suite = Suite(id="s", cases=[Case(id="a", input=[Message(content="q")])])
+    agents, calls = counter_app()
+    with DemoServer(agents) as base:
+        handle = cl.start(suite, served("numbered", base), cache="record", cache_dir=tmp_path,
+                          progress=False)  # fmt: skip
+        first = handle.wait(60)
+    replaying = cl.arun(
+        suite, served("numbered", base), cache="replay", cache_dir=tmp_path, progress=False
+    )
+    again = asyncio.run(replaying)
+    assert len(calls) == 1 and seen(again) == seen(first)
+    assert again.settings["cache"]["replayed"] == 1
