@@ -425,3 +425,25 @@ def test_arun_and_start_take_the_same_cache_options(tmp_path):
     again = asyncio.run(replaying)
     assert len(calls) == 1 and seen(again) == seen(first)
     assert again.settings["cache"]["replayed"] == 1
+
+
+def test_a_python_tests_judge_goes_through_the_cassette(tmp_path):
+    """A thinkingbox test runs in a worker thread; its judge's calls still carry the
+    instance's cache scope (recorded, then replayed with the server gone)."""
+    from test_checks_code import conversation, pytest_spec
+
+    from convlab.agents.cache import open_cassette, recording
+    from convlab.checks import CheckContext, evaluate
+
+    async def judged(mode: str, base: str) -> tuple[Any, Any]:
+        cassette = open_cassette(mode, tmp_path)
+        with recording(cassette, "c"):
+            ctx = CheckContext(**conversation(), judge=served("judge", base), scope="final")
+            return await evaluate(pytest_spec("test_judged"), ctx), cassette
+
+    with DemoServer({"judge": lambda messages: "Yes"}) as base:
+        res, cassette = asyncio.run(judged("record", base))
+    assert res.status == "passed" and cassette.recorded == 1
+    res, cassette = asyncio.run(judged("replay", base))
+    assert res.status == "passed", res.message
+    assert (cassette.replayed, cassette.missed) == (1, 0)
