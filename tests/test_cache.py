@@ -137,6 +137,7 @@ def test_a_deleted_recording_fails_only_its_case_naming_case_and_turn(recorded, 
         assert f"case {result.case_id!r}" in result.error and "at turn 2" in result.error
         assert "record it with cache='record' or cache='auto'" in result.error
         assert result.turns[0].observation is not None  # turn 1 replayed as recorded
+        assert result.blame == "infrastructure"  # not the agent's fault (ReplayMissError.blame)
     assert again.settings["cache"]["missed"] >= len(hit)  # later turns miss as well
 
 
@@ -364,6 +365,7 @@ def test_simulator_and_judge_calls_are_recorded_and_replayed(tmp_path):
     assert missed.results[1].status == check.status == "error"
     assert "ReplayMissError" in check.message
     assert "the judge call of case 'judged' at turn 1" in check.message
+    assert check.blame == missed.results[1].blame == "infrastructure"
 
 
 def test_the_cli_records_then_replays_with_the_server_stopped(tmp_path):
