@@ -385,6 +385,22 @@ def test_the_suites_own_code_is_the_suites_fault(register_evaluator: Any) -> Non
     assert (by["composite"].status, by["composite"].blame) == ("error", "judge")
 
 
+def test_a_yao_validator_without_the_agents_prefix_fails_as_the_suites_fault() -> None:
+    # Yao (agent/test/assert.go assertAgent) fails the assertion; the file is at fault
+    checked = std("yao", "hi", says("ok"), {"kind": "agent", "use": "validator"})
+    fine = std("fine", "hi", says("nope"))
+    by = {
+        r.case_id: r
+        for r in cl.run(Suite(id="y", cases=[checked, fine]), agent, progress=False).results
+    }
+    assert (by["yao"].status, by["yao"].blame) == ("failed", "suite")
+    assert (by["fine"].status, by["fine"].blame) == ("failed", "agent")
+    # with a failing reply check too, the instance is the agent's again
+    both = std("both", "hi", says("nope"), {"kind": "agent", "use": "validator"})
+    [r] = cl.run(Suite(id="y", cases=[both]), agent, progress=False).results
+    assert (r.status, r.blame) == ("failed", "agent")
+
+
 def test_an_exception_may_say_whose_fault_it_is() -> None:
     class Mine(Exception):
         blame = "simulator"

@@ -30,16 +30,20 @@ MEGABYTES = 500
 
 @contextmanager
 def bounded(seconds: float = SECONDS, megabytes: int = MEGABYTES) -> Iterator[None]:
-    """Fail unless the block ends within `seconds` and allocates at most `megabytes` at peak."""
+    """Fail unless the block uses at most `seconds` of CPU and `megabytes` at peak.
+
+    CPU time of this process, not wall time: the bound is on what the loader costs, which a
+    busy machine's scheduler does not change (wall time flaked at 2.16 s under load).
+    """
     tracemalloc.start()
-    start = time.perf_counter()
+    start = time.process_time()
     try:
         yield
     finally:
-        took = time.perf_counter() - start
+        took = time.process_time() - start
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
-    assert took < seconds, f"took {took:.2f} s"
+    assert took < seconds, f"took {took:.2f} s of CPU"
     assert peak < megabytes * 1_000_000, f"peaked at {peak / 1e6:.0f} MB"
 
 

@@ -268,7 +268,8 @@ async def agent_validator(spec: AgentValidator, ctx: CheckContext) -> AssertionR
     """
     use = spec.use or ""
     if not use.startswith("agents:"):
-        return result(spec, False, NO_AGENTS_PREFIX, actual=use or None)
+        # fails as in Yao, but the file is at fault, not the reply: blamed on the suite
+        return result(spec, False, NO_AGENTS_PREFIX, actual=use or None, blame="suite")
     agent = resolve_judge(use, ctx)
     if agent is None:
         return error_result(spec, _no_validator(use), "judge")

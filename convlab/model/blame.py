@@ -110,8 +110,8 @@ def blame_of(exc: BaseException, site: Blame) -> Blame:
 def assertion_blame(a: AssertionResult) -> Blame | None:
     """An assertion's blame: `agent` when it failed, its recorded blame when it errored
     (inferred from its kind for results saved before blame existed), None otherwise."""
-    if a.status == "failed":
-        return "agent"
+    if a.status == "failed":  # a fail is the reply's, unless the check says otherwise
+        return a.blame or "agent"
     if a.status != "error":
         return None
     if a.blame is not None:
@@ -124,10 +124,15 @@ def assertion_blame(a: AssertionResult) -> Blame | None:
 
 
 def _failed_check(r: CaseResult) -> bool:
-    """Whether the reply definitively failed a check or a required checkpoint."""
+    """Whether the reply definitively failed a check or a required checkpoint.
+
+    A failed check that names another culprit (Yao's `use` without `agents:` fails, as Yao
+    does, but the suite is at fault) is not the reply's.
+    """
     every = [a for t in r.turns for a in t.assertions] + list(r.assertions)
-    if any(a.status == "failed" for a in every):
-        return True
+    failed = [a for a in every if a.status == "failed"]
+    if failed:
+        return any(a.blame in (None, "agent") for a in failed)
     return r.status == "failed"
 
 
