@@ -19,9 +19,10 @@ from typing import Any
 
 import httpx
 
+from convlab.agents._http_base import HTTPBackedAgent
 from convlab.agents._transport import HTTPClient, Secret, dumps, loads, safe_url, url_secrets
 from convlab.agents.function import to_observation
-from convlab.agents.protocol import Agent, AgentContext, AgentSession, Concurrency
+from convlab.agents.protocol import AgentContext, AgentSession
 from convlab.errors import AgentResponseError
 from convlab.model.conversation import Message, Observation, Reply, ToolCall
 
@@ -72,7 +73,7 @@ def get_path(data: Any, path: str) -> Any:
     return node
 
 
-class HTTPAgent(Agent):
+class HTTPAgent(HTTPBackedAgent):
     """POSTs a JSON request built from a template to `url` and reads the reply by paths.
 
     `adaptive=False` turns off the AIMD in-flight limit that 429/503 answers cut.
@@ -108,23 +109,6 @@ class HTTPAgent(Agent):
     async def open(self, ctx: AgentContext) -> AgentSession:
         """Stateless: every turn sends the whole conversation as the template says."""
         return _HTTPSession(self)
-
-    async def aclose(self) -> None:
-        """Close the connection pools."""
-        await self._http.aclose()
-
-    @property
-    def adaptive(self) -> bool:
-        """Whether 429/503 answers cut the requests in flight (AIMD; on by default)."""
-        return self._http.adaptive
-
-    @adaptive.setter
-    def adaptive(self, on: bool) -> None:
-        self._http.adaptive = bool(on)
-
-    def concurrency(self) -> Concurrency | None:
-        """The tightest adaptive limit of this agent's endpoints on the running loop."""
-        return self._http.concurrency()
 
     def build(self, messages: list[Message], ctx: AgentContext) -> Any:
         """The request body for this turn."""

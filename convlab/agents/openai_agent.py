@@ -20,9 +20,10 @@ import urllib.parse
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from convlab.agents._http_base import HTTPBackedAgent
 from convlab.agents._transport import HTTPClient, Secret, dumps, loads, safe_url, url_secrets
 from convlab.agents.cache import replaying
-from convlab.agents.protocol import Agent, AgentContext, AgentSession, Concurrency
+from convlab.agents.protocol import AgentContext, AgentSession
 from convlab.agents.tools import Tool, ToolFailed, as_tools
 from convlab.errors import AgentError, AgentResponseError
 from convlab.model.conversation import Message, Observation, ToolCall, Usage
@@ -48,7 +49,7 @@ def message_text(content: Any) -> str | None:
     return str(content)
 
 
-class OpenAIAgent(Agent):
+class OpenAIAgent(HTTPBackedAgent):
     """A chat-completions model; `params` (temperature, max_tokens, ...) go into each request.
 
     `adaptive=False` turns off the AIMD in-flight limit that 429/503 answers cut.
@@ -124,23 +125,6 @@ class OpenAIAgent(Agent):
         if problem and not replaying():  # a replay sends nothing: CI needs no key
             raise AgentError(problem)
         return _OpenAISession(self)
-
-    async def aclose(self) -> None:
-        """Close the connection pools."""
-        await self._http.aclose()
-
-    @property
-    def adaptive(self) -> bool:
-        """Whether 429/503 answers cut the requests in flight (AIMD; on by default)."""
-        return self._http.adaptive
-
-    @adaptive.setter
-    def adaptive(self, on: bool) -> None:
-        self._http.adaptive = bool(on)
-
-    def concurrency(self) -> Concurrency | None:
-        """The tightest adaptive limit of this agent's endpoints on the running loop."""
-        return self._http.concurrency()
 
     def system_prompt(self, ctx: AgentContext) -> str | None:
         """The agent's `system` prompt followed by the case's instructions."""

@@ -1,0 +1,33 @@
+"""What every agent that talks through one `HTTPClient` shares: closing its pools, the
+adaptive-concurrency switch and the limit it reports, written once for the OpenAI and the
+generic HTTP agent."""
+
+from __future__ import annotations
+
+from convlab.agents._transport import HTTPClient
+from convlab.agents.protocol import Agent, Concurrency
+
+__all__ = ["HTTPBackedAgent"]
+
+
+class HTTPBackedAgent(Agent):
+    """An agent whose calls all go through `self._http`."""
+
+    _http: HTTPClient
+
+    async def aclose(self) -> None:
+        """Close the connection pools."""
+        await self._http.aclose()
+
+    @property
+    def adaptive(self) -> bool:
+        """Whether 429/503 answers cut the requests in flight (AIMD; on by default)."""
+        return self._http.adaptive
+
+    @adaptive.setter
+    def adaptive(self, on: bool) -> None:
+        self._http.adaptive = bool(on)
+
+    def concurrency(self) -> Concurrency | None:
+        """The tightest adaptive limit of this agent's endpoints on the running loop."""
+        return self._http.concurrency()
