@@ -79,7 +79,7 @@ def _counts_line(s: Mapping[str, Any]) -> str:
 
 def _rate_line(s: Mapping[str, Any]) -> str:
     errors = (
-        "errors count as failed"
+        "the agent's errors count as failed"
         if s.get("count_errors_as", "failed") == "failed"
         else "errors left out"
     )
