@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from convlab.agents.cache import CACHE_MODES
 from convlab.errors import AgentError, ConvlabError
@@ -56,17 +57,31 @@ def is_path(text: str) -> bool:
     return Path(text).exists() or looks
 
 
-def positive_int(text: str) -> int:
-    """argparse `type=`: an integer >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"invalid int value: {text!r} (a whole number >= 1)"
-        ) from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+N = TypeVar("N", int, float)
+
+
+def number_arg(
+    convert: Callable[[str], N], low: N, high: N | None = None, *, bad: str, rule: str
+) -> Callable[[str], N]:
+    """An argparse `type=` that reads a number within [low, high]; `bad` (formatted with
+    `text`) and `rule` word the two ways a value is refused, so every flag says it alike."""
+
+    def parse(text: str) -> N:
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(bad.format(text=text)) from None
+        if value < low or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"must be {rule}, got {value}")
+        return value
+
+    return parse
+
+
+positive_int = number_arg(
+    int, 1, bad="invalid int value: {text!r} (a whole number >= 1)", rule="at least 1"
+)
+"""argparse `type=`: an integer >= 1."""
 
 
 def duration(text: str) -> str:

@@ -33,6 +33,7 @@ from convlab._cli_run import (
     duration,
     is_path,
     judge_pair,
+    number_arg,
     positive_int,
     run_command,
 )
@@ -182,37 +183,11 @@ class _GivenFalse(_Given):
         super().__call__(parser, namespace, False, option_string)
 
 
-def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"must be 0..65535, got {value}")
-    return value
-
-
-def _non_negative(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
-    return value
-
-
-def _byte_count(text: str) -> int:
-    """argparse `type=`: a whole number of bytes >= 0 (0: no cap)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected a whole number of bytes, got {text!r}"
-        ) from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0 (0: no cap), got {value}")
-    return value
+_port = number_arg(int, 0, 65535, bad="expected a port number, got {text!r}", rule="0..65535")
+_non_negative = number_arg(float, 0.0, bad="expected a number, got {text!r}", rule=">= 0")
+_byte_count = number_arg(
+    int, 0, bad="expected a whole number of bytes, got {text!r}", rule=">= 0 (0: no cap)"
+)
 
 
 def _sub(sub: Any, name: str, help: str, epilog: str) -> argparse.ArgumentParser:
