@@ -6,6 +6,8 @@ single-turn requests with at most C in flight through
 
 - the baseline: anchor_ideal.py's raw aiohttp client (imported from shared/bench), and
 - convlab: `convlab.agents.openai(...)`, one session opened and one turn sent per request,
+- convlab.run: the same requests as N whole cases (one turn, three checks each) through
+  `convlab.arun` at `parallel=C` (issue #13: <= 1.05x the baseline at 50 ms, <= 1.3x at 0 ms),
 
 alternating the two `--repeat` times, and prints the median of each as a ratio to the ideal
 time (ideal = N x latency / C). Targets (DESIGN.md, "HTTP"): convlab <= 1.2x ideal and within
@@ -52,6 +54,10 @@ from convlab.model.conversation import Message  # noqa: E402
 TARGET_IDEAL = 1.2
 TARGET_BASELINE = 1.10
 TARGET_REPLAY = 20.0
+TARGET_RUN_50MS = 1.05
+"""issue #13: convlab.run with 3 checks per case over the raw client, with latency."""
+TARGET_RUN_0MS = 1.3
+"""issue #13: the same at 0 ms latency, where only the CPU cost per case shows."""
 DEFAULT_PARALLEL = 4
 """run()'s default `parallel`: the replay figures are printed for it and for `-c`."""
 """A replayed run of the suite against the live run at the mock's latency (issue #14)."""
@@ -146,6 +152,20 @@ async def run_convlab(base_url: str, n: int, c: int) -> dict[str, Any]:
     finally:
         await agent.aclose()
     return dict(counts, wall_s=wall)
+
+
+async def run_through_engine(base_url: str, n: int, c: int) -> dict[str, Any]:
+    """The same N requests as whole `convlab.arun` cases (one turn, 3 checks each, no store):
+    issue #13's target is this path's time over the raw client's."""
+    import convlab as cl
+
+    suite = _suite(n)
+    t0 = time.perf_counter()
+    run = await cl.arun(suite, _mock_agent(base_url), parallel=c, progress=False)
+    wall = time.perf_counter() - t0
+    passed = sum(r.status == "passed" for r in run.results)
+    errors = sum(r.status == "error" for r in run.results)
+    return {"passed": passed, "failed": n - passed - errors, "errors": errors, "wall_s": wall}
 
 
 def _suite(n: int) -> Any:
@@ -259,6 +279,7 @@ def main(argv: list[str] | None = None) -> int:
         plan = [
             ("baseline (raw aiohttp)", lambda: anchor.run(server.url, n, c, "mock", "aiohttp")),
             ("convlab agents.openai", lambda: run_convlab(server.url, n, c)),
+            ("convlab.run (3 checks)", lambda: run_through_engine(server.url, n, c)),
         ]
         if args.httpx:
             plan.append(
@@ -281,6 +302,8 @@ def main(argv: list[str] | None = None) -> int:
     base = clients["baseline (raw aiohttp)"]["wall_s"]
     mine = clients["convlab agents.openai"]["wall_s"]
     vs_base = mine / base
+    engine_vs_base = clients["convlab.run (3 checks)"]["wall_s"] / base
+    run_target = TARGET_RUN_50MS if latency else TARGET_RUN_0MS
     # The targets are about waiting on the wire; with no latency only the CPU cost is shown.
     ok = (mine / ideal <= TARGET_IDEAL and vs_base <= TARGET_BASELINE) if ideal else None
     parallels = sorted({c, DEFAULT_PARALLEL}, reverse=True)
@@ -294,6 +317,8 @@ def main(argv: list[str] | None = None) -> int:
         "ideal_s": round(ideal, 3),
         "clients": clients,
         "convlab_vs_baseline": round(vs_base, 3),
+        "run_vs_baseline": round(engine_vs_base, 3),
+        "run_target_met": engine_vs_base <= run_target,
         "targets_met": ok,
         "replay": replayed,
     }
@@ -314,6 +339,11 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"convlab / baseline = {vs_base:.3f}; targets (<= {TARGET_IDEAL}x ideal, "
             f"<= {TARGET_BASELINE}x baseline): {verdict}"
+        )
+        verdict = "met" if engine_vs_base <= run_target else "MISSED"
+        print(
+            f"convlab.run (3 checks) / baseline = {engine_vs_base:.3f}; target "
+            f"(<= {run_target}x at {latency:g} ms, issue #13): {verdict}"
         )
         for r in replayed or []:
             print(

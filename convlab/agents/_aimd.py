@@ -67,6 +67,19 @@ class AdaptiveLimit:
     def _room(self) -> bool:
         return self.limit is None or self.in_flight < int(self.limit)
 
+    def try_acquire(self) -> int | None:
+        """Take a free slot at once and return its ticket, or None when the request must
+        wait (`acquire()`): the common case, an open limit, costs no coroutine."""
+        demand = self.in_flight + len(self._waiters) + 1
+        if demand > self.peak:
+            self.peak = demand
+        if self._waiters or not self._room():
+            return None
+        if self._resume_at and asyncio.get_running_loop().time() < self._resume_at:
+            return None
+        self.in_flight += 1
+        return self._epoch
+
     async def acquire(self) -> int:
         """Wait for a slot (first come, first served) and take it; the ticket says which
         window of requests this one belongs to."""

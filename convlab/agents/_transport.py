@@ -18,7 +18,7 @@ import base64
 import binascii
 import contextlib
 import email.utils
-import json
+import functools
 import os
 import time
 import urllib.parse
@@ -28,6 +28,7 @@ from typing import Any
 
 import aiohttp
 import httpx
+import orjson
 import yarl
 
 from convlab.agents._aimd import AdaptiveLimit
@@ -56,27 +57,15 @@ MAX_CONNECTIONS = 512
 
 _PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
 
-try:
-    import orjson
+def dumps(obj: Any) -> bytes:
+    """JSON bytes, compact (orjson: several times faster than the json module)."""
+    out: bytes = orjson.dumps(obj, default=str)
+    return out
 
-    def dumps(obj: Any) -> bytes:
-        """JSON bytes (orjson when installed: it is several times faster)."""
-        out: bytes = orjson.dumps(obj, default=str)
-        return out
 
-    def loads(data: bytes | str) -> Any:
-        """Parse JSON bytes or text."""
-        return orjson.loads(data)
-
-except ImportError:  # pragma: no cover - orjson is optional
-
-    def dumps(obj: Any) -> bytes:
-        """JSON bytes (orjson when installed: it is several times faster)."""
-        return json.dumps(obj, separators=(",", ":"), ensure_ascii=False, default=str).encode()
-
-    def loads(data: bytes | str) -> Any:
-        """Parse JSON bytes or text."""
-        return json.loads(data)
+def loads(data: bytes | str) -> Any:
+    """Parse JSON bytes or text."""
+    return orjson.loads(data)
 
 
 class Secret:
@@ -265,10 +254,15 @@ class FastTransport(httpx.AsyncBaseTransport):
         headers: Mapping[str, str] | Iterable[tuple[str, str]],
         body: bytes | None,
         decompress: bool = True,
+        timeout: aiohttp.ClientTimeout | None = None,
     ) -> RawResponse:
         """Send one request and read its whole body (JSON APIs answer in one piece).
 
+        `timeout` bounds the whole exchange (pool wait, connect, send, reading the body): it is
+        the request's one timeout, aiohttp's own timer, with no second one around it.
+
         Raises:
+            TimeoutError: No whole answer within `timeout`.
             httpx.ReadTimeout, httpx.ConnectError, httpx.ReadError: Transport failures.
         """
         session = self._session or self._open()
@@ -281,6 +275,7 @@ class FastTransport(httpx.AsyncBaseTransport):
                 data=body,
                 allow_redirects=False,
                 auto_decompress=decompress,
+                timeout=timeout or session.timeout,
             ) as resp:
                 data = await resp.read()
         except aiohttp.ServerTimeoutError as exc:
@@ -378,6 +373,7 @@ class HTTPClient:
         self._by_loop: dict[asyncio.AbstractEventLoop, FastTransport] = {}
         self._urls: dict[str, tuple[yarl.URL, str]] = {}
         self._limits: dict[tuple[asyncio.AbstractEventLoop, str], AdaptiveLimit] = {}
+        self._timeout: aiohttp.ClientTimeout | None = None
 
     def limit(self, endpoint: str) -> AdaptiveLimit:
         """The adaptive limit of `endpoint` (as `safe_url` shows it) on the running loop."""
@@ -427,12 +423,14 @@ class HTTPClient:
             known = self._urls[url] = (target, safe_url(url))
         target, shown = known
         gate = self.limit(shown) if self.adaptive else None
-        ticket = await gate.acquire() if gate is not None else 0
+        ticket = 0
+        if gate is not None:  # a free slot is taken without a coroutine or a future
+            got = gate.try_acquire()
+            ticket = got if got is not None else await gate.acquire()
         overloaded, succeeded, retry_after = False, False, None
         try:
             try:
-                async with asyncio.timeout(self.timeout):
-                    response = await self._request(target, shown, body)
+                response = await self._request(target, shown, body)
             except (TimeoutError, httpx.TimeoutException):
                 raise AgentTimeoutError(
                     f"no answer from {shown} within {self.timeout:g} s (timeout)"
@@ -454,12 +452,25 @@ class HTTPClient:
             if gate is not None:
                 gate.release(ticket, overloaded, retry_after, succeeded)
 
+    def _client_timeout(self) -> aiohttp.ClientTimeout:
+        """`timeout` as aiohttp's total timeout (made once per value)."""
+        made = self._timeout
+        if made is None or made.total != self.timeout:
+            made = self._timeout = aiohttp.ClientTimeout(total=self.timeout)
+        return made
+
     async def _request(self, target: yarl.URL, shown: str, body: bytes) -> RawResponse:
-        """The wire, or the run's cassette: recorded or replayed, never both."""
+        """The wire, or the run's cassette: recorded or replayed, never both.
+
+        A replayed answer waits on nothing, so only a live exchange has a timeout.
+        """
         transport, headers = self.transport(), self.headers
         if active() is None:
-            return await transport.request("POST", target, headers, body)
-        got = await http_exchange(shown, body, self.secret, transport.request, target, headers)
+            return await transport.request(
+                "POST", target, headers, body, timeout=self._client_timeout()
+            )
+        send = functools.partial(transport.request, timeout=self._client_timeout())
+        got = await http_exchange(shown, body, self.secret, send, target, headers)
         return RawResponse(got[0], {"content-type": got[1]} if got[1] else {}, (), got[2])
 
     def _connection_error(self, url: str, exc: httpx.TransportError) -> AgentError:

@@ -7,7 +7,7 @@ import random
 import time
 from dataclasses import dataclass
 
-from convlab.agents.cache import calling
+from convlab.agents.cache import active, calling
 from convlab.agents.protocol import AgentContext, AgentSession
 from convlab.errors import AgentError
 from convlab.model.conversation import Message, Observation
@@ -57,11 +57,15 @@ async def call_agent(
     `role` (agent, simulator or judge) names the call when a replay finds no recording.
     """
     turn = None if role == "judge" else ctx.turn  # a judge is asked about the last turn
+    named = active() is not None  # only a cassette reads the call's name: else it costs nothing
     for attempt in range(policy.retries + 1):
         attempts.calls += 1
         start = time.perf_counter()
         try:
-            with calling(role, turn):
+            if named:
+                with calling(role, turn):
+                    obs = await session.send(messages, ctx)
+            else:
                 obs = await session.send(messages, ctx)
         except Exception as exc:
             if attempt >= policy.retries or not is_retryable(exc):
