@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import copy
+import inspect
 import json
 import time
 from collections.abc import Callable
 from typing import Any
 
-from convlab._util import call_user, import_callable, is_async_callable, positional_arity
+from convlab._util import import_callable, is_async_callable, positional_arity
+from convlab.agents._threads import DaemonPool
 from convlab.agents.cache import active, function_call, is_cached
 from convlab.agents.protocol import Agent, AgentContext, AgentSession
 from convlab.model.conversation import Message, Observation, Reply, ToolCall
@@ -103,8 +105,15 @@ class _FunctionSession(AgentSession):
         return obs
 
     async def _call(self, payload: list[dict[str, Any]], ctx: AgentContext) -> Observation:
-        args: tuple[Any, ...] = (payload, ctx) if self.agent.wants_ctx else (payload,)
-        return to_observation(await call_user(self.agent.fn, *args))
+        agent = self.agent
+        args: tuple[Any, ...] = (payload, ctx) if agent.wants_ctx else (payload,)
+        if agent.is_async:
+            value = await agent.fn(*args)
+        else:
+            value = await agent.threads().run(agent.fn, *args)
+            if inspect.isawaitable(value):  # a sync function may hand back a coroutine
+                value = await value
+        return to_observation(value)
 
     async def _through_cache(self, payload: list[dict[str, Any]], ctx: AgentContext) -> Observation:
         """An `@cached` function's turn: what it was given in, its reply and world out."""
@@ -138,8 +147,9 @@ class _FunctionSession(AgentSession):
 class FunctionAgent(Agent):
     """A Python function answering `messages` (OpenAI-style dicts), optionally with `ctx`.
 
-    Sync functions run in a daemon thread so the event loop never blocks, and one that
-    hangs past its case's timeout does not keep the run from ending.
+    Sync functions run on a pool of reused daemon threads (`DaemonPool`: as many as calls
+    in flight, so at most the run's `parallel`) so the event loop never blocks, and one that
+    hangs past its case's timeout is abandoned there and does not keep the run from ending.
     """
 
     close_after_run = True
@@ -151,6 +161,21 @@ class FunctionAgent(Agent):
         self.is_async = is_async_callable(fn)
         self.cached = is_cached(fn)
         """Opted in with `@convlab.cached`: recorded and replayed when a run has a cache."""
+        self._threads: DaemonPool | None = None
+
+    def threads(self) -> DaemonPool:
+        """The thread pool sync calls run on (made on first use, again after `aclose`)."""
+        pool = self._threads
+        if pool is None:
+            pool = self._threads = DaemonPool()
+        return pool
+
+    async def aclose(self) -> None:
+        """Let the pool's waiting threads go (a hung call's thread is never waited on); the
+        agent stays usable: the next call makes a new pool."""
+        pool, self._threads = self._threads, None
+        if pool is not None:
+            pool.close()
 
     async def open(self, ctx: AgentContext) -> AgentSession:
         """Functions keep no per-conversation state: the session just calls the function."""
