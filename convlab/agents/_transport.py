@@ -57,6 +57,7 @@ MAX_CONNECTIONS = 512
 
 _PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
 
+
 def dumps(obj: Any) -> bytes:
     """JSON bytes, compact (orjson: several times faster than the json module)."""
     out: bytes = orjson.dumps(obj, default=str)
