@@ -1,0 +1,134 @@
+"""Credentials that never show themselves, and URLs fit to show: what the HTTP agents, their
+errors and the cassettes use to keep keys, passwords and query values out of every text."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import urllib.parse
+
+__all__ = ["Secret", "basic_credentials", "safe_url", "url_secrets"]
+
+
+class Secret:
+    """A credential that never shows itself in a repr, a str or an f-string."""
+
+    __slots__ = ("_more", "_value")
+
+    def __init__(self, value: str | None, *more: str) -> None:
+        self._value = value or None
+        extra = {m for m in more if m}
+        for item in [value or "", *more]:
+            extra.update(_basic_forms(item))  # an echoed `Basic <base64>` hides as well
+        extra.discard(self._value or "")
+        self._more = tuple(sorted(extra, key=len, reverse=True))
+
+    def reveal(self) -> str | None:
+        """The value itself, for the one place that sends it."""
+        return self._value
+
+    def redact(self, text: str, shortest: int = 1) -> str:
+        """`text` with every occurrence of the secret (and the extra values) replaced by `***`
+        (but values shorter than `shortest`: recordings keep a reply intact for a key `x`)."""
+        for value in (self._value, *self._more):
+            if value and len(value) >= shortest:
+                text = text.replace(value, "***")
+        return text
+
+    def __bool__(self) -> bool:
+        return self._value is not None
+
+    def __repr__(self) -> str:
+        return "Secret('***')" if self._value else "Secret(None)"
+
+    __str__ = __repr__
+
+
+def basic_credentials(user: str, password: str) -> list[str]:
+    """The forms `user:password` takes in a Basic `Authorization` header, which servers echo:
+    base64 of it in UTF-8 and Latin-1 (and JSON's `\\/` escaping), and the pair itself."""
+    pair = f"{user}:{password}"
+    found = {pair}
+    for encoding in ("utf-8", "latin-1"):
+        with contextlib.suppress(UnicodeEncodeError):
+            b64 = base64.b64encode(pair.encode(encoding)).decode("ascii")
+            found |= {b64, b64.rstrip("="), b64.replace("/", "\\/")}
+    return sorted(found, key=len, reverse=True)
+
+
+def _basic_forms(value: str) -> list[str]:
+    """For a `Basic <base64>` header value: the base64 and the decoded `user:password`."""
+    scheme, _, token = value.strip().partition(" ")
+    token = token.strip()
+    if scheme.lower() != "basic" or not token:
+        return []
+    try:
+        pair = base64.b64decode(token, validate=True).decode("utf-8", "replace")
+    except (binascii.Error, ValueError):
+        return [token]
+    user, colon, password = pair.partition(":")
+    return [token, *basic_credentials(user, password)] if colon and password else [token]
+
+
+def _split(url: str) -> urllib.parse.SplitResult | None:
+    try:
+        return urllib.parse.urlsplit(url)
+    except ValueError:
+        return None
+
+
+def safe_url(url: str) -> str:
+    """`url` fit to show: its password dropped, every query value (and a fragment) `***`.
+
+    Agent URLs often carry credentials (`https://user:pw@host/chat?key=...`); this is the
+    form names, descriptions, results and error messages use.
+
+    Example:
+        >>> safe_url("http://me:pw@host/chat?key=abc&v")
+        'http://me@host/chat?key=***&***'
+    """
+    parts = _split(url)
+    if parts is None:
+        return "<unreadable URL>"
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, _, hostport = netloc.rpartition("@")
+        user = userinfo.partition(":")[0]
+        netloc = f"{user}@{hostport}" if user else hostport
+    query = "&".join(
+        f"{item.partition('=')[0]}=***" if "=" in item else "***"
+        for item in parts.query.split("&")
+        if item
+    )
+    fragment = "***" if parts.fragment else ""
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, fragment))
+
+
+def url_secrets(url: str) -> list[str]:
+    """The credentials `url` holds (its password and query values), as written and decoded,
+    and the base64 of `user:password` that a Basic Authorization header carries.
+
+    A `Secret` made with them masks them wherever a server echoes them back. Query values
+    shorter than 4 characters (`v=1`) are left out: masking every "1" in an error body
+    helps nobody.
+    """
+    parts = _split(url)
+    if parts is None:
+        return [url]
+    found: set[str] = set()
+    userinfo = parts.netloc.rpartition("@")[0]
+    if ":" in userinfo:
+        user, _, password = userinfo.partition(":")
+        found |= {password, urllib.parse.unquote(password)}
+        if password:  # sent as a Basic Authorization header, which servers may echo
+            found.update(basic_credentials(user, password))
+            found.update(
+                basic_credentials(urllib.parse.unquote(user), urllib.parse.unquote(password))
+            )
+    for item in [*parts.query.split("&"), parts.fragment]:
+        key, eq, value = item.partition("=")
+        value = value if eq else key
+        if len(value) >= 4:
+            found |= {value, urllib.parse.unquote_plus(value)}
+    return sorted((v for v in found if v), key=len, reverse=True)
