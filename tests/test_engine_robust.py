@@ -299,9 +299,17 @@ def test_sync_user_code_calling_sys_exit_is_that_cases_error(register_evaluator)
     assert by["c"].status == "passed"
 
 
-def test_results_share_their_bookkeeping_but_dump_as_before():
+def test_results_stay_lean_until_read_and_then_stay_the_same_objects():
+    from convlab.model.records import Results
+
     suite = Suite(id="s", cases=[std("a"), std("b")])
-    a, b = cl.run(suite, lambda m: "ok", progress=False).results
-    assert a.turns[0].__pydantic_fields_set__ is b.turns[0].__pydantic_fields_set__
+    run = cl.run(suite, lambda m: "ok", progress=False)
+    assert isinstance(run.results, Results)
+    assert run.results._objs == [None, None]  # no model built: rows and lines only
+    assert list(run.df["status"]) == ["passed", "passed"] and run.results._objs == [None, None]
+    a = run.results[0]
+    assert a is run.results[0] and a.turns[0].observation.text == "ok"
+    a.metadata["note"] = "kept"  # a change to a result that was read sticks
+    assert run.results[0].metadata == {"note": "kept"}
     fresh = type(a).model_validate_json(a.model_dump_json())
     assert fresh.model_dump() == a.model_dump()

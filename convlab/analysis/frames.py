@@ -11,9 +11,10 @@ Saving and loading runs (`save`, `load_run`) live in `convlab.analysis.io`.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from convlab.model.records import KEY, ROW_FIELDS, Results, Row, instance_row, why_not_passed
 from convlab.model.results import AssertionResult, CaseResult, Run, TurnResult
 from convlab.model.suite import Suite
 
@@ -41,28 +42,9 @@ __all__ = [
     "why_not_passed",
 ]
 
+_T = TypeVar("_T")
 KEY_COLUMNS = ("case_id", "variant", "repetition", "run")
-INSTANCE_COLUMNS = (
-    *KEY_COLUMNS,
-    "status",
-    "reward",
-    "duration_ms",
-    "turns",
-    "error",
-    "code",
-    "blame",
-    "assertions",
-    "assertions_failed",
-    "checkpoints",
-    "checkpoints_reached",
-    "tool_calls",
-    "attempts",
-    "prompt_tokens",
-    "completion_tokens",
-    "total_tokens",
-    "started_at",
-    "finish_reason",
-)
+INSTANCE_COLUMNS = ROW_FIELDS
 TURN_COLUMNS = (
     *KEY_COLUMNS,
     "turn",
@@ -123,6 +105,21 @@ def instances(run: Run) -> list[CaseResult]:
     latest: dict[tuple[str, str, int, int], CaseResult] = {}
     for r in run.results:
         latest[r.key] = r
+    return _ordered(run, latest)
+
+
+def instance_rows(run: Run) -> list[Row]:
+    """`instances` as their `Run.df` rows: a run the engine made or a store read back
+    (convlab.model.records.Results) gives them without building one model."""
+    results = run.results
+    rows = results.rows() if isinstance(results, Results) else map(instance_row, results)
+    latest: dict[tuple[str, str, int, int], Row] = {}
+    for row in rows:
+        latest[row[KEY]] = row
+    return _ordered(run, latest)
+
+
+def _ordered(run: Run, latest: dict[tuple[str, str, int, int], _T]) -> list[_T]:
     rank = {c.id: i for i, c in enumerate(run.suite.cases)} if run.suite else {}
     first_case: dict[str, int] = {}
     first_variant: dict[str, int] = {}
@@ -137,58 +134,8 @@ def instances(run: Run) -> list[CaseResult]:
     return [latest[k] for k in sorted(latest, key=order)]
 
 
-def _all_assertions(r: CaseResult) -> Iterator[AssertionResult]:
-    """Top-level assertion results of an instance: each turn's, then the case's."""
-    for t in r.turns:
-        yield from t.assertions
-    yield from r.assertions
-
-
-def _assertion_reason(a: AssertionResult) -> str:
-    """Why one assertion did not pass, in one line."""
-    if a.error:
-        return a.error
-    if a.message:
-        return a.message
-    for child in a.children:
-        if not child.passed and child.status != "skipped":
-            return _assertion_reason(child)
-    name = a.label or a.id or a.kind
-    return f"{name} failed: expected {a.expected!r}, got {a.actual!r}"
-
-
-def why_not_passed(r: CaseResult) -> str:
-    """The error, or the first failed assertion's message (then checkpoint, turn); '' if passed."""
-    if r.status == "passed":
-        return ""
-    if r.error:
-        return r.error
-    for a in _all_assertions(r):
-        if a.status in ("failed", "error"):
-            return _assertion_reason(a)
-    for cp in r.checkpoints:
-        if cp.required and not cp.passed:
-            return cp.message or f"checkpoint {cp.id} not reached"
-    for t in r.turns:
-        if t.error:
-            return t.error
-    return r.finish_reason or r.status
-
-
 def _failed(assertions: list[AssertionResult]) -> int:
     return sum(a.status in ("failed", "error") for a in assertions)
-
-
-def _tokens(r: CaseResult) -> tuple[int, int, int]:
-    """Token usage of an instance: its own record, else the sum over its turns."""
-    if r.usage is not None:
-        return (r.usage.prompt_tokens, r.usage.completion_tokens, r.usage.total_tokens)
-    used = [t.observation.usage for t in r.turns if t.observation and t.observation.usage]
-    return (
-        sum(u.prompt_tokens for u in used),
-        sum(u.completion_tokens for u in used),
-        sum(u.total_tokens for u in used),
-    )
 
 
 def _n_calls(t: TurnResult) -> int:
@@ -203,31 +150,7 @@ def _frame(rows: list[tuple[Any, ...]], columns: tuple[str, ...]) -> pd.DataFram
 
 def instances_frame(run: Run) -> pd.DataFrame:
     """`Run.df`: one row per executed case instance (DESIGN.md contract columns first)."""
-    rows = []
-    for r in instances(run):
-        every = list(_all_assertions(r))
-        rows.append(
-            (
-                *r.key,
-                r.status,
-                r.reward,
-                r.duration_ms,
-                len(r.turns),
-                why_not_passed(r),
-                r.code or "",  # as `error`: empty when there is none
-                r.blame,
-                len(every),
-                _failed(every),
-                len(r.checkpoints),
-                sum(cp.reached for cp in r.checkpoints),
-                sum(_n_calls(t) for t in r.turns),
-                r.attempts,
-                *_tokens(r),
-                r.started_at,
-                r.finish_reason,
-            )
-        )
-    return _frame(rows, INSTANCE_COLUMNS)
+    return _frame(instance_rows(run), INSTANCE_COLUMNS)
 
 
 def _input_text(t: TurnResult) -> str:
@@ -364,17 +287,15 @@ def run_pass_k_table(
 
 def case_rollup(
     run: Run, count_errors_as: str = "failed"
-) -> tuple[list[CaseResult], dict[str, dict[str, Any]]]:
-    """The latest record per instance and each case's `case_row` (counts, pass rate, class),
-    with no DataFrame: the same figures as `Run.stability()`, in one pass, so `Run.summary`
-    and the summary cards of big runs stay cheap."""
+) -> tuple[list[Row], dict[str, dict[str, Any]]]:
+    """The latest `Run.df` row per instance and each case's `case_row` (counts, pass rate,
+    class), with no DataFrame: the same figures as `Run.stability()`, in one pass, so
+    `Run.summary` and the summary cards of big runs stay cheap."""
     from convlab.analysis.stats import case_row, counting_mode, tally_rows
 
     mode = counting_mode(count_errors_as)
-    latest = instances(run)
-    tallies = tally_rows(
-        ((r.case_id, r.status, r.duration_ms, r.blame) for r in latest), 1, suite_order(run)
-    )
+    latest = instance_rows(run)
+    tallies = tally_rows(((r[0], r[4], r[6], r[10]) for r in latest), 1, suite_order(run))
     return latest, {key[0]: case_row(t, mode) for key, t in tallies.items()}
 
 
@@ -384,10 +305,10 @@ def run_summary(run: Run, count_errors_as: str = "failed") -> dict[str, Any]:
 
     latest, rows = case_rollup(run, count_errors_as)
     return summary_of(
-        [r.status for r in latest],
+        [r[4] for r in latest],
         list(rows.values()),
         counting_mode(count_errors_as),
-        [r.blame for r in latest],
+        [r[10] for r in latest],
     )
 
 

@@ -49,7 +49,9 @@ from pydantic import ValidationError
 
 from convlab.errors import SuiteError
 from convlab.formats import Problems
+from convlab.model._codec import expand, loads, row_of_line
 from convlab.model.conversation import REPLY_ONCE
+from convlab.model.records import Results
 from convlab.model.results import CaseResult, Run
 
 if TYPE_CHECKING:
@@ -379,6 +381,7 @@ def _header(rec: dict[str, Any], line: int, problems: Problems) -> Run | None:
 
 def _result(rec: dict[str, Any], line: int, problems: Problems) -> CaseResult | None:
     if "case_id" in rec:
+        rec = expand(rec)  # what a compact store line derives (convlab.model._codec)
         body = {k: v for k, v in rec.items() if k in CaseResult.model_fields}
     else:
         body = _yao_body(rec)
@@ -399,13 +402,13 @@ def _yao_body(rec: dict[str, Any]) -> dict[str, Any]:
 def _from_lines(path: Path, text: str) -> Run:
     problems = Problems(str(path))
     header: Run | None = None
-    results: list[CaseResult] = []
+    results = Results()
     lines = text.splitlines()
     for n, raw in enumerate(lines, 1):
         if not raw.strip():
             continue
         try:
-            rec = json.loads(raw)
+            rec = loads(raw)
         except json.JSONDecodeError as exc:
             torn = raw.startswith(_TORN) or (n == len(lines) and not text.endswith("\n"))
             if not torn:  # a torn store record is a crash mid-write (the engine skips it too)
@@ -414,13 +417,27 @@ def _from_lines(path: Path, text: str) -> Run:
         kind = rec.get("type") if isinstance(rec, dict) else None
         if kind in ("start", "header"):
             header = header or _header(rec, n, problems)
+        elif kind == "result" and "_r" in rec and raw.startswith(_TORN):
+            _lean_result(results, rec, raw, n, problems)
         elif kind == "result":
             result = _result(rec, n, problems)
-            results += [result] if result else []
+            if result:
+                results.append(result)
         elif kind not in _DERIVED:
             want = "start, header, result, stability or summary"
             problems.add(n, "type", f"unknown record type {kind!r}; expected {want}")
     problems.raise_if_any()
     run = header or Run()
-    run.results = results
+    run.results = results  # type: ignore[assignment]  # a list to its readers
     return run
+
+
+def _lean_result(
+    results: Results, rec: dict[str, Any], raw: str, n: int, problems: Problems
+) -> None:
+    """A store line as convlab writes it: kept as its row and line, its model built when read."""
+    line = ("{" + raw[len(_TORN) :]).encode()
+    try:
+        results.add(row_of_line(rec, line), line)
+    except (ValueError, LookupError, TypeError) as exc:
+        problems.add(n, "", f"not a result: {exc}")

@@ -156,7 +156,7 @@ class RunHandle:
     @property
     def results(self) -> list[CaseResult]:
         """Instances finished so far."""
-        return list(self._runner.results.values())
+        return self._runner.finished()
 
     @property
     def run(self) -> Run | None:

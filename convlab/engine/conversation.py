@@ -8,10 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import hashlib
-import json
 import time
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -23,6 +20,7 @@ from convlab.checks import CheckContext, evaluate
 from convlab.engine.codes import error_code, turn_code
 from convlab.engine.events import ConcurrencyChanged, Event, TurnCompleted
 from convlab.engine.replies import MAX_REPLY_BYTES, cap_reply, share_reply_text
+from convlab.model._codec import digest, trace_of, turn_id_of
 from convlab.model.blame import Blame, blame_of
 from convlab.model.conversation import Message, Observation, Usage
 from convlab.model.results import AssertionResult, CheckpointResult, TurnResult
@@ -149,7 +147,7 @@ class Conversation:
         self.inst, self.env, self.case = inst, env, inst.case
         self.ctx = AgentContext(
             case=inst.case,
-            world=copy.deepcopy(inst.case.world),
+            world=copy.deepcopy(inst.case.world) if inst.case.world else {},
             instructions=inst.case.instructions,
             instance=inst.label,
             max_agent_passes=inst.case.limits.max_agent_passes,
@@ -209,12 +207,11 @@ class Conversation:
         self.env.note_concurrency()
         cap_reply(obs, self.env.max_reply_bytes)
         obs.thread_id = self.thread_id
-        obs.turn_id = (
-            f"eval.{digest({'threadId': self.thread_id, 'stepId': step_id or str(index)})}"
-        )
-        obs.trace_id = obs.trace_id or uuid.uuid4().hex
+        obs.turn_id = turn_id_of(self.thread_id, step_id or str(index))
+        obs.trace_id = obs.trace_id or trace_of(obs.turn_id)
         if obs.effects is None:  # agents that copy the world themselves are trusted with it
-            obs.effects = copy.deepcopy(self.ctx.world)
+            world = self.ctx.world
+            obs.effects = copy.deepcopy(world) if world else {}
         self.messages.extend(obs.messages)
         self._add_usage(obs)
         turn.observation = obs
@@ -269,12 +266,6 @@ class Conversation:
             turn.status = status_of(results)  # type: ignore[assignment]
         turn.code = turn_code(turn)
         self.env.emit(TurnCompleted(self.inst.key, turn))
-
-
-def digest(value: Any) -> str:
-    """intention-kernel's `digest` (matrix.ts): sha256 hex of the JSON with keys sorted."""
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def thread_id(run_id: str, inst: Instance) -> str:

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from convlab.agents.cache import recording
+from convlab.engine._gc import quiet_gc
 from convlab.engine.codes import case_code
 from convlab.engine.conversation import Conversation, Env, stopping
 from convlab.engine.events import (
@@ -28,10 +29,15 @@ from convlab.engine.hooks import call_hook, resolve_hook
 from convlab.engine.modes import MODES, Outcome
 from convlab.engine.replies import MAX_REPLY_BYTES, share_case_text
 from convlab.engine.store import ResultStore
-from convlab.model._compact import compact
+from convlab.model._codec import decode, encode
 from convlab.model.blame import Blame, blame_of, case_blame
+from convlab.model.records import Results, Row, instance_row
 from convlab.model.results import CaseResult, Run, variant_label
 from convlab.plan import Instance, count, expand, fingerprint
+
+Entry = tuple[Row, bytes] | CaseResult
+"""A finished instance as the runner keeps it: its row and encoded line (lean), or the model
+itself when it cannot be encoded (a value JSON cannot hold)."""
 
 __all__ = ["SUMMARY_KEYS", "Runner", "Settings", "suite_summary"]
 
@@ -76,13 +82,18 @@ class Runner:
     env: Env
     settings: Settings
     listeners: list[Listener] = field(default_factory=list)
-    results: dict[tuple[str, str, int, int], CaseResult] = field(default_factory=dict)
+    results: dict[tuple[str, str, int, int], Entry] = field(default_factory=dict)
+    """Finished instances by key, kept lean (see `Entry`)."""
     run: Run = field(default_factory=Run)
     _stop_picking: bool = False
     _warned: set[int] = field(default_factory=set)
     _store_problem: str | None = None
     _failure_blame: Blame = "hook"
     """Whose fault the run-level failure is (the run's before hook, unless it says otherwise)."""
+
+    def finished(self) -> list[CaseResult]:
+        """The instances finished so far, as models."""
+        return [_model(entry) for entry in list(self.results.values())]
 
     def emit(self, event: Event) -> None:
         """Tell every listener; a broken listener never breaks the run, but says so once."""
@@ -103,7 +114,7 @@ class Runner:
 
     async def execute(self) -> Run:
         """Run every planned instance; Ctrl-C / stop() keeps finished results."""
-        with recording(self.env.cassette):  # calls outside instances (suite checks) too
+        with quiet_gc(), recording(self.env.cassette):  # suite checks' calls are recorded too
             return await self._execute()
 
     async def _execute(self) -> Run:
@@ -116,7 +127,7 @@ class Runner:
             settings=s.public(),
             started_at=_now(),
             status="running",
-            fingerprint=fingerprint(suite),
+            fingerprint=fingerprint(suite) if s.store else "",  # only a store checks it
         )
         self.env.run_id = self.run.id
         try:
@@ -177,7 +188,14 @@ class Runner:
             if inst.key not in self.results:
                 status = "error" if failure else "cancelled"
                 self.results[inst.key] = _closed(inst, status, why, self._failure_blame)
-        self.run.results = sorted(self.results.values(), key=lambda r: order.get(r.key, 1 << 60))
+        results = Results()
+        for key in sorted(self.results, key=lambda k: order.get(k, 1 << 60)):
+            entry = self.results[key]
+            if isinstance(entry, CaseResult):
+                results.append(entry)
+            else:
+                results.add(*entry)
+        self.run.results = results  # type: ignore[assignment]  # a list to its readers
         self.run.status = "failed" if failure else "cancelled" if cancelled else "completed"
         self.run.error = failure
         if suite.assertions:
@@ -209,10 +227,10 @@ class Runner:
                     inst.key, _closed(inst, "cancelled", "run stopped while it ran")
                 )
                 raise
-            if store is not None:
-                result = _stored(store, result)
-            self.results[inst.key] = result
-            self.emit(CaseFinished(result, inst.label))
+            result, entry = _kept(store, result)
+            self.results[inst.key] = entry
+            if self.listeners:
+                self.emit(CaseFinished(result, inst.label))
             if self.settings.fail_fast and result.status in ("failed", "error", "timeout"):
                 self._stop_picking = True
 
@@ -224,7 +242,8 @@ class Runner:
         if inst.blocked:
             return _closed(inst, "blocked", inst.blocked)
         started, t0 = _now(), time.perf_counter()
-        self.emit(CaseStarted(inst.key, inst.label, case.mode, case.name))
+        if self.listeners:
+            self.emit(CaseStarted(inst.key, inst.label, case.mode, case.name))
         conv = Conversation(inst, self.env)
         timeout = case.limits.timeout_s or self.env.timeout_s
         sample = (inst.case.id, variant_label(inst.variant), inst.repetition, inst.run)
@@ -330,7 +349,7 @@ def _result(
         checkpoints=outcome.checkpoints,
         error=outcome.error,
         blame=outcome.blame,
-        duration_ms=(time.perf_counter() - t0) * 1000,
+        duration_ms=round((time.perf_counter() - t0) * 1000, 3),
         attempts=conv.attempts.calls or 1,
         usage=conv.usage,
         started_at=started,
@@ -339,7 +358,6 @@ def _result(
     result.code = case_code(result)
     result.blame = case_blame(result, outcome.blame)  # a failed check is the agent's first
     share_case_text(result)  # a long reply is stored once, on its turn
-    compact(result)  # long runs keep every result: share the bookkeeping
     return result
 
 
@@ -420,11 +438,26 @@ def _reward(outcome: Outcome) -> float:
     return float(scores[0]) if scores else 1.0
 
 
-def _stored(store: ResultStore, result: CaseResult) -> CaseResult:
-    """Append `result` to the store; one that cannot be written (a full disk, a lost mount)
-    errs with `infrastructure` blame and the run goes on, keeping it in memory."""
+def _lean(result: CaseResult) -> Entry:
+    """`result` as its row and line, or itself when a value in it cannot be encoded."""
+    row = instance_row(result)
     try:
-        store.append(result)
+        return (row, encode(result, row))
+    except Exception:  # e.g. an object in `details` JSON cannot hold: keep the model
+        return result
+
+
+def _model(entry: Entry) -> CaseResult:
+    return entry if isinstance(entry, CaseResult) else decode(entry[1])
+
+
+def _kept(store: ResultStore | None, result: CaseResult) -> tuple[CaseResult, Entry]:
+    """The result as finally recorded (stored, if there is a store) and its entry."""
+    entry = _lean(result)
+    if store is None:
+        return result, entry
+    try:
+        store.append(result, entry[1] if isinstance(entry, tuple) else None)
     except Exception as exc:
         why = f"results store {store.path}: could not write this instance ({_why(exc)})"
         if result.status == "passed":
@@ -432,8 +465,8 @@ def _stored(store: ResultStore, result: CaseResult) -> CaseResult:
         else:
             failed = result.model_copy(update={"error": f"{result.error}; {why}"})
         failed.blame = case_blame(failed, blame_of(exc, "infrastructure"))
-        return failed
-    return result
+        return failed, _lean(failed)
+    return result, entry
 
 
 def _closed(inst: Instance, status: str, why: str, blame: Blame | None = None) -> CaseResult:

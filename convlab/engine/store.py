@@ -13,7 +13,6 @@ never lock. A store whose header line is torn is refused rather than resumed unc
 from __future__ import annotations
 
 import gc
-import json
 import os
 from pathlib import Path
 from typing import IO, Any
@@ -24,14 +23,14 @@ try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows: no OS lock, one writer is up to the user
     fcntl = None  # type: ignore[assignment]
-from convlab.model._compact import compact
-from convlab.model.conversation import REPLY_ONCE
+from convlab.model._codec import encode, loads, row_of_line
+from convlab.model.records import Results, Row
 from convlab.model.results import CaseResult, Run
 
-__all__ = ["ResultStore", "StoreError", "read_store"]
+__all__ = ["ResultStore", "StoreError", "read_lean", "read_store"]
 
 
-_RESULT = '{"type":"result",'
+_RESULT = b'{"type":"result",'
 """How every result line starts (written by `ResultStore.append`)."""
 
 
@@ -39,30 +38,30 @@ class StoreError(ConvlabError):
     """The results store cannot be used (another suite's store, unreadable file)."""
 
 
-def read_store(
+def read_lean(
     path: str | Path, problems: list[str] | None = None
-) -> tuple[dict[str, Any] | None, list[CaseResult]]:
-    """The header's run dict and every complete result line (a torn last line is skipped).
+) -> tuple[dict[str, Any] | None, list[tuple[Row, bytes]]]:
+    """The header's run dict and every complete result line, as its `Run.df` row and its
+    compact line (no model is built; convlab.model.records). A torn last line is skipped.
 
     Other lines that cannot be read are skipped too, each described in `problems` if given.
     """
     header: dict[str, Any] | None = None
-    results: list[CaseResult] = []
+    kept: list[tuple[Row, bytes]] = []
     paused = gc.isenabled()
     gc.disable()  # building many small objects: the collector would rescan them all
     try:
-        with open(path, encoding="utf-8") as fh:
+        with open(path, "rb") as fh:
             for n, raw in enumerate(fh, 1):
-                if not raw.endswith("\n"):
+                if not raw.endswith(b"\n"):
                     break  # a torn last line from a crash
                 try:
                     if raw.startswith(_RESULT):
-                        result = CaseResult.model_validate_json("{" + raw[len(_RESULT) :])
-                        compact(result)
-                        results.append(result)
+                        line = b"{" + raw[len(_RESULT) : -1].rstrip(b"\r")
+                        kept.append((row_of_line(loads(line), line), line))
                         continue
-                    rec = json.loads(raw)
-                except ValueError as exc:  # pydantic's ValidationError, JSONDecodeError
+                    rec = loads(raw)
+                except (ValueError, LookupError, TypeError) as exc:  # invalid, not a result
                     if problems is not None:
                         problems.append(f"line {n}: {' '.join(str(exc).split())[:300]}")
                     continue
@@ -71,7 +70,28 @@ def read_store(
     finally:
         if paused:
             gc.enable()
+    return header, kept
+
+
+def read_store(
+    path: str | Path, problems: list[str] | None = None
+) -> tuple[dict[str, Any] | None, Results]:
+    """The header's run dict and every complete result line as `Results` (models built
+    when read). A torn last line is skipped, and so is any other line that cannot be read,
+    each described in `problems` if given."""
+    header, kept = read_lean(path, problems)
+    results = Results()
+    for row, line in kept:
+        results.add(row, line)
     return header, results
+
+
+def _pydantic_line(result: CaseResult) -> bytes:
+    """A result the compact encoding cannot hold, as pydantic writes it (it may raise)."""
+    try:
+        return encode(result)
+    except Exception:
+        return result.model_dump_json(exclude_defaults=True).encode()
 
 
 def _lock_path(path: Path) -> Path:
@@ -113,10 +133,11 @@ class ResultStore:
 
     def __init__(self, path: str | Path, run: Run, resume: bool) -> None:
         self.path = Path(path)
-        self.done: dict[tuple[str, str, int, int], CaseResult] = {}
+        self.done: dict[tuple[str, str, int, int], tuple[Row, bytes]] = {}
+        """Stored instances (not cancelled ones) by key, as row and line."""
         self.skipped: list[str] = []
         """Stored lines that could not be read on resume (their instances run again)."""
-        self._fh: IO[str] | None = None
+        self._fh: IO[bytes] | None = None
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = _StoreLock(self.path)
         try:
@@ -128,15 +149,15 @@ class ResultStore:
     def _open(self, run: Run, resume: bool) -> None:
         if resume and self.path.exists() and self.path.stat().st_size:
             self._load_existing(run)
-            self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - kept open
+            self._fh = open(self.path, "ab")  # noqa: SIM115 - kept open
             self._repair_tail()
         else:
-            self._fh = open(self.path, "w", encoding="utf-8")  # noqa: SIM115 - kept open
-            header = run.model_dump(mode="json", exclude={"results"})
-            self._write({"type": "header", "run": header})
+            self._fh = open(self.path, "wb")  # noqa: SIM115 - kept open
+            header = run.model_dump_json(exclude={"results"}).encode()
+            self._write_raw(b'{"type":"header","run":' + header + b"}\n")
 
     def _load_existing(self, run: Run) -> None:
-        header, results = read_store(self.path, self.skipped)
+        header, kept = read_lean(self.path, self.skipped)
         if header is None:
             raise StoreError(
                 f"{self.path} has no complete header line (torn or not a convlab store), so "
@@ -148,9 +169,9 @@ class ResultStore:
                 f"{self.path} holds results of a different suite (fingerprint {stored}, "
                 f"this suite {run.fingerprint}); use another store path or resume=False"
             )
-        for res in results:
-            if res.status != "cancelled":
-                self.done[res.key] = res
+        for row, line in kept:
+            if row[4] != "cancelled":
+                self.done[row[:4]] = (row, line)
 
     def _repair_tail(self) -> None:
         """End a torn last line so the next record starts on its own line."""
@@ -161,21 +182,20 @@ class ResultStore:
             fh.seek(-1, os.SEEK_END)
             last = fh.read(1)
         if last != b"\n":
-            self._write_raw("\n")
+            self._write_raw(b"\n")
 
-    def _write_raw(self, text: str) -> None:
+    def _write_raw(self, data: bytes) -> None:
         assert self._fh is not None
-        self._fh.write(text)
+        self._fh.write(data)
         self._fh.flush()
 
-    def _write(self, record: dict[str, Any]) -> None:
-        self._write_raw(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
-
-    def append(self, result: CaseResult) -> None:
-        """Write one finished instance and flush it to the OS."""
-        # defaults come back on read, and so does a long reply's text written once
-        line = result.model_dump_json(exclude_defaults=True, context=REPLY_ONCE)
-        self._write_raw('{"type":"result",' + line[1:] + "\n")
+    def append(self, result: CaseResult, line: bytes | None = None) -> None:
+        """Write one finished instance (`line`: its encoding, when already made) and flush it
+        to the OS."""
+        # defaults come back on read, and so does what the line derives (convlab.model._codec)
+        if line is None:
+            line = _pydantic_line(result)
+        self._write_raw(_RESULT + line[1:] + b"\n")
 
     def close(self) -> None:
         """Flush to disk and close; the lock is released even when the disk refuses."""

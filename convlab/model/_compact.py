@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-__all__ = ["RESULT_SETS", "FieldSets", "compact"]
+__all__ = ["FieldSets"]
 
 _set_attr = object.__setattr__
 
@@ -90,13 +90,3 @@ class FieldSets:
                 for item in value:
                     if isinstance(item, BaseModel):
                         self.share_tree(item)
-
-
-RESULT_SETS = FieldSets()
-"""Shared by every result record of the process: a result is about 45 model objects whose
-fields-sets were half of its memory (6.5 of 12.5 KB) before sharing."""
-
-
-def compact(model: BaseModel) -> None:
-    """Share the fields-sets of a result record's whole tree (see RESULT_SETS)."""
-    RESULT_SETS.share_tree(model)

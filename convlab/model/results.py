@@ -7,10 +7,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_serializer,
+    model_validator,
+)
 
 from convlab.model.blame import BLAMED_STATUSES, Blame, case_blame
 from convlab.model.conversation import Message, Observation, Usage
+from convlab.model.records import Results
 from convlab.model.suite import Suite, TurnInput
 
 if TYPE_CHECKING:
@@ -191,6 +199,12 @@ class Run(BaseModel):
     fingerprint: str = ""
     """Hash of the suite definition; a resumed store must match it."""
 
+    @field_serializer("results", mode="wrap")
+    def _results_as_list(self, results: Any, handler: SerializerFunctionWrapHandler) -> Any:
+        """A run the engine made holds its results lean (convlab.model.records.Results):
+        dumped as the list they stand for."""
+        return handler(results if type(results) is list else list(results))
+
     # Derived views, computed from `results` on every call (the convlab.analysis package).
 
     @property
@@ -283,8 +297,14 @@ class Run(BaseModel):
     def __repr__(self) -> str:
         # cheap on purpose: asyncio and debuggers repr results freely; str() has the card
         counts: dict[str, int] = {}
-        for r in self.results:
-            counts[r.status] = counts.get(r.status, 0) + 1
+        results = self.results
+        statuses = (
+            (row[4] for row in results.rows())
+            if isinstance(results, Results)
+            else (r.status for r in results)
+        )
+        for status in statuses:
+            counts[status] = counts.get(status, 0) + 1
         parts = ", ".join(f"{k}={v}" for k, v in sorted(counts.items()))
         return f"<Run {self.id or '-'} {self.status}: {len(self.results)} results ({parts})>"
 

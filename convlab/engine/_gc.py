@@ -1,0 +1,45 @@
+"""No garbage-collection storms during a run.
+
+A run allocates a few model objects per instance and frees them at once; the cyclic
+collector, triggered every 700 allocations, would walk every live object each time it
+reaches the oldest generation, the loaded suite's hundreds of thousands included (issue 13
+measured 15% of a run's time there). So while any run is going on, the objects that existed
+before it (the suite, imported modules) are moved out of the collector's sight
+(`gc.freeze`), and collections are 100x rarer. The last run to end restores the thresholds,
+also when it fails; runs in several threads at once share one quiet period.
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+__all__ = ["quiet_gc"]
+
+_lock = threading.Lock()
+_active = 0
+_saved: tuple[int, ...] = ()
+RUN_THRESHOLD = 70_000
+"""Allocations between young collections during a run (CPython's default is 700)."""
+
+
+@contextmanager
+def quiet_gc() -> Iterator[None]:
+    """Freeze what exists and raise the collection threshold while the body runs."""
+    global _active, _saved
+    with _lock:
+        if _active == 0:
+            _saved = gc.get_threshold()
+            gc.freeze()
+            gc.set_threshold(max(RUN_THRESHOLD, _saved[0]), *_saved[1:])
+        _active += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _active -= 1
+            if _active == 0:
+                gc.set_threshold(*_saved)
+                gc.unfreeze()

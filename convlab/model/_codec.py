@@ -1,0 +1,235 @@
+"""The compact JSON of one CaseResult: what the results store writes and `Results` keeps.
+
+It is pydantic's `model_dump_json(exclude_defaults=True)` made small and fast:
+- written by a walk over the models' own attributes and orjson (about 10x faster than
+  pydantic's serializer with the reply-once context), values pydantic would not leave as
+  they are (sets, dates, models inside `Any`) go through pydantic's own `to_jsonable_python`;
+- what can be derived is not written, and `decode` derives it again:
+  - `"_m": 1`: the observation's messages are exactly one assistant message holding its text;
+  - `"_th"`: the thread id every observation of the case shares, written once;
+  - `"_d": 1`: the turn id is `eval.<digest of {threadId, stepId}>` and the trace id the
+    first 32 hex digits of its sha256 (how the engine makes them);
+  - `"_r"`: the counts of the instance's `Run.df` row (and why it did not pass), so that a
+    store read back builds its rows without building a model;
+- durations are kept to the microsecond.
+
+Lines written before these keys existed (plain pydantic JSON) decode as they always did.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from typing import Any, get_args
+
+import orjson
+from pydantic import BaseModel
+from pydantic_core import PydanticUndefined, to_jsonable_python
+
+from convlab.model.conversation import Message, Observation, ToolCall, Usage
+from convlab.model.records import Row, instance_row
+from convlab.model.results import (
+    AssertionResult,
+    CaseResult,
+    CheckpointResult,
+    Status,
+    TurnResult,
+    variant_label,
+)
+
+__all__ = ["decode", "digest", "encode", "expand", "loads", "row_of_line", "trace_of", "turn_id_of"]
+
+_STATUSES = frozenset(get_args(Status))
+_FLOATS = frozenset({"duration_ms", "latency_ms"})
+"""Timings: written to the microsecond."""
+
+
+def digest(value: Any) -> str:
+    """intention-kernel's `digest` (matrix.ts): sha256 hex of the JSON with keys sorted."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@functools.lru_cache(maxsize=8192)  # the engine makes it, the encoder checks it
+def turn_id_of(thread_id: str, step: str) -> str:
+    """The turn's idempotent id, as intention-kernel's runner makes it."""
+    return f"eval.{digest({'threadId': thread_id, 'stepId': step})}"
+
+
+@functools.lru_cache(maxsize=8192)
+def trace_of(turn_id: str) -> str:
+    """The trace id convlab gives a turn whose agent gave none (unique per run and turn)."""
+    return hashlib.sha256(turn_id.encode()).hexdigest()[:32]
+
+
+def _defaults(cls: type[BaseModel]) -> tuple[tuple[str, Any], ...]:
+    out = []
+    for name, f in cls.model_fields.items():
+        if f.default_factory is not None:
+            default = f.default_factory()  # type: ignore[call-arg]
+        else:
+            default = f.default
+        out.append((name, default))
+    return tuple(out)
+
+
+_FIELDS: dict[type, tuple[tuple[str, Any], ...]] = {
+    cls: _defaults(cls)
+    for cls in (
+        CaseResult,
+        TurnResult,
+        AssertionResult,
+        CheckpointResult,
+        Observation,
+        Message,
+        ToolCall,
+        Usage,
+    )
+}
+
+
+def _plain(model: BaseModel) -> dict[str, Any]:
+    """The model's non-default fields (pydantic's exclude_defaults), nested models walked."""
+    fields = _FIELDS.get(type(model))
+    if fields is None:  # a model with serializers of its own (TurnInput, ...): pydantic's
+        return model.model_dump(mode="json", exclude_defaults=True)
+    values = model.__dict__
+    out: dict[str, Any] = {}
+    for name, default in fields:
+        value = values[name]
+        if value is default or (default is not PydanticUndefined and _same(value, default)):
+            continue
+        if isinstance(value, BaseModel):
+            value = _plain(value)
+        elif isinstance(value, list) and value and isinstance(value[0], BaseModel):
+            value = [_plain(v) if isinstance(v, BaseModel) else v for v in value]
+        elif name in _FLOATS and isinstance(value, float):
+            value = round(value, 3)
+        out[name] = value
+    extra = model.__pydantic_extra__
+    if extra:
+        out.update(extra)
+    return out
+
+
+def _same(value: Any, default: Any) -> bool:
+    try:
+        return bool(type(value) is type(default) and value == default)
+    except Exception:  # an odd value whose == raises is never a default
+        return False
+
+
+def _observation(turn: TurnResult, plain: dict[str, Any], thread: str | None) -> None:
+    obs = turn.observation
+    if obs is None:
+        return
+    text = obs.text
+    if (
+        isinstance(text, str)
+        and len(obs.messages) == 1
+        and _plain(obs.messages[0]) == {"role": "assistant", "content": text}
+    ):
+        del plain["messages"]
+        plain["_m"] = 1
+    elif text is not None and len(text) >= 256:
+        for index, message in enumerate(obs.messages):
+            if message.content == text:
+                del plain["text"]
+                plain["text_in"] = index
+                break
+    if thread is not None and obs.thread_id == thread:
+        del plain["thread_id"]
+    step = turn.step_id or str(turn.index)
+    if (
+        obs.thread_id
+        and obs.turn_id == turn_id_of(obs.thread_id, step)
+        and obs.trace_id == trace_of(obs.turn_id)
+    ):
+        del plain["turn_id"], plain["trace_id"]
+        plain["_d"] = 1
+
+
+def _jsonable(value: Any) -> Any:
+    return to_jsonable_python(value)
+
+
+def encode(result: CaseResult, row: Row | None = None) -> bytes:
+    """The compact line of `result` (without a trailing newline); `row` is its `Run.df` row,
+    computed when not given."""
+    plain = _plain(result)
+    threads = {t.observation.thread_id for t in result.turns if t.observation is not None}
+    thread = threads.pop() if len(threads) == 1 else None
+    if thread is not None:
+        plain["_th"] = thread
+    for turn, out in zip(result.turns, plain.get("turns", ()), strict=True):
+        if "observation" in out:
+            _observation(turn, out["observation"], thread)
+    row = row if row is not None else instance_row(result)
+    hint: list[Any] = [*row[11:16], *row[17:20]]
+    if row[8]:
+        hint.append(row[8])
+    plain["_r"] = hint
+    return orjson.dumps(plain, default=_jsonable, option=orjson.OPT_NON_STR_KEYS)
+
+
+def expand(data: dict[str, Any]) -> dict[str, Any]:
+    """The line's dict with what `encode` left out derived again (the model's own JSON)."""
+    data.pop("_r", None)
+    thread = data.pop("_th", None)
+    for turn in data.get("turns", ()):
+        obs = turn.get("observation")
+        if obs is None:
+            continue
+        if obs.pop("_m", None):
+            obs["messages"] = [{"role": "assistant", "content": obs.get("text")}]
+        if thread is not None and "thread_id" not in obs:
+            obs["thread_id"] = thread
+        if obs.pop("_d", None):
+            step = turn.get("step_id") or str(turn.get("index", 0))
+            obs["turn_id"] = turn_id_of(obs["thread_id"], step)
+            obs["trace_id"] = trace_of(obs["turn_id"])
+    return data
+
+
+def loads(raw: bytes | str) -> Any:
+    """orjson's speed; Python json's leniency (NaN, which `json.dumps` writes) and error
+    messages when orjson refuses."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return json.loads(raw)
+
+
+def decode(line: bytes | str) -> CaseResult:
+    """The CaseResult a line holds (as `encode` wrote it, or plain pydantic JSON)."""
+    return CaseResult.model_validate(expand(loads(line)))
+
+
+def row_of_line(data: dict[str, Any], line: bytes) -> Row:
+    """The `Run.df` row of a decoded line (`orjson.loads(line)`, not yet expanded), from
+    its hints when it has them, else from its model."""
+    hint = data.get("_r")
+    if hint is None:
+        return instance_row(decode(line))
+    if data["status"] not in _STATUSES or not isinstance(data["case_id"], str):
+        raise ValueError(f"not a result: status {data['status']!r}, case {data['case_id']!r}")
+    counts, why = hint[:8], (hint[8] if len(hint) > 8 else "")
+    return (
+        data["case_id"],
+        variant_label(data.get("variant") or {}),
+        data.get("repetition", 0),
+        data.get("run", 0),
+        data["status"],
+        data.get("reward", 0.0),
+        data.get("duration_ms", 0.0),
+        len(data.get("turns", ())),
+        why,
+        data.get("code") or "",
+        data.get("blame"),
+        *counts[:5],
+        data.get("attempts", 1),
+        *counts[5:],
+        data.get("started_at"),
+        data.get("finish_reason"),
+    )

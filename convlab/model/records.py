@@ -1,0 +1,230 @@
+"""Lean result records: how a run keeps 100,000 finished instances at under 1 KB each.
+
+A finished instance is kept as two plain values: its row (the values of its `Run.df` row, a
+tuple) and its line (the compact JSON the results store writes, convlab.model._codec). The
+`CaseResult` pydantic model, about eight model objects and 6 KB, is built from the line the
+first time someone reads it (`run.results[i]`) and kept from then on, so it is the same
+object on every read and a change to it sticks. `Run.df`, `stability()` and `summary` read
+the rows and never build a model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, MutableSequence
+from typing import TYPE_CHECKING, Any, overload
+
+if TYPE_CHECKING:
+    from convlab.model.results import AssertionResult, CaseResult, TurnResult
+
+__all__ = ["KEY", "ROW_FIELDS", "Results", "Row", "instance_row", "why_not_passed"]
+
+Row = tuple[Any, ...]
+"""One instance's `Run.df` values, in ROW_FIELDS order."""
+
+ROW_FIELDS = (
+    "case_id",
+    "variant",
+    "repetition",
+    "run",
+    "status",
+    "reward",
+    "duration_ms",
+    "turns",
+    "error",
+    "code",
+    "blame",
+    "assertions",
+    "assertions_failed",
+    "checkpoints",
+    "checkpoints_reached",
+    "tool_calls",
+    "attempts",
+    "prompt_tokens",
+    "completion_tokens",
+    "total_tokens",
+    "started_at",
+    "finish_reason",
+)
+KEY = slice(0, 4)
+"""The instance key's place in a row: (case id, variant label, repetition, run index)."""
+
+
+def _all_assertions(r: CaseResult) -> Iterator[AssertionResult]:
+    """Top-level assertion results of an instance: each turn's, then the case's."""
+    for t in r.turns:
+        yield from t.assertions
+    yield from r.assertions
+
+
+def _assertion_reason(a: AssertionResult) -> str:
+    """Why one assertion did not pass, in one line."""
+    if a.error:
+        return a.error
+    if a.message:
+        return a.message
+    for child in a.children:
+        if not child.passed and child.status != "skipped":
+            return _assertion_reason(child)
+    name = a.label or a.id or a.kind
+    return f"{name} failed: expected {a.expected!r}, got {a.actual!r}"
+
+
+def why_not_passed(r: CaseResult) -> str:
+    """The error, or the first failed assertion's message (then checkpoint, turn); '' if passed."""
+    if r.status == "passed":
+        return ""
+    if r.error:
+        return r.error
+    for a in _all_assertions(r):
+        if a.status in ("failed", "error"):
+            return _assertion_reason(a)
+    for cp in r.checkpoints:
+        if cp.required and not cp.passed:
+            return cp.message or f"checkpoint {cp.id} not reached"
+    for t in r.turns:
+        if t.error:
+            return t.error
+    return r.finish_reason or r.status
+
+
+def _n_calls(t: TurnResult) -> int:
+    return len(t.observation.tool_calls) if t.observation else 0
+
+
+def _tokens(r: CaseResult) -> tuple[int, int, int]:
+    """Token usage of an instance: its own record, else the sum over its turns."""
+    if r.usage is not None:
+        return (r.usage.prompt_tokens, r.usage.completion_tokens, r.usage.total_tokens)
+    used = [t.observation.usage for t in r.turns if t.observation and t.observation.usage]
+    return (
+        sum(u.prompt_tokens for u in used),
+        sum(u.completion_tokens for u in used),
+        sum(u.total_tokens for u in used),
+    )
+
+
+def instance_row(r: CaseResult) -> Row:
+    """The `Run.df` row of one result (ROW_FIELDS order)."""
+    every = list(_all_assertions(r))
+    return (
+        *r.key,
+        r.status,
+        r.reward,
+        r.duration_ms,
+        len(r.turns),
+        why_not_passed(r),
+        r.code or "",  # as `error`: empty when there is none
+        r.blame,
+        len(every),
+        sum(a.status in ("failed", "error") for a in every),
+        len(r.checkpoints),
+        sum(cp.reached for cp in r.checkpoints),
+        sum(_n_calls(t) for t in r.turns),
+        r.attempts,
+        *_tokens(r),
+        r.started_at,
+        r.finish_reason,
+    )
+
+
+class Results(MutableSequence["CaseResult"]):
+    """`Run.results` of a run the engine made or a store read back: a list of CaseResult
+    to its reader, kept as rows and compact lines until an item is read.
+
+    It compares equal to the list of its results, pickles and deep-copies as that list, and
+    pydantic dumps it as one (`Run`'s serializer).
+    """
+
+    __slots__ = ("_lines", "_objs", "_rows")
+
+    def __init__(self, results: Iterable[CaseResult] = ()) -> None:
+        self._rows: list[Row | None] = []
+        self._lines: list[bytes | None] = []
+        self._objs: list[CaseResult | None] = []
+        for r in results:
+            self.append(r)
+
+    def add(self, row: Row, line: bytes) -> None:
+        """Keep a finished instance as its row and its encoded line (no model is built)."""
+        self._rows.append(row)
+        self._lines.append(line)
+        self._objs.append(None)
+
+    def _get(self, i: int) -> CaseResult:
+        obj = self._objs[i]
+        if obj is None:
+            from convlab.model._codec import decode
+
+            line = self._lines[i]
+            assert line is not None
+            obj = self._objs[i] = decode(line)
+            self._lines[i] = None  # the model holds it now (and may be changed)
+        return obj
+
+    @overload
+    def __getitem__(self, i: int) -> CaseResult: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[CaseResult]: ...
+    def __getitem__(self, i: int | slice) -> CaseResult | list[CaseResult]:
+        if isinstance(i, slice):
+            return [self._get(j) for j in range(*i.indices(len(self._objs)))]
+        return self._get(range(len(self._objs))[i])
+
+    @overload
+    def __setitem__(self, i: int, value: CaseResult) -> None: ...
+    @overload
+    def __setitem__(self, i: slice, value: Iterable[CaseResult]) -> None: ...
+    def __setitem__(self, i: int | slice, value: Any) -> None:
+        if isinstance(i, slice):
+            items = list(self)
+            items[i] = value
+            self.clear_to(items)
+            return
+        j = range(len(self._objs))[i]
+        self._objs[j], self._rows[j], self._lines[j] = value, None, None
+
+    def __delitem__(self, i: int | slice) -> None:
+        del self._objs[i], self._rows[i], self._lines[i]
+
+    def insert(self, index: int, value: CaseResult) -> None:
+        self._objs.insert(index, value)
+        self._rows.insert(index, None)
+        self._lines.insert(index, None)
+
+    def clear_to(self, items: list[CaseResult]) -> None:
+        """Hold exactly `items` (models, as given)."""
+        self._objs = list(items)
+        self._rows = [None] * len(items)
+        self._lines = [None] * len(items)
+
+    def __len__(self) -> int:
+        return len(self._objs)
+
+    def __iter__(self) -> Iterator[CaseResult]:
+        for i in range(len(self._objs)):
+            yield self._get(i)
+
+    def rows(self) -> list[Row]:
+        """Every result's `Run.df` row; one read as a model is rowed again (it may have
+        been changed)."""
+        out: list[Row] = []
+        for row, obj in zip(self._rows, self._objs, strict=True):
+            out.append(row if obj is None else instance_row(obj))  # type: ignore[arg-type]
+        return out
+
+    def lines(self) -> Iterator[bytes | None]:
+        """Each result's encoded line, None for one held as a model."""
+        return iter(self._lines)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Results | list):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (list, (list(self),))
+
+    def __repr__(self) -> str:
+        return repr(list(self))
