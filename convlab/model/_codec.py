@@ -63,18 +63,28 @@ def trace_of(turn_id: str) -> str:
     return hashlib.sha256(turn_id.encode()).hexdigest()[:32]
 
 
-def _defaults(cls: type[BaseModel]) -> tuple[tuple[str, Any], ...]:
+_REQUIRED, _NONE, _EMPTY, _VALUE = range(4)
+"""How a field's default is recognised: none (always written), None, an empty container,
+or a value compared with ==."""
+
+
+def _defaults(cls: type[BaseModel]) -> tuple[tuple[str, Any, int], ...]:
     out = []
     for name, f in cls.model_fields.items():
-        if f.default_factory is not None:
-            default = f.default_factory()  # type: ignore[call-arg]
+        default = f.default_factory() if f.default_factory is not None else f.default  # type: ignore[call-arg]
+        if default is PydanticUndefined:
+            how = _REQUIRED
+        elif default is None:
+            how = _NONE
+        elif isinstance(default, list | dict) and not default:
+            how = _EMPTY
         else:
-            default = f.default
-        out.append((name, default))
+            how = _VALUE
+        out.append((name, default, how))
     return tuple(out)
 
 
-_FIELDS: dict[type, tuple[tuple[str, Any], ...]] = {
+_FIELDS: dict[type, tuple[tuple[str, Any, int], ...]] = {
     cls: _defaults(cls)
     for cls in (
         CaseResult,
@@ -96,15 +106,22 @@ def _plain(model: BaseModel) -> dict[str, Any]:
         return model.model_dump(mode="json", exclude_defaults=True)
     values = model.__dict__
     out: dict[str, Any] = {}
-    for name, default in fields:
+    for name, default, how in fields:
         value = values[name]
-        if value is default or (default is not PydanticUndefined and _same(value, default)):
+        if how == _NONE:
+            if value is None:
+                continue
+        elif how == _EMPTY:
+            if not value and type(value) is type(default):
+                continue
+        elif how == _VALUE and (value is default or _same(value, default)):
             continue
-        if isinstance(value, BaseModel):
+        kind = type(value)
+        if kind in _FIELDS or isinstance(value, BaseModel):
             value = _plain(value)
-        elif isinstance(value, list) and value and isinstance(value[0], BaseModel):
+        elif kind is list and value and isinstance(value[0], BaseModel):
             value = [_plain(v) if isinstance(v, BaseModel) else v for v in value]
-        elif name in _FLOATS and isinstance(value, float):
+        elif kind is float and name in _FLOATS:
             value = round(value, 3)
         out[name] = value
     extra = model.__pydantic_extra__
