@@ -6,6 +6,7 @@ the results store recognises work already done when a run resumes.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 from collections.abc import Iterator
@@ -32,12 +33,12 @@ class Instance:
     blocked: str | None = None
     """Why the instance may not start (e.g. external writes not allowed)."""
 
-    @property
+    @functools.cached_property
     def key(self) -> tuple[str, str, int, int]:
         """(case id, `step=variant,...`, repetition, run index)."""
         return (self.case.id, variant_label(self.variant), self.repetition, self.run)
 
-    @property
+    @functools.cached_property
     def label(self) -> str:
         """A readable, unique name for the instance (also used as its thread id)."""
         case_id, variant, rep, run = self.key

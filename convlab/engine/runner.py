@@ -32,7 +32,7 @@ from convlab.engine.store import ResultStore
 from convlab.model._codec import decode, encode
 from convlab.model.blame import Blame, blame_of, case_blame
 from convlab.model.records import Results, Row, instance_row
-from convlab.model.results import CaseResult, Run, variant_label
+from convlab.model.results import CaseResult, Run
 from convlab.plan import Instance, count, expand, fingerprint
 
 Entry = tuple[Row, bytes] | CaseResult
@@ -88,6 +88,8 @@ class Runner:
     _stop_picking: bool = False
     _warned: set[int] = field(default_factory=set)
     _store_problem: str | None = None
+    _order: dict[tuple[str, str, int, int], int] = field(default_factory=dict)
+    """Plan order of the instances planned so far (their place in the Run's results)."""
     _failure_blame: Blame = "hook"
     """Whose fault the run-level failure is (the run's before hook, unless it says otherwise)."""
 
@@ -154,11 +156,7 @@ class Runner:
                 failure = f"before hook failed: {type(exc).__name__}: {exc}"
                 self._failure_blame = blame_of(exc, "hook")
             if failure is None:
-                todo = (
-                    i
-                    for i in expand(suite, s.runs, s.allow_external_writes)
-                    if i.key not in self.results
-                )
+                todo = (i for i in self._planned() if i.key not in self.results)
                 workers = (self._worker(todo, store) for _ in range(max(1, s.parallel)))
                 await asyncio.gather(*workers)
         except asyncio.CancelledError:
@@ -181,13 +179,15 @@ class Runner:
 
     async def _finish(self, cancelled: bool, before_data: Any, failure: str | None) -> Run:
         suite, s = self.env.suite, self.settings
-        order: dict[tuple[str, str, int, int], int] = {}
-        why = failure or "run stopped before it ran"
-        for n, inst in enumerate(expand(suite, s.runs, s.allow_external_writes)):
-            order[inst.key] = n
-            if inst.key not in self.results:
-                status = "error" if failure else "cancelled"
-                self.results[inst.key] = _closed(inst, status, why, self._failure_blame)
+        order = self._order
+        if len(order) < count(suite, s.runs):  # not every instance was planned: plan them all
+            order = {}
+            why = failure or "run stopped before it ran"
+            for n, inst in enumerate(expand(suite, s.runs, s.allow_external_writes)):
+                order[inst.key] = n
+                if inst.key not in self.results:
+                    status = "error" if failure else "cancelled"
+                    self.results[inst.key] = _closed(inst, status, why, self._failure_blame)
         results = Results()
         for key in sorted(self.results, key=lambda k: order.get(k, 1 << 60)):
             entry = self.results[key]
@@ -215,6 +215,13 @@ class Runner:
             self.run.error = "; ".join([self.run.error, *problems] if self.run.error else problems)
         self.emit(RunFinished(self.run))
         return self.run
+
+    def _planned(self) -> Iterator[Instance]:
+        """Every instance in plan order, each key's place noted (the Run lists them so)."""
+        s = self.settings
+        for n, inst in enumerate(expand(self.env.suite, s.runs, s.allow_external_writes)):
+            self._order[inst.key] = n
+            yield inst
 
     async def _worker(self, todo: Iterator[Instance], store: ResultStore | None) -> None:
         for inst in todo:
@@ -246,9 +253,8 @@ class Runner:
             self.emit(CaseStarted(inst.key, inst.label, case.mode, case.name))
         conv = Conversation(inst, self.env)
         timeout = case.limits.timeout_s or self.env.timeout_s
-        sample = (inst.case.id, variant_label(inst.variant), inst.repetition, inst.run)
         try:
-            with recording(self.env.cassette, *sample):
+            with recording(self.env.cassette, *inst.key):
                 outcome = await self._converse(conv, timeout)
         except asyncio.CancelledError:  # keep what the conversation got to
             why = "run stopped while it ran" + (f"; {conv.hook_error}" if conv.hook_error else "")
@@ -269,13 +275,16 @@ class Runner:
         site: Blame = "hook"  # whose code runs now: the before hook, then the agent's session
 
         async def after(outcome: Outcome) -> None:
+            if case.hooks.after is None:
+                return
             async with asyncio.timeout(timeout):
                 await call_hook(resolve_hook(case.hooks.after, near), case, outcome, data)
 
         try:
             async with asyncio.timeout_at(deadline):
                 try:
-                    data = await call_hook(resolve_hook(case.hooks.before, near), case)
+                    if case.hooks.before is not None:
+                        data = await call_hook(resolve_hook(case.hooks.before, near), case)
                 except Exception as exc:
                     raise _HookFailed(f"before hook failed: {_why(exc)}", exc) from exc
                 site = "agent"

@@ -51,13 +51,13 @@ def digest(value: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-@functools.lru_cache(maxsize=8192)  # the engine makes it, the encoder checks it
+@functools.lru_cache(maxsize=1024)  # the engine makes it, the encoder checks it
 def turn_id_of(thread_id: str, step: str) -> str:
     """The turn's idempotent id, as intention-kernel's runner makes it."""
     return f"eval.{digest({'threadId': thread_id, 'stepId': step})}"
 
 
-@functools.lru_cache(maxsize=8192)
+@functools.lru_cache(maxsize=1024)
 def trace_of(turn_id: str) -> str:
     """The trace id convlab gives a turn whose agent gave none (unique per run and turn)."""
     return hashlib.sha256(turn_id.encode()).hexdigest()[:32]
@@ -187,7 +187,9 @@ def encode(result: CaseResult, row: Row | None = None) -> bytes:
     if row[8]:
         hint.append(row[8])
     plain["_r"] = hint
-    return orjson.dumps(plain, default=_jsonable, option=orjson.OPT_NON_STR_KEYS)
+    line = orjson.dumps(plain, default=_jsonable, option=orjson.OPT_NON_STR_KEYS)
+    # orjson's bytes keep their 4 KB buffer; a run keeps every line: keep only the bytes
+    return memoryview(line).tobytes()
 
 
 def expand(data: dict[str, Any]) -> dict[str, Any]:

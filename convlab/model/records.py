@@ -216,6 +216,20 @@ class Results(MutableSequence["CaseResult"]):
         """Each result's encoded line, None for one held as a model."""
         return iter(self._lines)
 
+    def __add__(self, other: Iterable[CaseResult]) -> list[CaseResult]:
+        return [*self, *other]
+
+    def __radd__(self, other: Iterable[CaseResult]) -> list[CaseResult]:
+        return [*other, *self]
+
+    def copy(self) -> list[CaseResult]:
+        """The results as a plain list (as `list.copy`)."""
+        return list(self)
+
+    def sort(self, *, key: Any = None, reverse: bool = False) -> None:
+        """Sort in place, as `list.sort` (every result is read as a model)."""
+        self.clear_to(sorted(self, key=key, reverse=reverse))
+
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Results | list):
             return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
