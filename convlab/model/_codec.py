@@ -1,9 +1,8 @@
 """The compact JSON of one CaseResult: what the results store writes and `Results` keeps.
 
-It is pydantic's `model_dump_json(exclude_defaults=True)` made small and fast:
-- written by a walk over the models' own attributes and orjson (about 10x faster than
-  pydantic's serializer with the reply-once context), values pydantic would not leave as
-  they are (sets, dates, models inside `Any`) go through pydantic's own `to_jsonable_python`;
+It is pydantic's `model_dump_json(exclude_defaults=True)` made small:
+- pydantic's `model_dump(exclude_defaults=True)` written by orjson; values orjson cannot
+  write (sets, dates, models inside `Any`) go through pydantic's own `to_jsonable_python`;
 - what can be derived is not written, and `decode` derives it again:
   - `"_m": 1`: the observation's messages are exactly one assistant message holding its text;
   - `"_th"`: the thread id every observation of the case shares, written once;
@@ -24,25 +23,15 @@ import json
 from typing import Any, get_args
 
 import orjson
-from pydantic import BaseModel
-from pydantic_core import PydanticUndefined, to_jsonable_python
+from pydantic_core import to_jsonable_python
 
-from convlab.model.conversation import Message, Observation, ToolCall, Usage
+from convlab.model.conversation import Message
 from convlab.model.records import Row, instance_row
-from convlab.model.results import (
-    AssertionResult,
-    CaseResult,
-    CheckpointResult,
-    Status,
-    TurnResult,
-    variant_label,
-)
+from convlab.model.results import CaseResult, Status, TurnResult, variant_label
 
 __all__ = ["decode", "digest", "encode", "expand", "loads", "row_of_line", "trace_of", "turn_id_of"]
 
 _STATUSES = frozenset(get_args(Status))
-_FLOATS = frozenset({"duration_ms", "latency_ms"})
-"""Timings: written to the microsecond."""
 
 
 def digest(value: Any) -> str:
@@ -63,78 +52,40 @@ def trace_of(turn_id: str) -> str:
     return hashlib.sha256(turn_id.encode()).hexdigest()[:32]
 
 
-_REQUIRED, _NONE, _EMPTY, _VALUE = range(4)
-"""How a field's default is recognised: none (always written), None, an empty container,
-or a value compared with ==."""
+def _round(plain: dict[str, Any], key: str) -> None:
+    value = plain.get(key)
+    if type(value) is float:
+        plain[key] = round(value, 3)
 
 
-def _defaults(cls: type[BaseModel]) -> tuple[tuple[str, Any, int], ...]:
-    out = []
-    for name, f in cls.model_fields.items():
-        default = f.default_factory() if f.default_factory is not None else f.default  # type: ignore[call-arg]
-        if default is PydanticUndefined:
-            how = _REQUIRED
-        elif default is None:
-            how = _NONE
-        elif isinstance(default, list | dict) and not default:
-            how = _EMPTY
-        else:
-            how = _VALUE
-        out.append((name, default, how))
-    return tuple(out)
+def _round_checks(checks: list[dict[str, Any]]) -> None:
+    for check in checks:
+        _round(check, "duration_ms")
+        if "children" in check:
+            _round_checks(check["children"])
 
 
-_FIELDS: dict[type, tuple[tuple[str, Any, int], ...]] = {
-    cls: _defaults(cls)
-    for cls in (
-        CaseResult,
-        TurnResult,
-        AssertionResult,
-        CheckpointResult,
-        Observation,
-        Message,
-        ToolCall,
-        Usage,
+def _round_timings(plain: dict[str, Any]) -> None:
+    """Timings to the microsecond (a float's 17 digits say nothing more)."""
+    _round(plain, "duration_ms")
+    _round_checks(plain.get("assertions", ()))
+    for turn in plain.get("turns", ()):
+        _round(turn, "duration_ms")
+        _round_checks(turn.get("assertions", ()))
+        if "observation" in turn:
+            _round(turn["observation"], "latency_ms")
+
+
+def _is_reply(message: Message, text: str) -> bool:
+    """The message is exactly `{"role": "assistant", "content": text}`."""
+    return (
+        message.role == "assistant"
+        and message.content == text
+        and message.name is None
+        and message.tool_call_id is None
+        and message.tool_calls is None
+        and not message.__pydantic_extra__
     )
-}
-
-
-def _plain(model: BaseModel) -> dict[str, Any]:
-    """The model's non-default fields (pydantic's exclude_defaults), nested models walked."""
-    fields = _FIELDS.get(type(model))
-    if fields is None:  # a model with serializers of its own (TurnInput, ...): pydantic's
-        return model.model_dump(mode="json", exclude_defaults=True)
-    values = model.__dict__
-    out: dict[str, Any] = {}
-    for name, default, how in fields:
-        value = values[name]
-        if how == _NONE:
-            if value is None:
-                continue
-        elif how == _EMPTY:
-            if not value and type(value) is type(default):
-                continue
-        elif how == _VALUE and (value is default or _same(value, default)):
-            continue
-        kind = type(value)
-        if kind in _FIELDS or isinstance(value, BaseModel):
-            value = _plain(value)
-        elif kind is list and value and isinstance(value[0], BaseModel):
-            value = [_plain(v) if isinstance(v, BaseModel) else v for v in value]
-        elif kind is float and name in _FLOATS:
-            value = round(value, 3)
-        out[name] = value
-    extra = model.__pydantic_extra__
-    if extra:
-        out.update(extra)
-    return out
-
-
-def _same(value: Any, default: Any) -> bool:
-    try:
-        return bool(type(value) is type(default) and value == default)
-    except Exception:  # an odd value whose == raises is never a default
-        return False
 
 
 def _observation(turn: TurnResult, plain: dict[str, Any], thread: str | None) -> None:
@@ -142,11 +93,7 @@ def _observation(turn: TurnResult, plain: dict[str, Any], thread: str | None) ->
     if obs is None:
         return
     text = obs.text
-    if (
-        isinstance(text, str)
-        and len(obs.messages) == 1
-        and _plain(obs.messages[0]) == {"role": "assistant", "content": text}
-    ):
+    if isinstance(text, str) and len(obs.messages) == 1 and _is_reply(obs.messages[0], text):
         del plain["messages"]
         plain["_m"] = 1
     elif text is not None and len(text) >= 256:
@@ -174,7 +121,8 @@ def _jsonable(value: Any) -> Any:
 def encode(result: CaseResult, row: Row | None = None) -> bytes:
     """The compact line of `result` (without a trailing newline); `row` is its `Run.df` row,
     computed when not given."""
-    plain = _plain(result)
+    plain = result.model_dump(exclude_defaults=True)  # pydantic's Rust walk: the fast part
+    _round_timings(plain)
     threads = {t.observation.thread_id for t in result.turns if t.observation is not None}
     thread = threads.pop() if len(threads) == 1 else None
     if thread is not None:
