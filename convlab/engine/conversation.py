@@ -56,6 +56,8 @@ class Env:
     judges: dict[str, Agent] = field(default_factory=dict)
     """Agents by the id an assertion names (Yao's `agents:validator`)."""
     emit: Callable[[Event], None] = lambda event: None
+    listening: bool = False
+    """Whether anyone listens to `emit` (no event is built for no one)."""
     timeout_s: float = 120.0
     simulators: dict[str, Any] = field(default_factory=dict)
     """Simulators built from cases' `use` specs, one per spec, closed at the end."""
@@ -184,7 +186,7 @@ class Conversation:
         assert self.session is not None
         index = len(self.turns)
         self.ctx.turn, self.ctx.input = index, inp
-        self.ctx.metadata = dict(meta or {})
+        self.ctx.metadata = dict(meta) if meta else {}
         self.messages.extend(user)
         turn = TurnResult(index=index, step_id=step_id, input=inp, messages=list(user))
         self.turns.append(turn)
@@ -265,7 +267,8 @@ class Conversation:
         if turn.status != "error":
             turn.status = status_of(results)  # type: ignore[assignment]
         turn.code = turn_code(turn)
-        self.env.emit(TurnCompleted(self.inst.key, turn))
+        if self.env.listening:
+            self.env.emit(TurnCompleted(self.inst.key, turn))
 
 
 def thread_id(run_id: str, inst: Instance) -> str:

@@ -297,7 +297,8 @@ async def _check_checkpoints(
             state.reached = state.passed = True
             state.message = message  # an earlier turn's "not yet" no longer describes it
             state.reached_at_turn = turn.index + 1  # type: ignore[attr-defined]
-            conv.env.emit(CheckpointReached(conv.inst.key, cp.id, state.reached_at_turn))
+            if conv.env.listening:
+                conv.env.emit(CheckpointReached(conv.inst.key, cp.id, state.reached_at_turn))
         elif state.message is None:
             state.message = message
 

@@ -120,7 +120,7 @@ class Runner:
             return await self._execute()
 
     async def _execute(self) -> Run:
-        self.env.emit = self.emit
+        self.env.emit, self.env.listening = self.emit, bool(self.listeners)
         suite, s = self.env.suite, self.settings
         self.run = Run(
             id=uuid.uuid4().hex[:12],
@@ -358,7 +358,7 @@ def _result(
         checkpoints=outcome.checkpoints,
         error=outcome.error,
         blame=outcome.blame,
-        duration_ms=round((time.perf_counter() - t0) * 1000, 3),
+        duration_ms=int((time.perf_counter() - t0) * 1e6 + 0.5) / 1000,  # to the us
         attempts=conv.attempts.calls or 1,
         usage=conv.usage,
         started_at=started,
