@@ -31,6 +31,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
@@ -54,7 +55,12 @@ def _suite(n: int, expect: str = "ok"):
     )
 
 
-async def _ideal_loop(n: int, parallel: int, path: Path) -> None:
+def _ideal(n: int, parallel: int, path: Path) -> None:
+    with open(path, "w", encoding="utf-8") as fh:
+        asyncio.run(_ideal_loop(n, parallel, fh))
+
+
+async def _ideal_loop(n: int, parallel: int, fh: Any) -> None:
     """The floor: call the agent, make the three checks, write a JSONL line per case."""
 
     async def agent(messages: list[dict[str, str]]) -> str:
@@ -62,24 +68,23 @@ async def _ideal_loop(n: int, parallel: int, path: Path) -> None:
 
     pattern = re.compile(r"\w+")
     todo = iter(range(n))
-    with open(path, "w", encoding="utf-8") as fh:
 
-        async def worker() -> None:
-            for i in todo:
-                t0 = time.perf_counter()
-                reply = await agent([{"role": "user", "content": f"message {i}"}])
-                checks = [
-                    {"kind": "contains", "passed": "ok" in reply},
-                    {"kind": "regex", "passed": pattern.search(reply) is not None},
-                    {"kind": "not_contains", "passed": "error" not in reply},
-                ]
-                status = "passed" if all(c["passed"] for c in checks) else "failed"
-                ms = (time.perf_counter() - t0) * 1000
-                line = {"case_id": f"c{i}", "status": status, "reply": reply, "checks": checks}
-                fh.write(json.dumps({**line, "duration_ms": ms}) + "\n")
-                fh.flush()
+    async def worker() -> None:
+        for i in todo:
+            t0 = time.perf_counter()
+            reply = await agent([{"role": "user", "content": f"message {i}"}])
+            checks = [
+                {"kind": "contains", "passed": "ok" in reply},
+                {"kind": "regex", "passed": pattern.search(reply) is not None},
+                {"kind": "not_contains", "passed": "error" not in reply},
+            ]
+            status = "passed" if all(c["passed"] for c in checks) else "failed"
+            ms = (time.perf_counter() - t0) * 1000
+            line = {"case_id": f"c{i}", "status": status, "reply": reply, "checks": checks}
+            fh.write(json.dumps({**line, "duration_ms": ms}) + "\n")
+            fh.flush()
 
-        await asyncio.gather(*(worker() for _ in range(parallel)))
+    await asyncio.gather(*(worker() for _ in range(parallel)))
 
 
 def _rate(fn, n: int, repeat: int) -> float:
@@ -105,7 +110,7 @@ def in_process(n: int, repeat: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         store = Path(tmp) / "s.jsonl"
         cl.run(_suite(200), async_agent, parallel=16, store=store, progress=False)  # warm-up
-        ideal = _rate(lambda: asyncio.run(_ideal_loop(n, 16, Path(tmp) / "i.jsonl")), n, repeat)
+        ideal = _rate(lambda: _ideal(n, 16, Path(tmp) / "i.jsonl"), n, repeat)
 
         def one(agent):
             run = cl.run(suite, agent, parallel=16, store=store, progress=False)
