@@ -38,6 +38,7 @@ import yaml
 
 import convlab as cl
 from convlab.agents.protocol import as_agent
+from convlab.plan import fingerprint
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -190,6 +191,13 @@ def run_fields(run: cl.Run) -> dict[str, Any]:
     fields["finished_at"] = _time(fields["finished_at"])
     if fields["settings"].get("store"):
         fields["settings"]["store"] = "<store path>"
+    # issue 13: a run computes its fingerprint only when a store needs it; the suite's own
+    # fingerprint stands for the suite here, and a store's run must carry exactly it
+    suite_print = fingerprint(run.suite) if run.suite is not None else ""
+    assert run.fingerprint in (
+        ("", suite_print) if not run.settings.get("store") else (suite_print,)
+    )
+    fields["fingerprint"] = "<the suite's>"  # it hashes paths: the results stand for it
     fields["suite_assertions"] = [_assertion(a) for a in fields["suite_assertions"]]
     return fields
 
@@ -203,8 +211,24 @@ def derived(run: cl.Run) -> dict[str, Any]:
     return out
 
 
+def rooted(value: Any) -> Any:
+    """Paths inside the checkout written from its root (`<root>/examples/...`): the golden
+    files hold no trace of where they were made."""
+    if isinstance(value, str):
+        return value.replace(str(ROOT), "<root>")
+    if isinstance(value, dict):
+        return {k: rooted(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [rooted(v) for v in value]
+    return value
+
+
 def project(run: cl.Run) -> dict[str, Any]:
     """Everything public about `run`, comparable across runs (see the module docstring)."""
+    return rooted(_project(run))  # type: ignore[no-any-return]
+
+
+def _project(run: cl.Run) -> dict[str, Any]:
     reps = suite_repetitions(run.suite)
     return {
         "run": run_fields(run),

@@ -32,6 +32,7 @@ from golden import (
     project,
     repeated,
     result_record,
+    rooted,
     run_example,
     suite_repetitions,
 )
@@ -96,7 +97,7 @@ def test_example_stored_and_reloaded_equals_the_golden_record(folder: str, tmp_p
     assert header is not None
     reps = suite_repetitions(cl.Suite.model_validate(header["suite"]))
     found = _by_plan(
-        expected_results, plain([result_record(r, header["id"], reps) for r in stored])
+        expected_results, plain(rooted([result_record(r, header["id"], reps) for r in stored]))
     )
     diffs = differences(expected_results, found, "read_store.results")
 
