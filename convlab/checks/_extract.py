@@ -13,6 +13,7 @@ the rule says so next to it and docs/yao.md lists it.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -320,10 +321,16 @@ def path_segments(path: str) -> list[str]:
     return segments
 
 
+@functools.lru_cache(maxsize=4096)
+def _segments(path: str) -> tuple[str, ...]:
+    """`path_segments`, parsed once per distinct path (a suite repeats its paths)."""
+    return tuple(path_segments(path))
+
+
 def extract_path(data: Any, path: str) -> Any:
     """The value at a Yao path; None when any step is missing (a missing value is null)."""
     current = data
-    for seg in path_segments(path):
+    for seg in _segments(path):
         if seg.startswith("[") and seg.endswith("]"):
             index = seg[1:-1]
             if not re.fullmatch(r"[+-]?\d+", index) or not isinstance(current, list):

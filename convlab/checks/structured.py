@@ -16,9 +16,11 @@ from convlab._util import call_user, positional_arity
 from convlab.checks._core import (
     EVALUATORS,
     CheckContext,
+    Outcome,
     error_result,
     evaluate,
     kind,
+    lean_kind,
     result,
     skipped_result,
 )
@@ -33,8 +35,8 @@ from convlab.model.results import AssertionResult
 __all__ = ["at", "check", "custom", "json_path", "matches", "operate", "scope_view"]
 
 
-@kind("json_path")
-def json_path(spec: JsonPath, ctx: CheckContext) -> AssertionResult:
+@lean_kind("json_path")
+def json_path(spec: JsonPath, ctx: CheckContext) -> Outcome | AssertionResult:
     """The value at `path` of the JSON/YAML in the output equals `value`; a list is any-of.
 
     The JSON may be structured output, a fenced block in prose, or bare JSON/YAML text.
@@ -47,19 +49,12 @@ def json_path(spec: JsonPath, ctx: CheckContext) -> AssertionResult:
         return result(spec, False, problem, expected=spec.value)
     actual = extract_path(data, spec.path)
     if deep_equal(actual, spec.value):
-        return result(
-            spec,
-            True,
-            f"path '{spec.path}' equals expected value",
-            expected=spec.value,
-            actual=actual,
-        )
+        return True, f"path '{spec.path}' equals expected value", spec.value, actual, None
     one_of = isinstance(spec.value, list) and not isinstance(actual, list)
     if one_of and any(deep_equal(actual, v) for v in spec.value):
-        msg = f"path '{spec.path}' equals one of expected values"
-        return result(spec, True, msg, expected=spec.value, actual=actual)
+        return True, f"path '{spec.path}' equals one of expected values", spec.value, actual, None
     msg = f"path '{spec.path}': expected {show(spec.value)}, got {show(actual)}"
-    return result(spec, False, msg, expected=spec.value, actual=actual)
+    return False, msg, spec.value, actual, None
 
 
 def scope_view(ctx: CheckContext) -> dict[str, Any]:
@@ -175,8 +170,8 @@ def _check_message(spec: Check, passed: bool, present: bool, actual: Any) -> str
     return f"{where}: expected {op}{want}, got {show(actual)}"
 
 
-@kind("check")
-def check(spec: Check, ctx: CheckContext) -> AssertionResult:
+@lean_kind("check")
+def check(spec: Check, ctx: CheckContext) -> Outcome:
     """The value at `path` (a list of keys and indexes) satisfies `operator`.
 
     Operators: equals (deep, strict), matches (subset: extra object keys allowed, arrays
@@ -188,14 +183,8 @@ def check(spec: Check, ctx: CheckContext) -> AssertionResult:
     present, actual = at(scope_view(ctx), spec.path)
     passed = operate(spec.operator, present, actual, spec.value)
     msg = _check_message(spec, passed, present, actual)
-    return result(
-        spec,
-        passed,
-        msg,
-        expected=spec.value,
-        actual=actual,
-        details={"present": present, "operator": spec.operator, "path": list(spec.path)},
-    )
+    details = {"present": present, "operator": spec.operator, "path": list(spec.path)}
+    return passed, msg, spec.value, actual, details
 
 
 async def _children(specs: list[Any], ctx: CheckContext) -> list[AssertionResult]:

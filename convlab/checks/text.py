@@ -8,11 +8,12 @@ output is searched as its JSON text (keys sorted, compact), so `contains "succes
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
 from convlab._util import call_user, import_callable
-from convlab.checks._core import CheckContext, error_result, kind, result
+from convlab.checks._core import CheckContext, Outcome, error_result, kind, lean_kind, result
 from convlab.checks._extract import extract_json, extract_path
 from convlab.checks._values import deep_equal, json_safe, json_type, output_of, show, to_text
 from convlab.model.assertions import Contains, Equals, NotContains, Regex, Script, TypeOf
@@ -21,8 +22,8 @@ from convlab.model.results import AssertionResult
 __all__ = ["contains", "equals", "input_of", "not_contains", "regex", "script", "type_of"]
 
 
-@kind("equals")
-def equals(spec: Equals, ctx: CheckContext) -> AssertionResult:
+@lean_kind("equals")
+def equals(spec: Equals, ctx: CheckContext) -> Outcome:
     """The whole output equals `value`.
 
     Objects compare in any key order, arrays in order, numbers as numbers (5 == 5.0) and
@@ -31,50 +32,51 @@ def equals(spec: Equals, ctx: CheckContext) -> AssertionResult:
     """
     out = output_of(ctx.observation, ctx.scope)
     if deep_equal(out, spec.value):
-        return result(spec, True, "values are equal", expected=spec.value, actual=out)
-    msg = f"expected {show(spec.value)}, got {show(out)}"
-    return result(spec, False, msg, expected=spec.value, actual=out)
+        return True, "values are equal", spec.value, out, None
+    return False, f"expected {show(spec.value)}, got {show(out)}", spec.value, out, None
 
 
-def _contains(spec: Contains | NotContains, ctx: CheckContext) -> tuple[bool, str, str]:
-    text = to_text(output_of(ctx.observation, ctx.scope))
-    needle = to_text(spec.value)
-    return needle in text, needle, text
-
-
-@kind("contains")
-def contains(spec: Contains, ctx: CheckContext) -> AssertionResult:
+@lean_kind("contains")
+def contains(spec: Contains, ctx: CheckContext) -> Outcome:
     """The output text contains `value` (case-sensitive substring).
 
     Structured output is searched as its JSON text; a non-string value is JSON-encoded
     first (`5` looks for "5"); a missing value looks for "" and always passes.
     """
-    found, needle, text = _contains(spec, ctx)
-    msg = f"output {'contains' if found else 'does not contain'} '{needle}'"
-    return result(spec, found, msg, expected=spec.value, actual=text)
+    text = to_text(output_of(ctx.observation, ctx.scope))
+    needle = to_text(spec.value)
+    if needle in text:
+        return True, f"output contains '{needle}'", spec.value, text, None
+    return False, f"output does not contain '{needle}'", spec.value, text, None
 
 
-@kind("not_contains")
-def not_contains(spec: NotContains, ctx: CheckContext) -> AssertionResult:
+@lean_kind("not_contains")
+def not_contains(spec: NotContains, ctx: CheckContext) -> Outcome:
     """The output text does not contain `value` (the exact negation of `contains`).
 
     JSONL: `{"type": "not_contains", "value": "error"}`; structured output is searched as JSON.
     """
-    found, needle, text = _contains(spec, ctx)
-    msg = f"output {'should not contain' if found else 'does not contain'} '{needle}'"
-    return result(spec, not found, msg, expected=spec.value, actual=text)
+    text = to_text(output_of(ctx.observation, ctx.scope))
+    needle = to_text(spec.value)
+    if needle in text:
+        return False, f"output should not contain '{needle}'", spec.value, text, None
+    return True, f"output does not contain '{needle}'", spec.value, text, None
 
 
-@kind("regex")
-def regex(spec: Regex, ctx: CheckContext) -> AssertionResult:
+compiled_pattern = functools.lru_cache(maxsize=4096)(re.compile)
+"""`re.compile`, once per distinct pattern (a suite repeats its patterns across cases)."""
+
+
+@lean_kind("regex")
+def regex(spec: Regex, ctx: CheckContext) -> Outcome:
     """An unanchored regex search over the output text (the text `contains` reads).
 
     Flags go inline, e.g. `(?i)hello`. JSONL writes the pattern as `value` (or `pattern`).
     """
     text = to_text(output_of(ctx.observation, ctx.scope))
-    found = re.search(spec.pattern, text) is not None
-    msg = f"output {'matches' if found else 'does not match'} pattern '{spec.pattern}'"
-    return result(spec, found, msg, expected=spec.pattern, actual=text)
+    if compiled_pattern(spec.pattern).search(text) is not None:
+        return True, f"output matches pattern '{spec.pattern}'", spec.pattern, text, None
+    return False, f"output does not match pattern '{spec.pattern}'", spec.pattern, text, None
 
 
 def structured(out: Any) -> tuple[Any, str | None]:
@@ -89,8 +91,8 @@ def structured(out: Any) -> tuple[Any, str | None]:
     return None, f"output is not a JSON object or array, got: {json_type(out)} = {show(out)}"
 
 
-@kind("type")
-def type_of(spec: TypeOf, ctx: CheckContext) -> AssertionResult:
+@lean_kind("type")
+def type_of(spec: TypeOf, ctx: CheckContext) -> Outcome:
     """The output (or the value at `path`) has JSON type `value`.
 
     Types: null, string, number, boolean, array, object. A text reply is a `string`
@@ -102,14 +104,11 @@ def type_of(spec: TypeOf, ctx: CheckContext) -> AssertionResult:
     else:
         data, problem = structured(out)
         if problem is not None:
-            return result(spec, False, problem, expected=spec.value, actual=out)
+            return False, problem, spec.value, out, None
         actual, where = json_type(extract_path(data, spec.path)), f"path '{spec.path}'"
     if actual == spec.value:
-        return result(
-            spec, True, f"{where} is of type '{actual}'", expected=spec.value, actual=actual
-        )
-    msg = f"{where}: expected type '{spec.value}', got '{actual}'"
-    return result(spec, False, msg, expected=spec.value, actual=actual)
+        return True, f"{where} is of type '{actual}'", spec.value, actual, None
+    return False, f"{where}: expected type '{spec.value}', got '{actual}'", spec.value, actual, None
 
 
 def input_of(ctx: CheckContext) -> Any:
