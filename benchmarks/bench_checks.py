@@ -6,7 +6,9 @@ regex, not_contains) and a few others, each as a ratio to a plain-Python baselin
 same test in the same run (`"ok" in text`, `re.search`, `json.loads` + a key, ...), awaited
 from a coroutine as the engine awaits checks. Then the time of `unknown_evaluators(suite)`
 on 5,000 and 100,000 single-turn cases without any custom kind, against a plain loop that
-reads every assertion's kind. No pass/fail: figures to compare before/after, e.g.
+reads every assertion's kind. Times are this process's CPU time (`time.process_time`),
+and each figure and its baseline are measured in turns, so that other processes sharing the
+cores move both alike. No pass/fail: figures to compare before/after, e.g.
 `PYTHONPATH=<other tree> python benchmarks/bench_checks.py` runs this file on another tree.
 """
 
@@ -65,20 +67,22 @@ def _us(fn: Callable[[], Any], n: int) -> float:
     """Microseconds per call of `fn` (a coroutine function), awaited n times in one loop."""
 
     async def loop() -> float:
-        start = time.perf_counter()
+        start = time.process_time()
         for _ in range(n):
             await fn()
-        return (time.perf_counter() - start) / n * 1e6
+        return (time.process_time() - start) / n * 1e6
 
     return asyncio.run(loop())
 
 
-def _median(fn: Callable[[], float], reps: int = 3) -> float:
-    return statistics.median(fn() for _ in range(reps))
+def _medians(a: Callable[[], float], b: Callable[[], float], reps: int = 3) -> tuple[float, float]:
+    """The medians of `reps` runs of a and of b, measured in turns (a, b, a, b, ...)."""
+    runs = [(a(), b()) for _ in range(reps)]
+    return statistics.median(x for x, _ in runs), statistics.median(y for _, y in runs)
 
 
 def bench_evaluate(n: int) -> None:
-    print(f"evaluate(spec, ctx), us per call (median of 3 x {n:,}); baseline = the plain test")
+    print(f"evaluate(spec, ctx), CPU us per call (median of 3 x {n:,}); baseline: the plain test")
     total = base_total = 0.0
     for name, raw, text, plain in KINDS:
         spec = parse_assertion(raw)
@@ -90,8 +94,7 @@ def bench_evaluate(n: int) -> None:
         async def base(plain: Callable[[], Any] = plain) -> Any:
             return plain()
 
-        us = _median(lambda one=one: _us(one, n))
-        b = _median(lambda base=base: _us(base, n))
+        us, b = _medians(lambda one=one: _us(one, n), lambda base=base: _us(base, n))
         if name in BENCH3:
             total, base_total = total + us, base_total + b
         print(f"  {name:<28} {us:7.2f} us   baseline {b:5.2f} us   {us / b:6.1f}x baseline")
@@ -117,23 +120,23 @@ def _suite(n: int) -> Suite:
 
 
 def bench_walk(sizes: list[int]) -> None:
-    print("unknown_evaluators(suite), no custom kind (median of 3)")
+    print("unknown_evaluators(suite), no custom kind, CPU time (median of 3)")
     for n in sizes:
         suite = _suite(n)
 
         def walk(suite: Suite = suite) -> float:
-            start = time.perf_counter()
+            start = time.process_time()
             problems = unknown_evaluators(suite)
             assert problems == []
-            return time.perf_counter() - start
+            return time.process_time() - start
 
         def plain(suite: Suite = suite) -> float:
-            start = time.perf_counter()
+            start = time.process_time()
             kinds = [a.kind for c in suite.cases for a in c.assertions]
             assert "custom" not in kinds
-            return time.perf_counter() - start
+            return time.process_time() - start
 
-        s, b = _median(walk), _median(plain)
+        s, b = _medians(walk, plain)
         print(
             f"  {n:>7,} cases: {s * 1000:8.2f} ms  ({s / n * 1e6:5.2f} us/case)"
             f"   plain loop {b * 1000:6.2f} ms   {s / b:5.1f}x plain loop"
