@@ -46,11 +46,14 @@ def cap_reply(obs: Observation, limit: int | None) -> None:
         done[id(text)] = short
         return short
 
-    if obs.text is not None:
-        obs.text = cut(obs.text)
+    if obs.text is not None and (short := cut(obs.text)) is not obs.text:
+        obs.text = short
     for message in obs.messages:
-        if isinstance(message.content, str):
-            message.content = cut(message.content)
+        if (
+            isinstance(message.content, str)
+            and (short := cut(message.content)) is not message.content
+        ):
+            message.content = short
     if biggest:
         obs.truncated_from = biggest
 
