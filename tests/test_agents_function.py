@@ -100,3 +100,28 @@ def test_tool_turn_messages_carry_arguments_and_results() -> None:
         {"role": "tool", "tool_call_id": "call_2", "content": "error: no such city"},
     ]
     assert openai_history_problems(messages) == []
+
+
+def test_a_plain_reply_becomes_the_same_observation_as_a_validated_one() -> None:
+    """str and dict replies skip the Reply model and the Observation's validation: what comes
+    out is still equal, field for field and in the fields it says were set."""
+    from convlab.model.conversation import Message, Observation, Reply
+
+    for value in ["hello", "", {"total": 3, "items": [1, None]}]:
+        reply = Reply(text=value) if isinstance(value, str) else Reply(data=value)
+        validated = Observation(
+            text=reply.text,
+            data=reply.data,
+            tool_calls=[],
+            messages=[Message(role="assistant", content=reply.text or "")],
+            status=reply.status,
+            interaction=reply.interaction,
+            facts=list(reply.facts),
+            usage=reply.usage,
+            events=list(reply.events),
+        )
+        fast = to_observation(value)
+        assert fast == validated
+        assert fast.model_fields_set == validated.model_fields_set
+        assert fast.model_dump_json() == validated.model_dump_json()
+        assert to_observation(reply) == fast

@@ -15,7 +15,7 @@ from convlab.agents.cache import active, function_call, is_cached
 from convlab.agents.protocol import Agent, AgentContext, AgentSession
 from convlab.model.conversation import Message, Observation, Reply, ToolCall
 
-__all__ = ["FunctionAgent", "import_callable", "to_observation"]
+__all__ = ["FunctionAgent", "import_callable", "observation", "to_observation"]
 
 
 def _wants_ctx(fn: Callable[..., Any]) -> bool:
@@ -56,10 +56,40 @@ def _call_messages(text: str, calls: list[ToolCall]) -> list[Message]:
     return [Message(role="assistant", content=text, tool_calls=requested), *results]
 
 
+def observation(
+    text: str | None, data: Any = None, calls: list[ToolCall] | None = None
+) -> Observation:
+    """The Observation of a plain reply (text, data, tool calls) whose parts are already of
+    their types and new (parsed from JSON, or just built): equal, field for field and in its
+    set fields, to what `to_observation(Reply(...))` builds, without validating it all again
+    (an Observation's validation cost more than the rest of an in-process turn)."""
+    calls = calls or []
+    if calls:
+        messages = _call_messages(text or "", calls)
+    else:
+        messages = [Message(role="assistant", content=text or "")]
+    return Observation.model_construct(
+        text=text,
+        data=data,
+        tool_calls=calls,
+        messages=messages,
+        status="completed",
+        interaction=None,
+        facts=[],
+        usage=None,
+        events=[],
+    )
+
+
 def to_observation(value: Any) -> Observation:
     """Normalise what an agent returned (str, dict, Reply, Observation) to an Observation."""
     if isinstance(value, Observation):
         return value
+    kind = type(value)
+    if kind is str:  # the common replies: nothing to validate
+        return observation(value)
+    if kind is dict:
+        return observation(None, value)
     if isinstance(value, Reply):
         reply = value
     elif isinstance(value, str):

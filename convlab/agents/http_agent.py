@@ -21,7 +21,7 @@ import httpx
 
 from convlab.agents._http_base import HTTPBackedAgent
 from convlab.agents._transport import HTTPClient, Secret, dumps, loads, safe_url, url_secrets
-from convlab.agents.function import to_observation
+from convlab.agents.function import observation
 from convlab.agents.protocol import AgentContext, AgentSession
 from convlab.errors import AgentResponseError
 from convlab.model.conversation import Message, Observation, Reply, ToolCall
@@ -126,21 +126,26 @@ class HTTPAgent(HTTPBackedAgent):
 
     def read(self, body: bytes, content_type: str) -> Reply:
         """Map the reply body to a Reply through the configured paths."""
+        text, data, calls = self._parts(body, content_type)
+        return Reply(text=text, data=data, tool_calls=calls)
+
+    def _parts(self, body: bytes, content_type: str) -> tuple[str | None, Any, list[ToolCall]]:
+        """The reply's text, data and tool calls, read through the configured paths."""
         try:
             data = loads(body)
         except ValueError:
             if content_type.startswith("text/plain") and "text" not in self.paths:
-                return Reply(text=body.decode("utf-8", "replace"))
+                return body.decode("utf-8", "replace"), None, []
             raise self._bad("malformed JSON", body) from None
         if isinstance(data, str) and not self.paths:
-            return Reply(text=data)
+            return data, None, []
         text = self._text(data, body)
         value = self._pick(data, body, "data")
         calls = self._pick(data, body, "tool_calls")
-        return Reply(
-            text=text,
-            data=None if value is _MISSING else value,
-            tool_calls=[] if calls is _MISSING else _tool_calls(calls, body, self),
+        return (
+            text,
+            None if value is _MISSING else value,
+            [] if calls is _MISSING else _tool_calls(calls, body, self),
         )
 
     def _text(self, data: Any, body: bytes) -> str | None:
@@ -213,7 +218,7 @@ class _HTTPSession(AgentSession):
         start = time.perf_counter()
         body = dumps(agent.build(messages, ctx))
         response = await agent._http.post(str(agent.url), body)
-        reply = agent.read(response.body, response.headers.get("content-type", ""))
-        obs = to_observation(reply)
+        # parsed straight into the Observation: no Reply model in between
+        obs = observation(*agent._parts(response.body, response.headers.get("content-type", "")))
         obs.latency_ms = (time.perf_counter() - start) * 1000
         return obs
