@@ -59,16 +59,14 @@ def _call_messages(text: str, calls: list[ToolCall]) -> list[Message]:
 def observation(
     text: str | None, data: Any = None, calls: list[ToolCall] | None = None
 ) -> Observation:
-    """The Observation of a plain reply (text, data, tool calls) whose parts are already of
-    their types and new (parsed from JSON, or just built): equal, field for field and in its
-    set fields, to what `to_observation(Reply(...))` builds, without validating it all again
-    (an Observation's validation cost more than the rest of an in-process turn)."""
+    """The Observation of a plain reply (text, data, tool calls): the one
+    `to_observation(Reply(...))` builds, without the Reply model in between."""
     calls = calls or []
     if calls:
         messages = _call_messages(text or "", calls)
     else:
         messages = [Message(role="assistant", content=text or "")]
-    return Observation.model_construct(
+    return Observation(
         text=text,
         data=data,
         tool_calls=calls,

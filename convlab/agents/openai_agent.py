@@ -203,9 +203,7 @@ class _OpenAISession(AgentSession):
             if n == passes - 1:
                 status = "incomplete"
         usage = None if tokens is None else Usage(**dict(zip(_USAGE_KEYS, tokens, strict=True)))
-        # every part is typed already (the messages validated one by one): the same
-        # Observation as a validated one, field for field, for a fraction of the cost
-        return Observation.model_construct(
+        return Observation(
             text=text,
             data=self._data(text),
             tool_calls=calls,
