@@ -32,9 +32,7 @@ def json_spelling(value: Any) -> str:
 @given(JSON)
 def test_the_fast_key_text_is_the_json_modules(value: Any) -> None:
     parsed = orjson.loads(orjson.dumps(value))  # what an agent's body reads back as
-    assert _canonical(["http", parsed, 0, 1], plain=True) == json_spelling(
-        ["http", parsed, 0, 1]
-    )
+    assert _canonical(["http", parsed, 0, 1], plain=True) == json_spelling(["http", parsed, 0, 1])
 
 
 def test_floats_are_spelled_as_the_json_module_spells_them() -> None:
