@@ -17,13 +17,13 @@ context holding `ctx.persona`, `ctx.goal` and, in `ctx.metadata`, `turn_number`,
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from convlab._util import call_user
 from convlab.agents.function import FunctionAgent
 from convlab.agents.protocol import Agent, AgentContext, as_agent
 from convlab.errors import AgentResponseError
@@ -221,21 +221,30 @@ class FunctionSimulator:
     def __init__(self, fn: Callable[..., Any], name: str | None = None) -> None:
         self.fn = fn
         self.name = name or getattr(fn, "__qualname__", None) or repr(fn)
-        helper = FunctionAgent(fn)
+        self._helper = helper = FunctionAgent(fn)
         self.wants_ctx, self.is_async = helper.wants_ctx, helper.is_async
 
     async def simulate(self, messages: list[Message], ctx: AgentContext) -> SimulatorTurn:
-        """Call the function with the conversation (OpenAI-style dicts) and parse its answer."""
+        """Call the function with the conversation (OpenAI-style dicts) and parse its answer.
+
+        A sync function runs on the reused daemon threads a sync function agent runs on."""
         payload = _as_dicts(messages)
         args: tuple[Any, ...] = (payload, ctx) if self.wants_ctx else (payload,)
-        return parse_reply(await call_user(self.fn, *args))
+        if self.is_async:
+            value = await self.fn(*args)
+        else:
+            value = await self._helper.threads().run(self.fn, *args)
+            if inspect.isawaitable(value):
+                value = await value
+        return parse_reply(value)
 
     def describe(self) -> str:
         """The function's name."""
         return self.name
 
     async def aclose(self) -> None:
-        """Functions hold nothing."""
+        """Let the threads of a sync function go (a hung call's is never waited on)."""
+        await self._helper.aclose()
 
     def __repr__(self) -> str:
         return f"<FunctionSimulator {self.name}>"
