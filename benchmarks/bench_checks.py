@@ -24,9 +24,10 @@ from collections.abc import Callable
 from typing import Any
 
 from convlab.checks import CheckContext, evaluate, unknown_evaluators
-from convlab.model import Case, Message, Observation, Suite
+from convlab.model import Case, Message, Observation, Suite, ToolCall
 from convlab.model.assertions import parse_assertion
 
+REGEX_SPEC = {"kind": "regex", "pattern": r"order \d+"}
 TEXT = "Your order 4411 is on its way: ok, it ships tomorrow. " * 3
 DATA_TEXT = json.dumps({"order": {"id": 4411, "status": "shipped"}, "ok": True})
 
@@ -52,6 +53,18 @@ KINDS: list[tuple[str, dict[str, Any], str, Callable[[], Any]]] = [
         {"kind": "check", "path": ["response", "text"], "operator": "contains", "value": "ok"},
         TEXT,
         lambda: "ok" in TEXT,
+    ),
+    (
+        "tool_called",
+        {"kind": "tool_called", "value": "search"},
+        TEXT,
+        lambda: any(c == "search" for c in ("lookup", "search")),
+    ),
+    (
+        "all (contains, regex)",
+        {"kind": "all", "assertions": [{"kind": "contains", "value": "ok"}, REGEX_SPEC]},
+        TEXT,
+        lambda: "ok" in TEXT and re.search(r"order \d+", TEXT) is not None,
     ),
     (
         "contains (negated, message)",
@@ -86,7 +99,8 @@ def bench_evaluate(n: int) -> None:
     total = base_total = 0.0
     for name, raw, text, plain in KINDS:
         spec = parse_assertion(raw)
-        ctx = CheckContext(observation=Observation(text=text))
+        calls = [ToolCall("search", {"q": "4411"}, result={"ok": True})]
+        ctx = CheckContext(observation=Observation(text=text, tool_calls=calls))
 
         async def one(spec: Any = spec, ctx: CheckContext = ctx) -> Any:
             return await evaluate(spec, ctx)

@@ -247,13 +247,42 @@ def test_the_common_kinds_take_the_lean_path(monkeypatch: pytest.MonkeyPatch) ->
     built: list[dict[str, Any]] = []
     make = _core._make
     monkeypatch.setattr(_core, "_make", lambda **kw: built.append(kw) or make(**kw))
-    ctx = CheckContext(observation=Observation(text='{"order": {"status": "shipped"}}'))
-    for kind in ("equals", "contains", "not_contains", "regex", "type", "json_path", "check"):
+    reply = '{"order": {"status": "shipped"}}'
+    calls = [ToolCall("search", {"q": "x"}, result={"ok": True})]
+    ctx = CheckContext(observation=Observation(text=reply, tool_calls=calls))
+    lean = ["equals", "contains", "not_contains", "regex", "type", "json_path", "check"]
+    for kind in [*lean, "tool_called", "tool_result"]:
         spec = parse_assertion(EXAMPLES[kind][0])
         assert asyncio.run(evaluate(spec, ctx)).status in ("passed", "failed")
     assert built == []
-    asyncio.run(evaluate(parse_assertion(EXAMPLES["tool_called"][0]), ctx))
+    asyncio.run(evaluate(parse_assertion(EXAMPLES["expected_tools"][0]), ctx))
     assert len(built) == 1
+
+
+def test_children_that_wait_still_run_concurrently(register_evaluator: Any) -> None:
+    """`all` runs sync children in turn, but two evaluators waiting on each other both run."""
+    events: dict[str, asyncio.Event] = {}
+
+    async def meet(me: str, other: str) -> bool:
+        events.setdefault(me, asyncio.Event()).set()
+        await events.setdefault(other, asyncio.Event()).wait()
+        return True
+
+    @register_evaluator("lean_test_a")
+    async def a(ctx: CheckContext, parameters: dict[str, Any]) -> bool:
+        return await meet("a", "b")
+
+    @register_evaluator("lean_test_b")
+    async def b(ctx: CheckContext, parameters: dict[str, Any]) -> bool:
+        return await meet("b", "a")
+
+    kids = [CONTAINS, {"kind": "custom", "evaluator": "lean_test_a"}]
+    kids += [{"kind": "not", "assertion": {"kind": "custom", "evaluator": "lean_test_b"}}]
+    spec = parse_assertion({"kind": "all", "assertions": kids})
+    ctx = CheckContext(observation=Observation(text="ok"))
+    res = asyncio.run(asyncio.wait_for(evaluate(spec, ctx), timeout=10))
+    assert [k.status for k in res.children] == ["passed", "passed", "failed"]
+    assert res.status == "failed"
 
 
 def test_a_kind_registered_over_a_lean_one_is_the_one_evaluated() -> None:

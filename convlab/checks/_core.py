@@ -124,6 +124,34 @@ def lean_kind(name: str) -> Callable[[LeanFn], CheckFn]:
     return deco
 
 
+_COMPOSITE = ("all", "any", "not")
+_SYNC: dict[Any, bool] = {}
+"""Kind function -> whether it is a plain (not `async def`) function."""
+
+
+def runs_inline(spec: Any) -> bool:
+    """Whether evaluating `spec` never waits on anything (a sync kind, or composites of them).
+
+    `all`, `any` and `not` run such children one after the other in their own task rather
+    than as gathered tasks: the same results, in the same order, without a task per child.
+    Children that may wait (judges, scripts, custom evaluators) are still run concurrently.
+    """
+    kind = getattr(spec, "kind", None)
+    if kind in _COMPOSITE:
+        kids = spec.assertions if kind != "not" else (spec.assertion,)
+        return all(runs_inline(k) for k in kids)
+    if not isinstance(kind, str) or kind not in KINDS:
+        return False
+    fn = KINDS.get(kind)
+    try:
+        sync = _SYNC.get(fn)
+        if sync is None:
+            sync = _SYNC[fn] = not inspect.iscoroutinefunction(fn)
+    except TypeError:  # an unhashable callable: ask every time
+        sync = not inspect.iscoroutinefunction(fn)
+    return sync
+
+
 def evaluator(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register a user evaluator, usable as `{"kind": "custom", "evaluator": name}`.
 

@@ -22,6 +22,7 @@ from convlab.checks._core import (
     kind,
     lean_kind,
     result,
+    runs_inline,
     skipped_result,
 )
 from convlab.checks._extract import extract_path
@@ -188,7 +189,13 @@ def check(spec: Check, ctx: CheckContext) -> Outcome:
 
 
 async def _children(specs: list[Any], ctx: CheckContext) -> list[AssertionResult]:
-    """Evaluate every child (never short-circuit), concurrently, in order."""
+    """Evaluate every child (never short-circuit), concurrently, in order.
+
+    Children that never wait (`runs_inline`) are simply evaluated in turn: a task each
+    would cost more than the checks.
+    """
+    if all(runs_inline(s) for s in specs):
+        return [await evaluate(s, ctx) for s in specs]
     return list(await asyncio.gather(*(evaluate(s, ctx) for s in specs)))
 
 

@@ -12,7 +12,7 @@ import json
 import re
 from typing import Any
 
-from convlab.checks._core import CheckContext, kind, result
+from convlab.checks._core import CheckContext, Outcome, lean_kind, result
 from convlab.checks._values import deep_equal, go_v
 from convlab.model.assertions import ToolCalled, ToolExpectation, ToolResult
 from convlab.model.conversation import ToolCall
@@ -104,8 +104,8 @@ def _names(calls: list[ToolCall]) -> str:
     return ", ".join(c.name for c in calls) or "none"
 
 
-@kind("tool_called")
-def tool_called(spec: ToolCalled, ctx: CheckContext) -> AssertionResult:
+@lean_kind("tool_called")
+def tool_called(spec: ToolCalled, ctx: CheckContext) -> Outcome:
     """A tool was called in this turn: a name, any of several names, or a name with arguments.
 
     `value` is `"name"`, `["a", "b"]` (any of them) or `{"name": ..., "arguments": {...}}`
@@ -118,21 +118,19 @@ def tool_called(spec: ToolCalled, ctx: CheckContext) -> AssertionResult:
     # observation, so Yao's "no response available for tool_called assertion" (an unset
     # Asserter field) never applies; no calls is "no tools were called", as in Yao.
     if not calls:
-        return result(spec, False, "no tools were called", expected=_wire(spec.value), actual=[])
+        return False, "no tools were called", _wire(spec.value), [], None
     value = spec.value
     wanted = [value] if isinstance(value, str) else value if isinstance(value, list) else None
     if wanted is not None:
         for name in wanted:
             if any(match_tool_name(n, name) for n in names):
-                return result(
-                    spec, True, f"tool '{name}' was called", expected=_wire(value), actual=names
-                )
+                return True, f"tool '{name}' was called", _wire(value), names, None
         msg = (
             f"tool '{value}' was not called, called: {_names(calls)}"
             if isinstance(value, str)
             else f"none of the expected tools were called, called: {_names(calls)}"
         )
-        return result(spec, False, msg, expected=_wire(value), actual=names)
+        return False, msg, _wire(value), names, None
     assert isinstance(value, ToolExpectation)
     return _with_arguments(spec, value, calls)
 
@@ -141,31 +139,27 @@ def _wire(value: Any) -> Any:
     return value.model_dump(exclude_none=True) if isinstance(value, ToolExpectation) else value
 
 
-def _with_arguments(
-    spec: ToolCalled, want: ToolExpectation, calls: list[ToolCall]
-) -> AssertionResult:
+def _with_arguments(spec: ToolCalled, want: ToolExpectation, calls: list[ToolCall]) -> Outcome:
     named = [c for c in calls if match_tool_name(c.name, want.name)]
     actual = [{"name": c.name, "arguments": c.arguments} for c in calls]
     expected = _wire(want)
     if want.arguments is None:
         if named:
-            return result(
-                spec, True, f"tool '{want.name}' was called", expected=expected, actual=actual
-            )
+            return True, f"tool '{want.name}' was called", expected, actual, None
         msg = f"tool '{want.name}' was not called, called: {_names(calls)}"
-        return result(spec, False, msg, expected=expected, actual=actual)
+        return False, msg, expected, actual, None
     if any(match_arguments(c.arguments, want.arguments) for c in named):
         msg = f"tool '{want.name}' was called with matching arguments"
-        return result(spec, True, msg, expected=expected, actual=actual)
+        return True, msg, expected, actual, None
     seen = "; ".join(f"{c.name}({json.dumps(c.arguments, default=str)})" for c in named)
     msg = f"tool '{want.name}' was not called with expected arguments" + (
         f", called: {seen}" if seen else f", called: {_names(calls)}"
     )
-    return result(spec, False, msg, expected=expected, actual=actual)
+    return False, msg, expected, actual, None
 
 
-@kind("tool_result")
-def tool_result(spec: ToolResult, ctx: CheckContext) -> AssertionResult:
+@lean_kind("tool_result")
+def tool_result(spec: ToolResult, ctx: CheckContext) -> Outcome | AssertionResult:
     """The FIRST call of `tool` succeeded and, when `result` is given, its result matches.
 
     A call with an error fails. Matching: an object by its expected keys (recursively,
@@ -183,10 +177,9 @@ def tool_result(spec: ToolResult, ctx: CheckContext) -> AssertionResult:
     actual = call.result
     if call.error:
         msg = f"tool '{spec.tool}' returned error: {call.error}"
-        return result(spec, False, msg, expected=expected, actual=actual)
+        return False, msg, expected, actual, None
     if not spec.has_result:
-        msg = f"tool '{spec.tool}' executed successfully"
-        return result(spec, True, msg, expected=expected, actual=actual)
+        return True, f"tool '{spec.tool}' executed successfully", expected, actual, None
     ok = match_result(actual, spec.result)
     msg = f"tool '{spec.tool}' result {'matches' if ok else 'does not match'} expected"
-    return result(spec, ok, msg, expected=expected, actual=actual)
+    return ok, msg, expected, actual, None
