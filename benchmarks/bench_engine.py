@@ -12,9 +12,10 @@ machine's load moves the absolute figures, the ratios much less.
 (b) HTTP: N=1000 single-turn cases at 50 in flight through convlab.run with assertions
     against ../shared/bench/mock_openai.py at 50 ms latency, side by side with the raw
     aiohttp baseline (../shared/bench/anchor_ideal.py); benchmarks/bench_http.py has more.
-(c) memory, 100,000 stored results (fresh processes): resident growth per result of the run
-    that holds them (target <= 1 KB), the store line of a passed single-turn case (target
-    <= 500 B), and reading the store back (target <= 1 s) with its resident growth.
+(c) memory, a stability run of 100,000 stored results (10,000 cases x runs=10; fresh
+    processes): resident growth per result of the run that holds them (target <= 1 KB),
+    the store line of a passed single-turn case (target <= 500 B), and reading the store
+    back (target <= 1 s) with its resident growth.
 """
 
 from __future__ import annotations
@@ -215,14 +216,15 @@ import convlab as cl
 from bench_engine import _suite
 async def agent(messages):
     return "ok"
-suite = _suite({n})
+suite = _suite({n // 10})
 cl.run(_suite(100), agent, progress=False)  # imports and first-use caches
 gc.collect(); before = rss()
 t0 = time.perf_counter()
-run = cl.run(suite, agent, parallel=16, store={str(store)!r}, progress=False)
+run = cl.run(suite, agent, runs=10, parallel=16, store={str(store)!r}, progress=False)
 dt = time.perf_counter() - t0
 gc.collect(); grown = rss() - before
-print(f"(c) memory: a run of {{len(run.results):,}} results, store on: {{dt:.1f}} s; resident "
+print(f"(c) memory: a stability run of {{len(run.results):,}} results "
+      f"({n // 10:,} cases x runs=10), store on: {{dt:.1f}} s; resident "
       f"growth {{grown / len(run.results):,.0f}} B per result (target <= 1,024 B)")
 """
         read = f"""{_RSS}
@@ -231,8 +233,9 @@ from convlab.engine.store import read_store
 import convlab
 gc.collect(); before = rss()
 t0 = time.perf_counter()
-_, results = read_store({str(store)!r})
+header, results = read_store({str(store)!r})
 dt = time.perf_counter() - t0
+del header  # the suite it holds is the cases', not the results'
 gc.collect(); grown = rss() - before
 t1 = time.perf_counter()
 run = convlab.load_run({str(store)!r})
