@@ -146,7 +146,7 @@ def test_a_plain_reply_writes_its_text_once_and_derived_ids_not_at_all(tmp_path:
 def test_results_read_as_a_list_and_keep_what_was_changed() -> None:
     r = _odd_result()
     results = Results()
-    results.add(instance_row(r), encode(r))
+    results.add(r.status, encode(r))
     results.append(r)
     assert len(results) == 2 and results == [results[0], r]
     assert results[1] is r and results[-1] is r and results[0] is results[0]

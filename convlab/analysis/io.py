@@ -438,6 +438,6 @@ def _lean_result(
     """A store line as convlab writes it: kept as its row and line, its model built when read."""
     line = ("{" + raw[len(_TORN) :]).encode()
     try:
-        results.add(row_of_line(rec, line), line)
+        results.add(row_of_line(rec, line)[4], line)
     except (ValueError, LookupError, TypeError) as exc:
         problems.add(n, "", f"not a result: {exc}")

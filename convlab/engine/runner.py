@@ -31,13 +31,13 @@ from convlab.engine.replies import MAX_REPLY_BYTES, share_case_text
 from convlab.engine.store import ResultStore
 from convlab.model._codec import decode, encode
 from convlab.model.blame import Blame, blame_of, case_blame
-from convlab.model.records import Results, Row, instance_row
+from convlab.model.records import Results, instance_row
 from convlab.model.results import CaseResult, Run
 from convlab.plan import Instance, count, expand, fingerprint
 
-Entry = tuple[Row, bytes] | CaseResult
-"""A finished instance as the runner keeps it: its row and encoded line (lean), or the model
-itself when it cannot be encoded (a value JSON cannot hold)."""
+Entry = tuple[str, bytes] | CaseResult
+"""A finished instance as the runner keeps it: its status and encoded line (lean), or the
+model itself when it cannot be encoded (a value JSON cannot hold)."""
 
 __all__ = ["SUMMARY_KEYS", "Runner", "Settings", "suite_summary"]
 
@@ -449,9 +449,8 @@ def _reward(outcome: Outcome) -> float:
 
 def _lean(result: CaseResult) -> Entry:
     """`result` as its row and line, or itself when a value in it cannot be encoded."""
-    row = instance_row(result)
     try:
-        return (row, encode(result, row))
+        return (result.status, encode(result, instance_row(result)))
     except Exception:  # e.g. an object in `details` JSON cannot hold: keep the model
         return result
 

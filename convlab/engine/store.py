@@ -82,7 +82,7 @@ def read_store(
     header, kept = read_lean(path, problems)
     results = Results()
     for row, line in kept:
-        results.add(row, line)
+        results.add(row[4], line)
     return header, results
 
 
@@ -133,8 +133,8 @@ class ResultStore:
 
     def __init__(self, path: str | Path, run: Run, resume: bool) -> None:
         self.path = Path(path)
-        self.done: dict[tuple[str, str, int, int], tuple[Row, bytes]] = {}
-        """Stored instances (not cancelled ones) by key, as row and line."""
+        self.done: dict[tuple[str, str, int, int], tuple[str, bytes]] = {}
+        """Stored instances (not cancelled ones) by key, as status and line."""
         self.skipped: list[str] = []
         """Stored lines that could not be read on resume (their instances run again)."""
         self._fh: IO[bytes] | None = None
@@ -171,7 +171,7 @@ class ResultStore:
             )
         for row, line in kept:
             if row[4] != "cancelled":
-                self.done[row[:4]] = (row, line)
+                self.done[row[:4]] = (row[4], line)
 
     def _repair_tail(self) -> None:
         """End a torn last line so the next record starts on its own line."""

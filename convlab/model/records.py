@@ -1,11 +1,11 @@
 """Lean result records: how a run keeps 100,000 finished instances at under 1 KB each.
 
-A finished instance is kept as two plain values: its row (the values of its `Run.df` row, a
-tuple) and its line (the compact JSON the results store writes, convlab.model._codec). The
-`CaseResult` pydantic model, about eight model objects and 6 KB, is built from the line the
-first time someone reads it (`run.results[i]`) and kept from then on, so it is the same
-object on every read and a change to it sticks. `Run.df`, `stability()` and `summary` read
-the rows and never build a model.
+A finished instance is kept as its line (the compact JSON the results store writes,
+convlab.model._codec) and its status. The `CaseResult` pydantic model, about eight model
+objects and 6 KB, is built from the line the first time someone reads it (`run.results[i]`)
+and kept from then on, so it is the same object on every read and a change to it sticks.
+`Run.df`, `stability()` and `summary` read each line's row (the `Run.df` values, from hints
+the line carries) and never build a model; `repr(run)` reads only the statuses.
 """
 
 from __future__ import annotations
@@ -20,6 +20,11 @@ __all__ = ["KEY", "ROW_FIELDS", "Results", "Row", "instance_row", "why_not_passe
 
 Row = tuple[Any, ...]
 """One instance's `Run.df` values, in ROW_FIELDS order."""
+
+_STATUS = {
+    s: s for s in ("passed", "failed", "error", "skipped", "timeout", "cancelled", "blocked")
+}
+"""One string object per status, shared by every result that has it."""
 
 ROW_FIELDS = (
     "case_id",
@@ -135,18 +140,20 @@ class Results(MutableSequence["CaseResult"]):
     pydantic dumps it as one (`Run`'s serializer).
     """
 
-    __slots__ = ("_lines", "_objs", "_rows")
+    __slots__ = ("_lines", "_objs", "_status")
 
     def __init__(self, results: Iterable[CaseResult] = ()) -> None:
-        self._rows: list[Row | None] = []
+        self._status: list[str | None] = []
         self._lines: list[bytes | None] = []
         self._objs: list[CaseResult | None] = []
         for r in results:
             self.append(r)
 
-    def add(self, row: Row, line: bytes) -> None:
-        """Keep a finished instance as its row and its encoded line (no model is built)."""
-        self._rows.append(row)
+    def add(self, status: str, line: bytes) -> None:
+        """Keep a finished instance as its status and encoded line (no model is built; its
+        row is read from the line when asked: a row held per result would cost half as
+        much as the line)."""
+        self._status.append(_STATUS.get(status, status))
         self._lines.append(line)
         self._objs.append(None)
 
@@ -181,20 +188,20 @@ class Results(MutableSequence["CaseResult"]):
             self.clear_to(items)
             return
         j = range(len(self._objs))[i]
-        self._objs[j], self._rows[j], self._lines[j] = value, None, None
+        self._objs[j], self._status[j], self._lines[j] = value, None, None
 
     def __delitem__(self, i: int | slice) -> None:
-        del self._objs[i], self._rows[i], self._lines[i]
+        del self._objs[i], self._status[i], self._lines[i]
 
     def insert(self, index: int, value: CaseResult) -> None:
         self._objs.insert(index, value)
-        self._rows.insert(index, None)
+        self._status.insert(index, None)
         self._lines.insert(index, None)
 
     def clear_to(self, items: list[CaseResult]) -> None:
         """Hold exactly `items` (models, as given)."""
         self._objs = list(items)
-        self._rows = [None] * len(items)
+        self._status = [None] * len(items)
         self._lines = [None] * len(items)
 
     def __len__(self) -> int:
@@ -205,12 +212,25 @@ class Results(MutableSequence["CaseResult"]):
             yield self._get(i)
 
     def rows(self) -> list[Row]:
-        """Every result's `Run.df` row; one read as a model is rowed again (it may have
-        been changed)."""
+        """Every result's `Run.df` row: from its line, or from its model once it was read
+        (it may have been changed)."""
+        from convlab.model._codec import loads, row_of_line
+
         out: list[Row] = []
-        for row, obj in zip(self._rows, self._objs, strict=True):
-            out.append(row if obj is None else instance_row(obj))  # type: ignore[arg-type]
+        for line, obj in zip(self._lines, self._objs, strict=True):
+            if obj is None:
+                assert line is not None
+                out.append(row_of_line(loads(line), line))
+            else:
+                out.append(instance_row(obj))
         return out
+
+    def statuses(self) -> list[str]:
+        """Every result's status (no line is read)."""
+        return [
+            obj.status if obj is not None else status  # type: ignore[misc]
+            for status, obj in zip(self._status, self._objs, strict=True)
+        ]
 
     def lines(self) -> Iterator[bytes | None]:
         """Each result's encoded line, None for one held as a model."""

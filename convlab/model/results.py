@@ -299,9 +299,7 @@ class Run(BaseModel):
         counts: dict[str, int] = {}
         results = self.results
         statuses = (
-            (row[4] for row in results.rows())
-            if isinstance(results, Results)
-            else (r.status for r in results)
+            results.statuses() if isinstance(results, Results) else (r.status for r in results)
         )
         for status in statuses:
             counts[status] = counts.get(status, 0) + 1
