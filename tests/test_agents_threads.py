@@ -116,3 +116,17 @@ def test_a_closed_pool_still_answers_and_errors_come_back() -> None:
         raise AssertionError("the error was lost")
 
     assert asyncio.run(main()) == (42, "nope")
+
+
+def test_threads_left_idle_leave_and_the_pool_still_answers() -> None:
+    pool = DaemonPool(idle_s=0.05)
+    try:
+        assert asyncio.run(pool.run(lambda: 1)) == 1
+        guard = time.monotonic() + 10
+        while pool.threads and time.monotonic() < guard:  # the idle thread leaves on its own
+            time.sleep(0.02)
+        assert pool.threads == 0
+        assert asyncio.run(pool.run(lambda: 2)) == 2  # a new thread takes the next call
+        assert pool.started == 2
+    finally:
+        pool.close()
