@@ -168,19 +168,25 @@ def _cell(value: Any) -> Any:
     return f"<{type(value).__name__}>" if str(value) in ("<NA>", "NaT") else repr(value)
 
 
-def frame_record(frame: Any) -> dict[str, Any]:
-    """A DataFrame as its columns, dtypes and rows (timing columns masked)."""
+def frame_record(frame: Any, mask: bool = True) -> dict[str, Any]:
+    """A DataFrame as its columns, dtypes and rows (timing columns masked unless not `mask`)."""
+    record = {
+        "columns": [str(c) for c in frame.columns],
+        "dtypes": {str(c): str(t) for c, t in frame.dtypes.items()},
+        "rows": [{c: _cell(v) for c, v in row.items()} for row in frame.to_dict("records")],
+    }
+    return masked(record) if mask else record
+
+
+def masked(record: dict[str, Any]) -> dict[str, Any]:
+    """A frame record with its timing columns' values replaced by placeholders."""
     rows = []
-    for row in frame.to_dict("records"):
-        cells = {c: _cell(v) for c, v in row.items()}
+    for row in record["rows"]:
+        cells = dict(row)
         for c in TIMING_COLUMNS & set(cells):
             cells[c] = _time(cells[c]) if c == "started_at" else _ms(cells[c])
         rows.append(cells)
-    return {
-        "columns": [str(c) for c in frame.columns],
-        "dtypes": {str(c): str(t) for c, t in frame.dtypes.items()},
-        "rows": rows,
-    }
+    return {**record, "rows": rows}
 
 
 def run_fields(run: cl.Run) -> dict[str, Any]:
@@ -262,7 +268,8 @@ def _walk(expected: Any, found: Any, path: str) -> Iterator[str]:
                 yield from _walk(expected[key], found[key], f"{path}.{key}")
         return
     if isinstance(expected, list) and isinstance(found, list):
-        if path.rsplit(".", 1)[-1] in ("results", "rows"):
+        named = bool(expected) and isinstance(expected[0], dict) and "case_id" in expected[0]
+        if named or path.rsplit(".", 1)[-1] in ("results", "rows"):
             yield from _rows(expected, found, path)
             return
         for i, (e, f) in enumerate(zip(expected, found, strict=False)):
