@@ -47,11 +47,10 @@ LONG = 300
 """Longer than the reply-once threshold (256 characters: convlab/model/conversation.py)."""
 
 LINE_BREAKS_JSONL_SPLITS = "\x85\u2028\u2029"
-"""Left out of the random texts: a `.jsonl` run or a store holding one of them does not load
-back (analysis/io.py splits the file with str.splitlines, which breaks lines there too, and
-JSON does not escape them). A bug of the engine before issue 13, kept visible by
-test_jsonl_reload_keeps_unicode_line_separators below."""
-CHARS = st.characters(codec="utf-8", exclude_characters=LINE_BREAKS_JSONL_SPLITS)
+"""Characters str.splitlines breaks at and JSON does not escape: a `.jsonl` run holding one
+did not load back before issue 13 (analysis/io.py split the file with str.splitlines);
+test_jsonl_reload_keeps_unicode_line_separators below keeps it fixed."""
+CHARS = st.characters(codec="utf-8")
 """Text a file can hold: no lone surrogates (they cannot be encoded), as st.text() draws."""
 SPECIAL = ["", " ", 'say "hi"', "it's", "two\nlines", "tab\there", "\\", '{"a": 1}', "ünï 😀"]
 TEXT = st.one_of(
@@ -345,12 +344,6 @@ def test_the_random_agent_covers_every_outcome() -> None:
     assert len(obs.text) > 256 and obs.messages[-1].content == obs.text
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=cl.SuiteError,
-    reason="known bug: load_run splits a .jsonl with str.splitlines, which also breaks at "
-    "U+0085/U+2028/U+2029 inside JSON strings; remove this mark when it is fixed",
-)
 @pytest.mark.parametrize("char", list(LINE_BREAKS_JSONL_SPLITS))
 def test_jsonl_reload_keeps_unicode_line_separators(char: str, tmp_path: Path) -> None:
     text = f"one{char}two"

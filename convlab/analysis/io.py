@@ -49,7 +49,7 @@ from pydantic import ValidationError
 
 from convlab.errors import SuiteError
 from convlab.formats import Problems
-from convlab.model._codec import expand, loads, row_of_line
+from convlab.model._codec import expand, head_of_line, loads
 from convlab.model.conversation import REPLY_ONCE
 from convlab.model.records import Results
 from convlab.model.results import CaseResult, Run
@@ -403,7 +403,9 @@ def _from_lines(path: Path, text: str) -> Run:
     problems = Problems(str(path))
     header: Run | None = None
     results = Results()
-    lines = text.splitlines()
+    # JSON Lines end at "\n" only: str.splitlines would also break inside a JSON string
+    # holding U+2028, U+0085 or a form feed, which json.dumps writes as they are
+    lines = [line.removesuffix("\r") for line in text.split("\n")]
     for n, raw in enumerate(lines, 1):
         if not raw.strip():
             continue
@@ -438,6 +440,6 @@ def _lean_result(
     """A store line as convlab writes it: kept as its row and line, its model built when read."""
     line = ("{" + raw[len(_TORN) :]).encode()
     try:
-        results.add(row_of_line(rec, line)[4], line)
+        results.add(head_of_line(rec)[1], line)
     except (ValueError, LookupError, TypeError) as exc:
         problems.add(n, "", f"not a result: {exc}")

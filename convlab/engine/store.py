@@ -23,8 +23,8 @@ try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows: no OS lock, one writer is up to the user
     fcntl = None  # type: ignore[assignment]
-from convlab.model._codec import encode, loads, row_of_line
-from convlab.model.records import Results, Row
+from convlab.model._codec import Key, encode, head_of_line, loads
+from convlab.model.records import Results
 from convlab.model.results import CaseResult, Run
 
 __all__ = ["ResultStore", "StoreError", "read_lean", "read_store"]
@@ -40,14 +40,14 @@ class StoreError(ConvlabError):
 
 def read_lean(
     path: str | Path, problems: list[str] | None = None
-) -> tuple[dict[str, Any] | None, list[tuple[Row, bytes]]]:
-    """The header's run dict and every complete result line, as its `Run.df` row and its
-    compact line (no model is built; convlab.model.records). A torn last line is skipped.
+) -> tuple[dict[str, Any] | None, list[tuple[Key, str, bytes]]]:
+    """The header's run dict and every complete result line, as its instance key, status
+    and compact line (no model is built; convlab.model.records). A torn last line is skipped.
 
     Other lines that cannot be read are skipped too, each described in `problems` if given.
     """
     header: dict[str, Any] | None = None
-    kept: list[tuple[Row, bytes]] = []
+    kept: list[tuple[Key, str, bytes]] = []
     paused = gc.isenabled()
     gc.disable()  # building many small objects: the collector would rescan them all
     try:
@@ -58,7 +58,7 @@ def read_lean(
                 try:
                     if raw.startswith(_RESULT):
                         line = b"{" + raw[len(_RESULT) : -1].rstrip(b"\r")
-                        kept.append((row_of_line(loads(line), line), line))
+                        kept.append((*head_of_line(loads(line)), line))
                         continue
                     rec = loads(raw)
                 except (ValueError, LookupError, TypeError) as exc:  # invalid, not a result
@@ -81,8 +81,8 @@ def read_store(
     each described in `problems` if given."""
     header, kept = read_lean(path, problems)
     results = Results()
-    for row, line in kept:
-        results.add(row[4], line)
+    for _, status, line in kept:
+        results.add(status, line)
     return header, results
 
 
@@ -169,9 +169,9 @@ class ResultStore:
                 f"{self.path} holds results of a different suite (fingerprint {stored}, "
                 f"this suite {run.fingerprint}); use another store path or resume=False"
             )
-        for row, line in kept:
-            if row[4] != "cancelled":
-                self.done[row[:4]] = (row[4], line)
+        for key, status, line in kept:
+            if status != "cancelled":
+                self.done[key] = (status, line)
 
     def _repair_tail(self) -> None:
         """End a torn last line so the next record starts on its own line."""

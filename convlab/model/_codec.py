@@ -29,7 +29,17 @@ from convlab.model.conversation import Message
 from convlab.model.records import Row, instance_row
 from convlab.model.results import CaseResult, Status, TurnResult, variant_label
 
-__all__ = ["decode", "digest", "encode", "expand", "loads", "row_of_line", "trace_of", "turn_id_of"]
+__all__ = [
+    "decode",
+    "digest",
+    "encode",
+    "expand",
+    "head_of_line",
+    "loads",
+    "row_of_line",
+    "trace_of",
+    "turn_id_of",
+]
 
 _STATUSES = frozenset(get_args(Status))
 
@@ -180,6 +190,25 @@ def loads(raw: bytes | str) -> Any:
 def decode(line: bytes | str) -> CaseResult:
     """The CaseResult a line holds (as `encode` wrote it, or plain pydantic JSON)."""
     return CaseResult.model_validate(expand(loads(line)))
+
+
+Key = tuple[str, str, int, int]
+
+
+def head_of_line(data: dict[str, Any]) -> tuple[Key, str]:
+    """The instance key and status of a decoded line (`loads(line)`), checked: enough to
+    resume a store or hold a result, without its row."""
+    case_id, status = data["case_id"], data["status"]
+    if status not in _STATUSES or not isinstance(case_id, str):
+        raise ValueError(f"not a result: status {status!r}, case {case_id!r}")
+    variant = data.get("variant")
+    key = (
+        case_id,
+        variant_label(variant) if variant else "",
+        data.get("repetition", 0),
+        data.get("run", 0),
+    )
+    return key, status
 
 
 def row_of_line(data: dict[str, Any], line: bytes) -> Row:
