@@ -245,7 +245,7 @@ print(f"    reading the {{len(results):,}} stored results back: {{dt:.2f}} s (ta
       f"resident growth {{grown / len(results):,.0f}} B per result; load_run + Run.df "
       f"{{dt2:.2f}} s")
 """
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        env = {**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH") or str(ROOT)}
         subprocess.run([sys.executable, "-c", write], check=True, env=env)
         lines = store.read_bytes().splitlines()[1:]
         passed = [len(x) + 1 for x in lines if b'"status":"passed"' in x]
