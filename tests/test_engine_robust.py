@@ -313,3 +313,19 @@ def test_results_stay_lean_until_read_and_then_stay_the_same_objects():
     assert run.results[0].metadata == {"note": "kept"}
     fresh = type(a).model_validate_json(a.model_dump_json())
     assert fresh.model_dump() == a.model_dump()
+
+
+def test_the_fingerprint_hashes_the_same_text_as_pydantic_dumps_without_sources():
+    import hashlib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    suites = [
+        cl.load(root / "examples" / name)
+        for name in ("expense", "finance", "catalog", "cloud_drive")
+    ]
+    suites.append(Suite(id="empty"))
+    suites.append(Suite(id="s", cases=[std("a")], assertions=[{"kind": "contains", "value": "x"}]))
+    for suite in suites:
+        text = suite.model_dump_json(exclude={"sources": True, "cases": {"__all__": {"source"}}})
+        assert fingerprint(suite) == hashlib.sha256(text.encode()).hexdigest()[:16], suite.id
