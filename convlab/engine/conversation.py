@@ -20,7 +20,7 @@ from convlab.checks import CheckContext, evaluate
 from convlab.engine.codes import error_code, turn_code
 from convlab.engine.events import ConcurrencyChanged, Event, TurnCompleted
 from convlab.engine.replies import MAX_REPLY_BYTES, cap_reply, share_reply_text
-from convlab.model._codec import digest, trace_of, turn_id_of
+from convlab.model._codec import case_thread, trace_of, turn_id_of
 from convlab.model.blame import Blame, blame_of
 from convlab.model.conversation import Message, Observation, Usage
 from convlab.model.results import AssertionResult, CheckpointResult, TurnResult
@@ -278,9 +278,12 @@ def thread_id(run_id: str, inst: Instance) -> str:
     Decision: convlab's `runs` are the kernel's repetitions (a JSON suite has no
     repetitions of its own), so the repetition is `run * case.repetitions + repetition`.
     """
-    repetition = inst.run * inst.case.repetitions + inst.repetition
-    case = digest({"scenarioId": inst.case.id, "variants": inst.variant, "repetition": repetition})
-    return f"{run_id}:{case}"
+    return case_thread(run_id, inst.case.id, tuple(inst.variant.items()), kernel_repetition(inst))
+
+
+def kernel_repetition(inst: Instance) -> int:
+    """The instance's repetition as intention-kernel counts them (see `thread_id`)."""
+    return inst.run * inst.case.repetitions + inst.repetition
 
 
 class TurnFailed(Exception):

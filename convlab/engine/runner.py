@@ -16,7 +16,7 @@ from typing import Any
 from convlab.agents.cache import recording
 from convlab.engine._gc import quiet_gc
 from convlab.engine.codes import case_code
-from convlab.engine.conversation import Conversation, Env, stopping
+from convlab.engine.conversation import Conversation, Env, kernel_repetition, stopping
 from convlab.engine.events import (
     CaseFinished,
     CaseStarted,
@@ -234,7 +234,7 @@ class Runner:
                     inst.key, _closed(inst, "cancelled", "run stopped while it ran")
                 )
                 raise
-            result, entry = _kept(store, result)
+            result, entry = _kept(store, result, (self.run.id, kernel_repetition(inst)))
             self.results[inst.key] = entry
             if self.listeners:
                 self.emit(CaseFinished(result, inst.label))
@@ -447,10 +447,10 @@ def _reward(outcome: Outcome) -> float:
     return float(scores[0]) if scores else 1.0
 
 
-def _lean(result: CaseResult) -> Entry:
-    """`result` as its row and line, or itself when a value in it cannot be encoded."""
+def _lean(result: CaseResult, thread: tuple[str, int] | None) -> Entry:
+    """`result` as its status and line, or itself when a value in it cannot be encoded."""
     try:
-        return (result.status, encode(result, instance_row(result)))
+        return (result.status, encode(result, instance_row(result), thread))
     except Exception:  # e.g. an object in `details` JSON cannot hold: keep the model
         return result
 
@@ -459,9 +459,12 @@ def _model(entry: Entry) -> CaseResult:
     return entry if isinstance(entry, CaseResult) else decode(entry[1])
 
 
-def _kept(store: ResultStore | None, result: CaseResult) -> tuple[CaseResult, Entry]:
-    """The result as finally recorded (stored, if there is a store) and its entry."""
-    entry = _lean(result)
+def _kept(
+    store: ResultStore | None, result: CaseResult, thread: tuple[str, int]
+) -> tuple[CaseResult, Entry]:
+    """The result as finally recorded (stored, if there is a store) and its entry;
+    `thread`: what its thread id was made from (run id, kernel repetition)."""
+    entry = _lean(result, thread)
     if store is None:
         return result, entry
     try:
@@ -473,7 +476,7 @@ def _kept(store: ResultStore | None, result: CaseResult) -> tuple[CaseResult, En
         else:
             failed = result.model_copy(update={"error": f"{result.error}; {why}"})
         failed.blame = case_blame(failed, blame_of(exc, "infrastructure"))
-        return failed, _lean(failed)
+        return failed, _lean(failed, thread)
     return result, entry
 
 

@@ -5,7 +5,9 @@ It is pydantic's `model_dump_json(exclude_defaults=True)` made small:
   write (sets, dates, models inside `Any`) go through pydantic's own `to_jsonable_python`;
 - what can be derived is not written, and `decode` derives it again:
   - `"_m": 1`: the observation's messages are exactly one assistant message holding its text;
-  - `"_th"`: the thread id every observation of the case shares, written once;
+  - `"_th"`: the thread id every observation of the case shares, written once, as
+    `[run id, kernel repetition]` when it is the engine's (`case_thread`);
+  - a turn's `index` when it is its place in the list;
   - `"_d": 1`: the turn id is `eval.<digest of {threadId, stepId}>` and the trace id the
     first 32 hex digits of its sha256 (how the engine makes them);
   - `"_r"`: the counts of the instance's `Run.df` row (and why it did not pass), so that a
@@ -30,6 +32,7 @@ from convlab.model.records import Row, instance_row
 from convlab.model.results import CaseResult, Status, TurnResult, variant_label
 
 __all__ = [
+    "case_thread",
     "decode",
     "digest",
     "encode",
@@ -48,6 +51,14 @@ def digest(value: Any) -> str:
     """intention-kernel's `digest` (matrix.ts): sha256 hex of the JSON with keys sorted."""
     text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+@functools.lru_cache(maxsize=1024)  # the engine makes it, the encoder checks it
+def case_thread(run_id: str, case_id: str, variant: tuple[tuple[str, str], ...], n: int) -> str:
+    """`<run id>:<case id>`, the case id as intention-kernel's (matrix.ts `expandCases`:
+    digest of `{scenarioId, variants, repetition}`); `n` is the kernel's repetition."""
+    case = digest({"scenarioId": case_id, "variants": dict(variant), "repetition": n})
+    return f"{run_id}:{case}"
 
 
 @functools.lru_cache(maxsize=1024)  # the engine makes it, the encoder checks it
@@ -134,18 +145,24 @@ def _jsonable(value: Any) -> Any:
     return to_jsonable_python(value)
 
 
-def encode(result: CaseResult, row: Row | None = None) -> bytes:
+def encode(
+    result: CaseResult, row: Row | None = None, thread: tuple[str, int] | None = None
+) -> bytes:
     """The compact line of `result` (without a trailing newline); `row` is its `Run.df` row,
-    computed when not given."""
+    computed when not given; `thread` the (run id, kernel repetition) its thread id was
+    made from, when the engine made it."""
     plain = result.model_dump(exclude_defaults=True)  # pydantic's Rust walk: the fast part
     _round_timings(plain)
     threads = {t.observation.thread_id for t in result.turns if t.observation is not None}
-    thread = threads.pop() if len(threads) == 1 else None
-    if thread is not None:
-        plain["_th"] = thread
-    for turn, out in zip(result.turns, plain.get("turns", ()), strict=True):
+    shared = threads.pop() if len(threads) == 1 else None
+    if shared is not None:
+        made = thread and case_thread(thread[0], result.case_id, _items(result.variant), thread[1])
+        plain["_th"] = [*thread] if thread and shared == made else shared
+    for i, (turn, out) in enumerate(zip(result.turns, plain.get("turns", ()), strict=True)):
         if "observation" in out:
-            _observation(turn, out["observation"], thread)
+            _observation(turn, out["observation"], shared)
+        if out.get("index") == i:
+            del out["index"]
     row = row if row is not None else instance_row(result)
     hint: list[Any] = [*row[11:16], *row[17:20]]
     if row[8]:
@@ -159,11 +176,19 @@ def encode(result: CaseResult, row: Row | None = None) -> bytes:
     return memoryview(line).tobytes()
 
 
+def _items(variant: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    return tuple(variant.items())
+
+
 def expand(data: dict[str, Any]) -> dict[str, Any]:
     """The line's dict with what `encode` left out derived again (the model's own JSON)."""
     data.pop("_r", None)
     thread = data.pop("_th", None)
-    for turn in data.get("turns", ()):
+    if isinstance(thread, list):
+        variant = _items(data.get("variant") or {})
+        thread = case_thread(thread[0], data["case_id"], variant, thread[1])
+    for i, turn in enumerate(data.get("turns", ())):
+        turn.setdefault("index", i)
         obs = turn.get("observation")
         if obs is None:
             continue
