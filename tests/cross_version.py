@@ -14,7 +14,7 @@ store, `load_run` of that store and the run saved as .json and loaded again.
 Exits 1 and prints the differences (suite, instance, field) when the versions disagree. A
 view the version could not produce shows as `raised`: against 37c52d3, the suites whose texts
 hold U+0085/U+2028/U+2029 differ so (its load_run could not read such a store back; fixed
-in a017d4a: 18 of the 200 since the random texts draw those characters), and nothing
+in a017d4a: 7 of the 200 with the default seed), and nothing
 else.
 """
 
