@@ -10,6 +10,7 @@ from typing import Any
 
 __all__ = [
     "VARIADIC",
+    "call_caught",
     "call_user",
     "import_callable",
     "in_daemon_thread",
@@ -77,6 +78,19 @@ def callable_attr(obj: Any, attr: str, where: str, what: str) -> Callable[..., A
     return obj  # type: ignore[no-any-return]
 
 
+def call_caught(fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[bool, Any]:
+    """`(True, fn(*args))`, or `(False, the exception)`: what a worker thread hands back to
+    the event loop. User code's SystemExit or KeyboardInterrupt is that call's error, a
+    RuntimeError: raised into the loop it would end the whole run."""
+    try:
+        return True, fn(*args)
+    except (SystemExit, KeyboardInterrupt) as exc:
+        name = getattr(fn, "__qualname__", repr(fn))
+        return False, RuntimeError(f"{name} raised {type(exc).__name__}({exc})")
+    except BaseException as exc:
+        return False, exc
+
+
 async def in_daemon_thread(fn: Callable[..., Any], *args: Any) -> Any:
     """Run a blocking callable in a daemon thread and await its result.
 
@@ -98,18 +112,7 @@ async def in_daemon_thread(fn: Callable[..., Any], *args: Any) -> Any:
             future.set_exception(value)
 
     def main() -> None:
-        value: Any
-        try:
-            out = fn(*args)
-        except (SystemExit, KeyboardInterrupt) as exc:
-            # raised into the loop these would end the whole run: user code's exit is
-            # that call's error
-            name = getattr(fn, "__qualname__", repr(fn))
-            ok, value = False, RuntimeError(f"{name} raised {type(exc).__name__}({exc})")
-        except BaseException as exc:
-            ok, value = False, exc
-        else:
-            ok, value = True, out
+        ok, value = call_caught(fn, args)
         with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits any more
             loop.call_soon_threadsafe(settle, ok, value)
 

@@ -22,6 +22,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from convlab._util import call_caught
+
 __all__ = ["IDLE_S", "DaemonPool"]
 
 IDLE_S = 30.0
@@ -45,18 +47,7 @@ def _call(job: _Job, done: Callable[[], bool] = lambda: False) -> bool:
     call (else that call would start a thread of its own). Returns what `done()` said: whether
     the thread stays in the pool."""
     fn, args, loop, future = job
-    value: Any
-    try:
-        out = fn(*args)
-    except (SystemExit, KeyboardInterrupt) as exc:
-        # raised into the loop these would end the whole run: user code's exit is that
-        # call's error
-        name = getattr(fn, "__qualname__", repr(fn))
-        ok, value = False, RuntimeError(f"{name} raised {type(exc).__name__}({exc})")
-    except BaseException as exc:
-        ok, value = False, exc
-    else:
-        ok, value = True, out
+    ok, value = call_caught(fn, args)
     stay = done()
     with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits any more
         loop.call_soon_threadsafe(_settle, future, ok, value)
