@@ -23,8 +23,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from bench_engine import _suite  # the same 3-check suite the engine benchmark runs
+
 from convlab.checks import CheckContext, evaluate, unknown_evaluators
-from convlab.model import Case, Message, Observation, Suite, ToolCall
+from convlab.model import Observation, Suite, ToolCall
 from convlab.model.assertions import parse_assertion
 
 REGEX_SPEC = {"kind": "regex", "pattern": r"order \d+"}
@@ -115,21 +117,6 @@ def bench_evaluate(n: int) -> None:
     print(
         f"  {'the 3 bench kinds together':<28} {total:7.2f} us   baseline {base_total:5.2f} us"
         f"   {total / base_total:6.1f}x baseline"
-    )
-
-
-def _suite(n: int) -> Suite:
-    specs = [
-        {"kind": "contains", "value": "ok"},
-        {"kind": "regex", "pattern": r"\w+"},
-        {"kind": "not_contains", "value": "error"},
-    ]
-    return Suite(
-        id="bench",
-        cases=[
-            Case(id=f"c{i}", input=[Message(content=f"message {i}")], assertions=specs)
-            for i in range(n)
-        ],
     )
 
 

@@ -34,19 +34,19 @@ Yao writes them) are read too: `id` becomes the case id, `output`/`trace` go to 
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import json
 import math
 import os
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from convlab.engine._gc import paused_gc
+from convlab.engine.store import RESULT_PREFIX
 from convlab.errors import SuiteError
 from convlab.formats import Problems
 from convlab.model._codec import expand, head_of_line, loads
@@ -76,7 +76,7 @@ _REPORTS |= {".ipynb": "notebook", ".xml": "junit"}
 """Suffix -> the convlab.report module that registers its saver, imported on first use: the
 report modules pull in plotly, itables and nbclient, which `import convlab` must not."""
 _DERIVED = ("stability", "summary")
-_TORN = '{"type":"result",'
+_TORN = RESULT_PREFIX.decode()
 """How a store's result line starts; one that is not valid JSON was cut short by a crash."""
 _YAO_EXTRAS = ("output", "trace", "input", "expected", "options", "metadata")
 _SEED_JSON_KEYS = ("summary", "environment", "stability_results", "metadata")
@@ -304,18 +304,6 @@ def _read(path: Path) -> str:
         raise SuiteError.one(str(path), None, "", f"cannot read: {exc.strerror}") from None
 
 
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic GC while building many records: it re-scans the growing heap (5x slower)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def load_run(path: str | os.PathLike[str]) -> Run:
     """Read a run saved by `Run.save` (`.json` or `.jsonl`) or an engine results store.
 
@@ -324,7 +312,7 @@ def load_run(path: str | os.PathLike[str]) -> Run:
     """
     p = Path(path)
     text = _read(p)
-    with _gc_paused():
+    with paused_gc():
         return _parse(p, text)
 
 

@@ -12,7 +12,6 @@ never lock. A store whose header line is torn is refused rather than resumed unc
 
 from __future__ import annotations
 
-import gc
 import os
 from pathlib import Path
 from typing import IO, Any
@@ -23,15 +22,17 @@ try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows: no OS lock, one writer is up to the user
     fcntl = None  # type: ignore[assignment]
+from convlab.engine._gc import paused_gc
 from convlab.model._codec import Key, encode, head_of_line, loads
 from convlab.model.records import Results
 from convlab.model.results import CaseResult, Run
 
-__all__ = ["ResultStore", "StoreError", "read_lean", "read_store"]
+__all__ = ["RESULT_PREFIX", "ResultStore", "StoreError", "read_lean", "read_store"]
 
 
-_RESULT = b'{"type":"result",'
-"""How every result line starts (written by `ResultStore.append`)."""
+RESULT_PREFIX = b'{"type":"result",'
+"""How every result line starts (written by `ResultStore.append`); one that is not valid
+JSON was cut short by a crash."""
 
 
 class StoreError(ConvlabError):
@@ -48,28 +49,22 @@ def read_lean(
     """
     header: dict[str, Any] | None = None
     kept: list[tuple[Key, str, bytes]] = []
-    paused = gc.isenabled()
-    gc.disable()  # building many small objects: the collector would rescan them all
-    try:
-        with open(path, "rb") as fh:
-            for n, raw in enumerate(fh, 1):
-                if not raw.endswith(b"\n"):
-                    break  # a torn last line from a crash
-                try:
-                    if raw.startswith(_RESULT):
-                        line = b"{" + raw[len(_RESULT) : -1].rstrip(b"\r")
-                        kept.append((*head_of_line(loads(line)), line))
-                        continue
-                    rec = loads(raw)
-                except (ValueError, LookupError, TypeError) as exc:  # invalid, not a result
-                    if problems is not None:
-                        problems.append(f"line {n}: {' '.join(str(exc).split())[:300]}")
+    with paused_gc(), open(path, "rb") as fh:
+        for n, raw in enumerate(fh, 1):
+            if not raw.endswith(b"\n"):
+                break  # a torn last line from a crash
+            try:
+                if raw.startswith(RESULT_PREFIX):
+                    line = b"{" + raw[len(RESULT_PREFIX) : -1].rstrip(b"\r")
+                    kept.append((*head_of_line(loads(line)), line))
                     continue
-                if isinstance(rec, dict) and rec.get("type") == "header":
-                    header = rec.get("run")
-    finally:
-        if paused:
-            gc.enable()
+                rec = loads(raw)
+            except (ValueError, LookupError, TypeError) as exc:  # invalid, not a result
+                if problems is not None:
+                    problems.append(f"line {n}: {' '.join(str(exc).split())[:300]}")
+                continue
+            if isinstance(rec, dict) and rec.get("type") == "header":
+                header = rec.get("run")
     return header, kept
 
 
@@ -195,7 +190,7 @@ class ResultStore:
         # defaults come back on read, and so does what the line derives (convlab.model._codec)
         if line is None:
             line = _pydantic_line(result)
-        self._write_raw(_RESULT + line[1:] + b"\n")
+        self._write_raw(RESULT_PREFIX + line[1:] + b"\n")
 
     def close(self) -> None:
         """Flush to disk and close; the lock is released even when the disk refuses."""

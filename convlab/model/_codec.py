@@ -242,15 +242,11 @@ def row_of_line(data: dict[str, Any], line: bytes) -> Row:
     hint = data.get("_r")
     if hint is None:
         return instance_row(decode(line))
-    if data["status"] not in _STATUSES or not isinstance(data["case_id"], str):
-        raise ValueError(f"not a result: status {data['status']!r}, case {data['case_id']!r}")
+    key, status = head_of_line(data)
     counts, why = [*hint[:8], *[0] * (8 - len(hint))], (hint[8] if len(hint) > 8 else "")
     return (
-        data["case_id"],
-        variant_label(data.get("variant") or {}),
-        data.get("repetition", 0),
-        data.get("run", 0),
-        data["status"],
+        *key,
+        status,
         data.get("reward", 0.0),
         data.get("duration_ms", 0.0),
         len(data.get("turns", ())),
