@@ -329,3 +329,27 @@ def test_the_fingerprint_hashes_the_same_text_as_pydantic_dumps_without_sources(
     for suite in suites:
         text = suite.model_dump_json(exclude={"sources": True, "cases": {"__all__": {"source"}}})
         assert fingerprint(suite) == hashlib.sha256(text.encode()).hexdigest()[:16], suite.id
+
+
+def test_a_stores_header_holds_the_suite_pydantic_dumps(tmp_path):
+    """The header's suite is spliced from the fingerprint's per-case dumps (one dump per
+    run): it must read back as the very suite pydantic dumps, sources and all."""
+    import json
+    from pathlib import Path
+
+    from convlab.plan import suite_text
+
+    root = Path(__file__).resolve().parent.parent
+    for name in ("expense", "finance", "catalog", "cloud_drive"):
+        suite = cl.load(root / "examples" / name)
+        assert any(c.source is not None for c in suite.cases) and suite.sources
+        assert json.loads(suite_text(suite).json) == json.loads(suite.model_dump_json())
+    suite = Suite(id="s", cases=[std("a")], assertions=[{"kind": "contains", "value": "x"}])
+    assert json.loads(suite_text(suite).json) == json.loads(suite.model_dump_json())
+    store = tmp_path / "s.jsonl"
+    run = cl.run(cl.load(root / "examples" / "expense"), "demo:expense", store=store,
+                 progress=False)  # fmt: skip
+    header = json.loads(store.read_text(encoding="utf-8").splitlines()[0])["run"]
+    assert header["suite"] == json.loads(run.suite.model_dump_json())
+    assert header["fingerprint"] == run.fingerprint != ""
+    assert cl.load_run(store).suite == run.suite

@@ -33,7 +33,7 @@ from convlab.model._codec import decode, encode
 from convlab.model.blame import Blame, blame_of, case_blame
 from convlab.model.records import Results, instance_row
 from convlab.model.results import CaseResult, Run
-from convlab.plan import Instance, count, expand, fingerprint
+from convlab.plan import Instance, count, expand, suite_text
 
 Entry = tuple[str, bytes] | CaseResult
 """A finished instance as the runner keeps it: its status and encoded line (lean), or the
@@ -122,6 +122,7 @@ class Runner:
     async def _execute(self) -> Run:
         self.env.emit, self.env.listening = self.emit, bool(self.listeners)
         suite, s = self.env.suite, self.settings
+        text = suite_text(suite) if s.store else None  # only a store checks and keeps it
         self.run = Run(
             id=uuid.uuid4().hex[:12],
             suite=suite,
@@ -129,11 +130,11 @@ class Runner:
             settings=s.public(),
             started_at=_now(),
             status="running",
-            fingerprint=fingerprint(suite) if s.store else "",  # only a store checks it
+            fingerprint=text.fingerprint if text else "",
         )
         self.env.run_id = self.run.id
         try:
-            store = ResultStore(s.store, self.run, s.resume) if s.store else None
+            store = ResultStore(s.store, self.run, s.resume, text.json) if text else None
         except BaseException:
             await self.env.aclose()
             raise

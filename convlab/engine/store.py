@@ -126,7 +126,10 @@ class _StoreLock:
 class ResultStore:
     """Appends results to a JSONL file, one flushed line per finished instance."""
 
-    def __init__(self, path: str | Path, run: Run, resume: bool) -> None:
+    def __init__(
+        self, path: str | Path, run: Run, resume: bool, suite_json: str | None = None
+    ) -> None:
+        """`suite_json`: the run's suite as JSON, when already made (`plan.suite_text`)."""
         self.path = Path(path)
         self.done: dict[tuple[str, str, int, int], tuple[str, bytes]] = {}
         """Stored instances (not cancelled ones) by key, as status and line."""
@@ -136,19 +139,23 @@ class ResultStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = _StoreLock(self.path)
         try:
-            self._open(run, resume)
+            self._open(run, resume, suite_json)
         except BaseException:
             self._lock.release()
             raise
 
-    def _open(self, run: Run, resume: bool) -> None:
+    def _open(self, run: Run, resume: bool, suite_json: str | None) -> None:
         if resume and self.path.exists() and self.path.stat().st_size:
             self._load_existing(run)
             self._fh = open(self.path, "ab")  # noqa: SIM115 - kept open
             self._repair_tail()
         else:
             self._fh = open(self.path, "wb")  # noqa: SIM115 - kept open
-            header = run.model_dump_json(exclude={"results"}).encode()
+            if suite_json is None or run.suite is None:
+                header = run.model_dump_json(exclude={"results"}).encode()
+            else:  # the suite's dump is the one its fingerprint was made from
+                rest = run.model_dump_json(exclude={"results", "suite"})
+                header = f'{rest[:-1]},"suite":{suite_json}}}'.encode()
             self._write_raw(b'{"type":"header","run":' + header + b"}\n")
 
     def _load_existing(self, run: Run) -> None:
