@@ -6,7 +6,6 @@ the results store recognises work already done when a run resumes.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import itertools
 from collections.abc import Iterator
@@ -33,18 +32,19 @@ class Instance:
     blocked: str | None = None
     """Why the instance may not start (e.g. external writes not allowed)."""
 
-    @functools.cached_property
-    def key(self) -> tuple[str, str, int, int]:
-        """(case id, `step=variant,...`, repetition, run index)."""
-        return (self.case.id, variant_label(self.variant), self.repetition, self.run)
+    key: tuple[str, str, int, int] = field(init=False, repr=False, compare=False)
+    """(case id, `step=variant,...`, repetition, run index)."""
+    label: str = field(init=False, repr=False, compare=False)
+    """A readable, unique name for the instance (also used as its thread id)."""
 
-    @functools.cached_property
-    def label(self) -> str:
-        """A readable, unique name for the instance (also used as its thread id)."""
-        case_id, variant, rep, run = self.key
+    def __post_init__(self) -> None:
+        # made once here: every instance reads both, and 3.11's cached_property takes a lock
+        key = (self.case.id, variant_label(self.variant), self.repetition, self.run)
+        case_id, variant, rep, run = key
         parts = [case_id] + ([variant] if variant else [])
         parts += [f"rep={rep}"] if self.case.repetitions > 1 else []
-        return " ".join(parts) + (f" #{run}" if run else "")
+        object.__setattr__(self, "key", key)
+        object.__setattr__(self, "label", " ".join(parts) + (f" #{run}" if run else ""))
 
 
 def _combinations(case: Case) -> Iterator[tuple[dict[str, str], tuple[Turn, ...]]]:

@@ -17,6 +17,7 @@ from convlab.agents.cache import Cassette
 from convlab.agents.calls import Attempts, RetryPolicy, call_agent
 from convlab.agents.protocol import Agent, AgentContext, AgentSession
 from convlab.checks import CheckContext, evaluate
+from convlab.engine._assign import assign
 from convlab.engine.codes import error_code, turn_code
 from convlab.engine.events import ConcurrencyChanged, Event, TurnCompleted
 from convlab.engine.replies import MAX_REPLY_BYTES, cap_reply, share_reply_text
@@ -208,16 +209,21 @@ class Conversation:
             raise TurnFailed(turn.error, blame_of(exc, "agent")) from exc
         self.env.note_concurrency()
         cap_reply(obs, self.env.max_reply_bytes)
-        obs.thread_id = self.thread_id
-        obs.turn_id = turn_id_of(self.thread_id, step_id or str(index))
-        obs.trace_id = obs.trace_id or trace_of(obs.turn_id)
-        if obs.effects is None:  # agents that copy the world themselves are trusted with it
+        turn_id = turn_id_of(self.thread_id, step_id or str(index))
+        effects = obs.effects
+        if effects is None:  # agents that copy the world themselves are trusted with it
             world = self.ctx.world
-            obs.effects = copy.deepcopy(world) if world else {}
+            effects = copy.deepcopy(world) if world else {}
+        assign(
+            obs,
+            thread_id=self.thread_id,
+            turn_id=turn_id,
+            trace_id=obs.trace_id or trace_of(turn_id),
+            effects=effects,
+        )
         self.messages.extend(obs.messages)
         self._add_usage(obs)
-        turn.observation = obs
-        turn.duration_ms = (time.perf_counter() - start) * 1000
+        assign(turn, observation=obs, duration_ms=(time.perf_counter() - start) * 1000)
         return turn
 
     def _add_usage(self, obs: Observation) -> None:
@@ -262,11 +268,10 @@ class Conversation:
 
     def finish_turn(self, turn: TurnResult, results: list[AssertionResult]) -> None:
         """Record a turn's checks and tell the listeners."""
-        turn.assertions = results
+        status = "error" if turn.status == "error" else status_of(results)
+        assign(turn, assertions=results, status=status)
         share_reply_text(turn)
-        if turn.status != "error":
-            turn.status = status_of(results)  # type: ignore[assignment]
-        turn.code = turn_code(turn)
+        assign(turn, code=turn_code(turn))
         if self.env.listening:
             self.env.emit(TurnCompleted(self.inst.key, turn))
 

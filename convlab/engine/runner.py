@@ -43,7 +43,16 @@ __all__ = ["SUMMARY_KEYS", "Runner", "Settings", "suite_summary"]
 
 
 def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
+    """The time as ISO text to the millisecond (several cases start within one)."""
+    ms = time.time_ns() // 1_000_000
+    if ms != _last[0]:
+        at = datetime.fromtimestamp(ms // 1000, UTC).replace(microsecond=ms % 1000 * 1000)
+        _last[:] = ms, at.isoformat(timespec="milliseconds")
+    return str(_last[1])
+
+
+_last: list[Any] = [-1, ""]
+"""The millisecond `_now` last wrote, and its text."""
 
 
 @dataclass

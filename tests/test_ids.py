@@ -1,0 +1,22 @@
+"""The engine's ids are intention-kernel's digests: the fast paths write the same text."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from convlab.model._codec import case_thread, digest
+
+_text = st.text(alphabet=st.characters(codec="utf-8"), max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    case_id=_text,
+    variant=st.dictionaries(_text, _text, max_size=3),
+    n=st.integers(min_value=0, max_value=10**6),
+)
+def test_a_thread_id_is_the_digest_of_scenario_variants_and_repetition(case_id, variant, n):
+    case_thread.cache_clear()
+    made = case_thread("run1", case_id, tuple(variant.items()), n)
+    assert made == "run1:" + digest({"scenarioId": case_id, "variants": variant, "repetition": n})
