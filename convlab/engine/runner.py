@@ -10,10 +10,10 @@ import uuid
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from typing import Any
 
 from convlab.agents.cache import recording
+from convlab.engine._clock import now as _now
 from convlab.engine._gc import quiet_gc
 from convlab.engine.codes import case_code
 from convlab.engine.conversation import Conversation, Env, kernel_repetition, stopping
@@ -40,19 +40,6 @@ Entry = tuple[str, bytes] | CaseResult
 model itself when it cannot be encoded (a value JSON cannot hold)."""
 
 __all__ = ["SUMMARY_KEYS", "Runner", "Settings", "suite_summary"]
-
-
-def _now() -> str:
-    """The time as ISO text to the millisecond (several cases start within one)."""
-    ms = time.time_ns() // 1_000_000
-    if ms != _last[0]:
-        at = datetime.fromtimestamp(ms // 1000, UTC).replace(microsecond=ms % 1000 * 1000)
-        _last[:] = ms, at.isoformat(timespec="milliseconds")
-    return str(_last[1])
-
-
-_last: list[Any] = [-1, ""]
-"""The millisecond `_now` last wrote, and its text."""
 
 
 @dataclass
@@ -143,7 +130,9 @@ class Runner:
         )
         self.env.run_id = self.run.id
         try:
-            store = ResultStore(s.store, self.run, s.resume, text.json) if text else None
+            store = None
+            if s.store and text:
+                store = ResultStore(s.store, self.run, s.resume, text.json)
         except BaseException:
             await self.env.aclose()
             raise
