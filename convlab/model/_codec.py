@@ -4,17 +4,25 @@ It is pydantic's `model_dump_json(exclude_defaults=True)` made small:
 - pydantic's `model_dump(exclude_defaults=True)` written by orjson; values orjson cannot
   write (sets, dates, models inside `Any`) go through pydantic's own `to_jsonable_python`;
 - what can be derived is not written, and `decode` derives it again:
-  - `"_m": 1`: the observation's messages are exactly one assistant message holding its text;
+  - an assertion result is an array, `[kind, message, expected, actual, duration_ms]`,
+    followed by a dict of the rest when it holds more (status, id, score, details, ...,
+    as pydantic dumps them; children are arrays too): key names cost more than a passed
+    check's values; in a turn, `actual` is left out (4 items before the dict) when it is
+    the turn's reply text, which every check of the reply holds;
+  - `"_o"`: the observation's flags, added up: 1 its messages are exactly one assistant
+    message holding its text, 2 its turn and trace ids are derived (below), 4 its
+    `effects` is `{}` (what the engine records when the agent reported none);
   - `"_th"`: the thread id every observation of the case shares, written once, as
     `[run id, kernel repetition]` when it is the engine's (`case_thread`);
   - a turn's `index` when it is its place in the list;
-  - `"_d": 1`: the turn id is `eval.<digest of {threadId, stepId}>` and the trace id the
-    first 32 hex digits of its sha256 (how the engine makes them);
+  - derived ids (flag 2): the turn id is `eval.<digest of {threadId, stepId}>` and the
+    trace id the first 32 hex digits of its sha256 (how the engine makes them);
   - `"_r"`: the counts of the instance's `Run.df` row (and why it did not pass), so that a
     store read back builds its rows without building a model;
 - durations are kept to the microsecond.
 
-Lines written before these keys existed (plain pydantic JSON) decode as they always did.
+Lines written before these forms existed decode as they always did: plain pydantic JSON,
+and the earlier compact lines (assertions as dicts, the flags as `"_m": 1` and `"_d": 1`).
 """
 
 from __future__ import annotations
@@ -90,22 +98,63 @@ def _round(plain: dict[str, Any], key: str) -> None:
         plain[key] = int(value * 1000 + 0.5) / 1000
 
 
-def _round_checks(checks: list[dict[str, Any]]) -> None:
+def _packed(checks: list[dict[str, Any]], reply: str | None) -> list[list[Any]]:
+    """Assertion results (as `model_dump(exclude_defaults=True)` gives them) as arrays: key
+    names cost 50 bytes a check, more than a passed check's values; `reply` is the turn's
+    reply text, which most checks hold as their `actual`."""
+    out: list[list[Any]] = []
     for check in checks:
-        _round(check, "duration_ms")
-        if "children" in check:
-            _round_checks(check["children"])
+        duration = check.pop("duration_ms", 0.0)
+        if type(duration) is float and duration >= 0:  # to the microsecond, as `_round`
+            duration = int(duration * 1000 + 0.5) / 1000
+        item = [check.pop("kind"), check.pop("message", ""), check.pop("expected", None)]
+        actual = check.pop("actual", None)
+        if reply is None or type(actual) is not str or actual != reply:
+            item.append(actual)
+        item.append(duration)
+        if check:  # the rest: status, id, score, details, ...
+            if "children" in check:
+                check["children"] = _packed(check["children"], reply)
+            item.append(check)
+        out.append(item)
+    return out
 
 
-def _round_timings(plain: dict[str, Any]) -> None:
-    """Timings to the microsecond (a float's 17 digits say nothing more)."""
-    _round(plain, "duration_ms")
-    _round_checks(plain.get("assertions", ()))
-    for turn in plain.get("turns", ()):
-        _round(turn, "duration_ms")
-        _round_checks(turn.get("assertions", ()))
-        if "observation" in turn:
-            _round(turn["observation"], "latency_ms")
+def _unpacked(checks: list[Any], reply: Any) -> list[Any]:
+    """`_packed` undone (an assertion result already a dict, as earlier lines hold them,
+    stays as it is); a default is left out, as `model_dump(exclude_defaults=True)` did."""
+    out: list[Any] = []
+    for item in checks:
+        if type(item) is not list:
+            out.append(item)
+            continue
+        rest = item.pop() if type(item[-1]) is dict else None
+        kind, message, expected, *actual, duration = item
+        check: dict[str, Any] = {"kind": kind}
+        if message != "":
+            check["message"] = message
+        if expected is not None:
+            check["expected"] = expected
+        value = actual[0] if actual else reply
+        if value is not None:
+            check["actual"] = value
+        if duration != 0:
+            check["duration_ms"] = duration
+        if rest is not None:
+            if "children" in rest:
+                rest["children"] = _unpacked(rest["children"], reply)
+            check.update(rest)
+        out.append(check)
+    return out
+
+
+def _reply_of(obs: dict[str, Any] | None) -> Any:
+    """The reply text of an observation's dict as the line holds it."""
+    if obs is None:
+        return None
+    if "text_in" in obs:
+        return obs["messages"][obs["text_in"]]["content"]
+    return obs.get("text")
 
 
 def _is_reply(message: Message, text: str) -> bool:
@@ -120,14 +169,19 @@ def _is_reply(message: Message, text: str) -> bool:
     )
 
 
+_REPLY, _IDS, _NO_EFFECTS = 1, 2, 4
+"""The observation's flags (`"_o"`, added up): the module's docstring says what each means."""
+
+
 def _observation(turn: TurnResult, plain: dict[str, Any], thread: str | None) -> None:
     obs = turn.observation
     if obs is None:
         return
+    flags = 0
     text = obs.text
     if isinstance(text, str) and len(obs.messages) == 1 and _is_reply(obs.messages[0], text):
         del plain["messages"]
-        plain["_m"] = 1
+        flags = _REPLY
     elif text is not None and len(text) >= 256:
         for index, message in enumerate(obs.messages):
             if message.content == text:
@@ -143,7 +197,12 @@ def _observation(turn: TurnResult, plain: dict[str, Any], thread: str | None) ->
         and obs.trace_id == trace_of(obs.turn_id)
     ):
         del plain["turn_id"], plain["trace_id"]
-        plain["_d"] = 1
+        flags |= _IDS
+    if obs.effects == {} and type(obs.effects) is dict:
+        del plain["effects"]
+        flags |= _NO_EFFECTS
+    if flags:
+        plain["_o"] = flags
 
 
 def _jsonable(value: Any) -> Any:
@@ -157,14 +216,22 @@ def encode(
     computed when not given; `thread` the (run id, kernel repetition) its thread id was
     made from, when the engine made it."""
     plain = result.model_dump(exclude_defaults=True)  # pydantic's Rust walk: the fast part
-    _round_timings(plain)
+    _round(plain, "duration_ms")  # timings to the microsecond (17 digits say nothing more)
+    if "assertions" in plain:
+        plain["assertions"] = _packed(plain["assertions"], None)
     threads = {t.observation.thread_id for t in result.turns if t.observation is not None}
     shared = threads.pop() if len(threads) == 1 else None
     if shared is not None:
         made = thread and case_thread(thread[0], result.case_id, _items(result.variant), thread[1])
         plain["_th"] = [*thread] if thread and shared == made else shared
     for i, (turn, out) in enumerate(zip(result.turns, plain.get("turns", ()), strict=True)):
+        _round(out, "duration_ms")
+        obs = turn.observation
+        if "assertions" in out:
+            reply = obs.text if obs is not None else None
+            out["assertions"] = _packed(out["assertions"], reply)
         if "observation" in out:
+            _round(out["observation"], "latency_ms")
             _observation(turn, out["observation"], shared)
         if out.get("index") == i:
             del out["index"]
@@ -192,16 +259,25 @@ def expand(data: dict[str, Any]) -> dict[str, Any]:
     if isinstance(thread, list):
         variant = _items(data.get("variant") or {})
         thread = case_thread(thread[0], data["case_id"], variant, thread[1])
+    if "assertions" in data:
+        data["assertions"] = _unpacked(data["assertions"], None)
     for i, turn in enumerate(data.get("turns", ())):
         turn.setdefault("index", i)
         obs = turn.get("observation")
+        if "assertions" in turn:
+            turn["assertions"] = _unpacked(turn["assertions"], _reply_of(obs))
         if obs is None:
             continue
-        if obs.pop("_m", None):
+        flags = obs.pop("_o", 0) | (_REPLY if obs.pop("_m", None) else 0)
+        if obs.pop("_d", None):
+            flags |= _IDS
+        if flags & _REPLY:
             obs["messages"] = [{"role": "assistant", "content": obs.get("text")}]
+        if flags & _NO_EFFECTS:
+            obs["effects"] = {}
         if thread is not None and "thread_id" not in obs:
             obs["thread_id"] = thread
-        if obs.pop("_d", None):
+        if flags & _IDS:
             step = turn.get("step_id") or str(turn.get("index", 0))
             obs["turn_id"] = turn_id_of(obs["thread_id"], step)
             obs["trace_id"] = trace_of(obs["turn_id"])
