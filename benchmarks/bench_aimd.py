@@ -17,17 +17,15 @@ far more with it off.
 from __future__ import annotations
 
 import argparse
-import asyncio
-import socket
 import sys
-import threading
 import time
 from pathlib import Path
 
-from aiohttp import web
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # the tests' fault server
+
+from fault_server import FaultServer, limited  # noqa: E402
 
 import convlab as cl  # noqa: E402
 from convlab.model import Case, Message, Suite  # noqa: E402
@@ -35,64 +33,20 @@ from convlab.model import Case, Message, Suite  # noqa: E402
 TARGET_SETTLED = 0.05
 
 
-class Endpoint:
-    """The rate-limited server, on its own loop in a thread."""
-
-    def __init__(self, capacity: int, latency_s: float) -> None:
-        self.capacity, self.latency_s = capacity, latency_s
-        self.in_flight = 0
-        self.log: list[bool] = []
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-
-    async def handle(self, request: web.Request) -> web.Response:
-        self.in_flight += 1
-        try:
-            rejected = self.in_flight > self.capacity
-            self.log.append(rejected)
-            if rejected:
-                return web.json_response(
-                    {"error": "busy"}, status=429, headers={"Retry-After": "0"}
-                )
-            await asyncio.sleep(self.latency_s)
-            return web.json_response({"text": "ok"})
-        finally:
-            self.in_flight -= 1
-
-    async def _start(self) -> str:
-        app = web.Application()
-        app.router.add_post("/chat", self.handle)
-        self.runner = web.AppRunner(app, access_log=None)
-        await self.runner.setup()
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        await web.SockSite(self.runner, sock).start()
-        return f"http://127.0.0.1:{sock.getsockname()[1]}/chat"
-
-    def __enter__(self) -> str:
-        self.thread.start()
-        return asyncio.run_coroutine_threadsafe(self._start(), self.loop).result(10)
-
-    def __exit__(self, *exc: object) -> None:
-        asyncio.run_coroutine_threadsafe(self.runner.cleanup(), self.loop).result(10)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(10)
-
-
 def measure(args: argparse.Namespace, adaptive: bool) -> None:
     cases = [Case(id=f"c{i}", input=[Message(content="hi")]) for i in range(args.n)]
-    endpoint = Endpoint(args.capacity, args.latency_ms / 1000)
-    with endpoint as url:
+    endpoint = limited(args.capacity, delay=args.latency_ms / 1000, retry_after="0")
+    with FaultServer(endpoint, path="/chat") as server:
         t0 = time.perf_counter()
         run = cl.run(
             Suite(id="bench", cases=cases),
-            cl.agents.http(url, adaptive=adaptive),
+            cl.agents.http(server.url, adaptive=adaptive),
             parallel=args.parallel,
             retries=args.retries,
             progress=False,
         )
         took = time.perf_counter() - t0
-    log = endpoint.log
+    log = server.counts.log
     later = log[len(log) // 4 :]
     settled = sum(later) / max(len(later), 1)
     ideal = args.n * args.latency_ms / 1000 / args.capacity

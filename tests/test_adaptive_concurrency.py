@@ -8,13 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import io
-import socket
-import threading
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from aiohttp import web
+from fault_server import Counts, FaultServer, limited
 
 import convlab as cl
 from convlab._cli_run import read_config
@@ -31,63 +28,6 @@ PARALLEL = 32
 CASES = 300
 
 
-@dataclass
-class Counts:
-    in_flight: int = 0
-    accepted: int = 0
-    rejected: int = 0
-    log: list[bool] = field(default_factory=list)
-    """Per request, in arrival order: was it rejected."""
-
-
-class Limited:
-    """aiohttp.web on a free port in its own thread: 429 beyond CAPACITY in flight."""
-
-    def __init__(self, retry_after: str | None = None, delay: float = 0.05) -> None:
-        self.counts = Counts()
-        self.retry_after, self.delay = retry_after, delay
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-
-    async def handle(self, request: web.Request) -> web.StreamResponse:
-        c = self.counts
-        c.in_flight += 1
-        try:
-            if c.in_flight > CAPACITY:
-                c.rejected += 1
-                c.log.append(True)
-                headers = {"Retry-After": self.retry_after} if self.retry_after else {}
-                return web.json_response({"error": "slow down"}, status=429, headers=headers)
-            c.log.append(False)
-            body = await request.json()
-            await asyncio.sleep(self.delay)
-            c.accepted += 1
-            return web.json_response({"text": "ok " + body["messages"][-1]["content"]})
-        finally:
-            c.in_flight -= 1
-
-    async def _start(self) -> None:
-        app = web.Application()
-        app.router.add_post("/chat", self.handle)
-        self.runner = web.AppRunner(app, access_log=None)
-        await self.runner.setup()
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{sock.getsockname()[1]}/chat"
-        await web.SockSite(self.runner, sock).start()
-
-    def __enter__(self) -> Limited:
-        self.thread.start()
-        asyncio.run_coroutine_threadsafe(self._start(), self.loop).result(10)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        asyncio.run_coroutine_threadsafe(self.runner.cleanup(), self.loop).result(10)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(10)
-        self.loop.close()
-
-
 def suite(n: int = CASES) -> Suite:
     cases = [
         Case(
@@ -101,7 +41,7 @@ def suite(n: int = CASES) -> Suite:
 
 
 def run_against(adaptive: bool, events: list[Any]) -> tuple[cl.Run, Counts]:
-    with Limited(retry_after="0") as server:
+    with FaultServer(limited(CAPACITY, delay=0.05, retry_after="0"), path="/chat") as server:
         agent = cl.agents.http(server.url, adaptive=adaptive)
         run = cl.run(
             suite(), agent, parallel=PARALLEL, retries=8, timeout="60s", progress=events.append
@@ -253,7 +193,7 @@ def test_adaptive_can_be_turned_off_on_the_cli_and_in_config(tmp_path, monkeypat
         '{"id": "a", "input": "hello 1", "assertions": [{"type": "contains", "value": "ok"}]}\n'
     )
     (tmp_path / "convlab.yaml").write_text("adaptive: true\n")
-    with Limited() as server:
+    with FaultServer(limited(CAPACITY, delay=0.05), path="/chat") as server:
         out = tmp_path / "out.jsonl"
         args = ["run", "-i", str(cases), "-n", server.url, "-o", str(out)]
         assert main(args) == 0

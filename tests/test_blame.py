@@ -5,19 +5,16 @@ hooks, a bad regex at run time, and a local HTTP server answering 500 and 429.""
 
 from __future__ import annotations
 
-import asyncio
 import io
 import json
 import math
-import socket
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pytest
-from aiohttp import web
+from fault_server import FaultServer, chat_faults, error, hang
 
 import convlab as cl
 from convlab.model import Case, Checkpoint, Message, SimulatorSpec, Suite
@@ -230,68 +227,31 @@ def test_a_saved_run_keeps_blame_and_an_old_one_gets_it_inferred(
     assert inferred["hooked"] == "agent"
 
 
-class FaultServer:
-    """An OpenAI-compatible endpoint on 127.0.0.1 whose answer the last message picks."""
+BY_WORD = {
+    "500": error(500, retry_after="0"),
+    "429": error(429, retry_after="0"),
+    "401": error(401),
+    "slow": hang,
+}
 
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = int(s.getsockname()[1])
-        started = threading.Event()
-        self.thread = threading.Thread(target=self._serve, args=(started,), daemon=True)
-        self.thread.start()
-        started.wait(10)
 
-    def _serve(self, started: threading.Event) -> None:
-        asyncio.set_event_loop(self.loop)
-        app = web.Application()
-        app.router.add_post("/v1/chat/completions", self.handle)
-        runner = web.AppRunner(app)
-        self.loop.run_until_complete(runner.setup())
-        self.loop.run_until_complete(web.TCPSite(runner, "127.0.0.1", self.port).start())
-        started.set()
-        self.loop.run_forever()
-
-    async def handle(self, request: web.Request) -> web.StreamResponse:
-        body = await request.json()
-        word = body["messages"][-1]["content"]
-        if word == "500" or "You are a judge" in word:
-            return web.json_response({"error": "boom"}, status=500, headers={"Retry-After": "0"})
-        if word == "429":
-            return web.json_response(
-                {"error": "slow down"}, status=429, headers={"Retry-After": "0"}
-            )
-        if word == "401":
-            return web.json_response({"error": "bad key"}, status=401)
-        if word == "slow":
-            await asyncio.Event().wait()
-        reply = {"role": "assistant", "content": f"echo: {word}"}
-        choice = {"index": 0, "message": reply, "finish_reason": "stop"}
-        return web.json_response({"id": "x", "model": "m", "choices": [choice]})
-
-    def close(self) -> None:
-        def stop() -> None:
-            for task in asyncio.all_tasks(self.loop):
-                task.cancel()
-            self.loop.call_later(0.1, self.loop.stop)
-
-        self.loop.call_soon_threadsafe(stop)
-        self.thread.join(5)
+def judge_fails(word: str) -> str:
+    """The judge's prompt gets the same 500 as the word "500"."""
+    return "500" if "You are a judge" in word else word
 
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[FaultServer]:
-    srv = FaultServer()
-    yield srv
-    srv.close()
+    """An OpenAI-compatible endpoint on 127.0.0.1 whose answer the last message picks."""
+    with FaultServer(chat_faults(BY_WORD, route=judge_fails)) as srv:
+        yield srv
 
 
 def test_http_500_429_and_timeouts_are_infrastructure(server: FaultServer) -> None:
     words = ["ok", "500", "429", "slow", "401"]
     cases = [std(w, w, says("echo")) for w in words]
     cases.append(std("judged", "ok", {"kind": "judge", "question": "Is it polite?"}))
-    url = f"http://127.0.0.1:{server.port}/v1"
+    url = f"{server.base}/v1"
     http = cl.agents.openai("m", base_url=url, api_key="sk-test")
     console = io.StringIO()
     run = cl.run(

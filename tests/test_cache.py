@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 import yaml
+from dynamic_expense import expense_agent, expense_case
 
 import convlab as cl
 from convlab.agents.serve import DemoServer
 from convlab.model import Case, Message, Suite
-from convlab.model.suite import Checkpoint, SimulatorSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -307,28 +307,12 @@ def test_cached_rejects_what_it_cannot_mark():
 
 
 def dynamic_with_judge() -> Suite:
-    case = Case(
-        id="trip",
-        mode="dynamic",
-        simulator=SimulatorSpec(persona="New employee", goal="file a $3500 travel expense"),
-        checkpoints=[
-            Checkpoint(id="ask_type", assertion={"kind": "contains", "value": "type"}),
-            Checkpoint(
-                id="filed", after=["ask_type"], assertion={"kind": "contains", "value": "filed"}
-            ),
-        ],
-    )
     judged = Case(
         id="judged",
         input=[Message(content="a travel expense please")],
         assertions=[{"kind": "judge", "question": "Was the expense filed?"}],
     )
-    return Suite(id="s", cases=[case, judged])
-
-
-def expense_agent(messages):
-    last = messages[-1]["content"].lower()
-    return "Expense filed." if "travel" in last else "Which type of expense is it?"
+    return Suite(id="s", cases=[expense_case("trip"), judged])
 
 
 def user_llm(messages):

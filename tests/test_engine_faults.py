@@ -2,92 +2,29 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-import socket
-import threading
 
 import pytest
-from aiohttp import web
+from fault_server import FaultServer, bad_json, chat_faults, drop, error, hang, no_choices
 
 import convlab as cl
 from convlab.model import Case, Message, Suite
 
-
-class FaultServer:
-    """An OpenAI-compatible endpoint whose behaviour depends on the last user message."""
-
-    def __init__(self) -> None:
-        self.seen: dict[str, int] = {}
-        self.loop = asyncio.new_event_loop()
-        self.port = _free_port()
-        started = threading.Event()
-        self.thread = threading.Thread(target=self._serve, args=(started,), daemon=True)
-        self.thread.start()
-        started.wait(10)
-
-    def _serve(self, started: threading.Event) -> None:
-        asyncio.set_event_loop(self.loop)
-        app = web.Application()
-        app.router.add_post("/v1/chat/completions", self.handle)
-        runner = web.AppRunner(app)
-        self.loop.run_until_complete(runner.setup())
-        self.loop.run_until_complete(web.TCPSite(runner, "127.0.0.1", self.port).start())
-        started.set()
-        self.loop.run_forever()
-
-    async def handle(self, request: web.Request) -> web.StreamResponse:
-        body = await request.json()
-        word = body["messages"][-1]["content"]
-        n = self.seen[word] = self.seen.get(word, 0) + 1
-        if word == "429" and n == 1:
-            return web.json_response(
-                {"error": "slow down"}, status=429, headers={"Retry-After": "0"}
-            )
-        if word == "500":
-            return web.json_response({"error": "boom"}, status=500)
-        if word == "drop":
-            assert request.transport is not None
-            request.transport.close()
-            return web.Response()
-        if word == "slow":  # answers never: the client's timeout ends it
-            await asyncio.Event().wait()
-        if word == "badjson":
-            return web.Response(text="{not json", content_type="application/json")
-        if word == "empty":
-            return web.json_response({"choices": []})
-        reply = {"role": "assistant", "content": f"echo: {word}"}
-        return web.json_response(
-            {
-                "id": "x",
-                "object": "chat.completion",
-                "model": body.get("model", "m"),
-                "choices": [{"index": 0, "message": reply, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5},
-            }
-        )
-
-    def close(self) -> None:
-        def stop() -> None:  # end the handlers still sleeping, then the loop
-            for task in asyncio.all_tasks(self.loop):
-                task.cancel()
-            self.loop.call_later(0.1, self.loop.stop)
-
-        self.loop.call_soon_threadsafe(stop)
-        self.thread.join(5)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+BY_WORD = {
+    "429": error(429, retry_after="0", times=1),
+    "500": error(500),
+    "drop": drop,
+    "slow": hang,
+    "badjson": bad_json,
+    "empty": no_choices,
+}
 
 
 @pytest.fixture(scope="module")
 def server():
-    srv = FaultServer()
-    yield srv
-    srv.close()
+    """An OpenAI-compatible endpoint whose behaviour depends on the last user message."""
+    with FaultServer(chat_faults(BY_WORD)) as srv:
+        yield srv
 
 
 def test_each_fault_ends_as_its_own_case_status(server):
@@ -101,9 +38,7 @@ def test_each_fault_ends_as_its_own_case_status(server):
             for w in words
         ],
     )
-    agent = cl.agents.openai(
-        "m", base_url=f"http://127.0.0.1:{server.port}/v1", api_key="sk-test-secret"
-    )
+    agent = cl.agents.openai("m", base_url=f"{server.base}/v1", api_key="sk-test-secret")
     run = cl.run(suite, agent, parallel=8, timeout=1.5, retries=1, progress=False)
     by = {r.case_id: r for r in run.results}
     assert by["ok"].status == by["ok2"].status == "passed"

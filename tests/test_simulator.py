@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 import pytest
+from dynamic_expense import expense_agent, expense_case
 
 import convlab as cl
 from convlab.agents.function import FunctionAgent
@@ -23,8 +24,7 @@ from convlab.agents.simulator import (
     simulator_prompt,
 )
 from convlab.errors import AgentResponseError
-from convlab.model import Case, Message, Suite
-from convlab.model.suite import Checkpoint, SimulatorSpec
+from convlab.model import Message, Suite
 
 
 def sim_ctx(**meta: Any) -> AgentContext:
@@ -173,23 +173,7 @@ def test_as_simulator_accepts_each_kind():
 
 
 def dynamic_suite() -> Suite:
-    case = Case(
-        id="expense",
-        mode="dynamic",
-        simulator=SimulatorSpec(persona="New employee", goal="file a $3500 travel expense"),
-        checkpoints=[
-            Checkpoint(id="ask_type", assertion={"kind": "contains", "value": "type"}),
-            Checkpoint(
-                id="filed", after=["ask_type"], assertion={"kind": "contains", "value": "filed"}
-            ),
-        ],
-    )
-    return Suite(id="s", cases=[case])
-
-
-def expense_agent(messages):
-    last = messages[-1]["content"].lower()
-    return "Expense filed." if "travel" in last else "Which type of expense is it?"
+    return Suite(id="s", cases=[expense_case("expense")])
 
 
 def test_a_dynamic_case_runs_with_a_simulator_function():
