@@ -6,13 +6,15 @@ encoder: assertion results as dicts, `_m`/`_d` flags) decode to the models they 
 then (old_models.jsonl). The current form (assertion results as arrays, a turn's reply not
 repeated as each check's `actual`, one observation flag) gives back every value pydantic's
 own JSON gives back, odd ones included; a passed single-turn case with 3 checks fits in
-500 bytes (issue 13).
+500 bytes (issue 13). `Results`, which holds the lines of a run in one buffer, behaves as a
+list when it is changed.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import pickle
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +27,7 @@ import convlab as cl
 from convlab.engine.store import RESULT_PREFIX, read_store
 from convlab.model._codec import decode, encode, row_of_line
 from convlab.model.conversation import Message, Observation
-from convlab.model.records import instance_row
+from convlab.model.records import Results, instance_row
 from convlab.model.results import AssertionResult, CaseResult, TurnResult
 
 DATA = Path(__file__).resolve().parent / "data" / "codec"
@@ -222,3 +224,32 @@ def _checks(draw: st.DrawFn, reply: str | None, depth: int = 0) -> AssertionResu
 def test_random_check_results_round_trip(data: st.DataObject, reply: str | None) -> None:
     checks = data.draw(st.lists(_checks(reply), max_size=4))
     _round_trips(_case(reply, checks))
+
+
+def test_results_held_as_lines_behave_as_a_list_when_changed() -> None:
+    """`Results` keeps lines end to end in one buffer: reading, replacing, inserting and
+    deleting items keep each result, its row and its line together."""
+    made = [_case(f"reply {i}", [_check(actual=f"reply {i}")]) for i in range(6)]
+    for i, r in enumerate(made):
+        r.case_id = f"c{i}"
+    results = Results()
+    for r in made:
+        results.add(r.status, encode(r))
+    assert results == made and [row[0] for row in results.rows()] == [f"c{i}" for i in range(6)]
+    first = results[1]  # read: held as its model from now on
+    first.case_id = "changed"
+    results[2] = made[0]
+    results.insert(0, made[5])
+    del results[4:6]  # c3, c4
+    want = ["c5", "c0", "changed", "c0", "c5"]
+    assert [r.case_id for r in results] == want
+    assert [row[0] for row in results.rows()] == want
+    assert results[1] is results[1] and results[2] is first
+    assert all(line is None for line in results.lines())  # every one was read
+    fresh = Results()
+    for r in made:
+        fresh.add(r.status, encode(r))
+    del fresh[::2]
+    assert [decode(line).case_id for line in fresh.lines() if line] == ["c1", "c3", "c5"]
+    assert [row[0] for row in fresh.rows()] == ["c1", "c3", "c5"]
+    assert pickle.loads(pickle.dumps(fresh)) == [made[1], made[3], made[5]]
