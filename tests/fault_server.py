@@ -42,6 +42,8 @@ class Counts:
     """`limited`: per request, in arrival order, was it rejected."""
     seen: Counter[str] = field(default_factory=Counter)
     """`chat_faults`: requests per last-message content."""
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    """What a handler of a test's own keeps of each request (headers, body...)."""
 
 
 Handler = Callable[[web.Request, Counts], Awaitable[web.StreamResponse]]
@@ -57,10 +59,14 @@ class FaultServer:
 
     A context manager: entering starts it and returns it (`url`, `base`, `counts`);
     leaving cancels the handlers still waiting (a `hang` never ends by itself) and stops it.
+    `path` is an aiohttp route (`/{shape}`, `/{tail:.*}` take any path: `url` is then
+    meaningless, use `base`); `method` "*" takes any method.
     """
 
-    def __init__(self, handler: Handler, path: str = "/v1/chat/completions") -> None:
-        self.handler, self.path = handler, path
+    def __init__(
+        self, handler: Handler, path: str = "/v1/chat/completions", method: str = "POST"
+    ) -> None:
+        self.handler, self.path, self.method = handler, path, method
         self.counts = Counts()
         self.base = self.url = ""
         self.loop = asyncio.new_event_loop()
@@ -72,7 +78,7 @@ class FaultServer:
 
     async def _start(self) -> None:
         app = web.Application()
-        app.router.add_post(self.path, self._handle)
+        app.router.add_route(self.method, self.path, self._handle)
         self.runner = web.AppRunner(app, access_log=None)
         await self.runner.setup()
         sock = socket.socket()

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import threading
 from typing import Any
 
 import pytest
 from aiohttp import web
+from fault_server import Counts, FaultServer
 
 import convlab as cl
 from convlab.agents.http_agent import HTTPAgent, get_path, render
@@ -22,7 +22,7 @@ from convlab.model.suite import Case, Suite
 TOKEN = "tok-VERY-SECRET-42"
 
 
-async def endpoint(request: web.Request) -> web.Response:
+async def endpoint(request: web.Request, counts: Counts) -> web.Response:
     """Routes by path: echo the body under several reply shapes, or fail."""
     body = await request.json()
     shape = request.match_info["shape"]
@@ -58,25 +58,8 @@ async def endpoint(request: web.Request) -> web.Response:
 
 @pytest.fixture(scope="module")
 def base():
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    app = web.Application()
-    app.router.add_post("/{shape}", endpoint)
-    runner = web.AppRunner(app, access_log=None)
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-
-    async def start() -> None:
-        await runner.setup()
-        await web.SockSite(runner, sock).start()
-
-    asyncio.run_coroutine_threadsafe(start(), loop).result(10)
-    yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(10)
-    loop.call_soon_threadsafe(loop.stop)
-    thread.join(10)
-    loop.close()
+    with FaultServer(endpoint, path="/{shape}") as server:
+        yield server.base
 
 
 def ask(agent, messages: list[Message], ctx: AgentContext | None = None):

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+from fault_server import Counts, FaultServer, hang
 
 import convlab as cl
 from convlab.agents.openai_agent import OpenAIAgent
@@ -23,9 +24,6 @@ from convlab.model.conversation import Message
 
 KEY = "sk-test-SECRET-0123456789"
 TOOL = re.compile(r"tool:(\w+)(\{[^}]*\})?")
-SEEN = web.AppKey("seen", list)
-RELEASE = web.AppKey("release", asyncio.Event)
-"""Set when the server shuts down: what `fault:slow` waits for, so it never answers in time."""
 
 
 def _text(content: Any) -> str:
@@ -52,11 +50,11 @@ def _calls(names_args: list[tuple[str, str]]) -> web.Response:
     return _reply({"role": "assistant", "content": None, "tool_calls": calls}, "tool_calls")
 
 
-async def fake_model(request: web.Request) -> web.StreamResponse:
+async def fake_model(request: web.Request, counts: Counts) -> web.StreamResponse:
     """A tiny chat model: the last message says what to do (`fault:...`, `tool:NAME{...}`)."""
     body = await request.json()
     seen = {"headers": dict(request.headers), "body": body, "path": request.path}
-    request.app[SEEN].append({**seen, "query": dict(request.query)})
+    counts.requests.append({**seen, "query": dict(request.query)})
     messages = body["messages"]
     last = messages[-1]
     first_user = next(m for m in messages if m["role"] == "user")
@@ -77,9 +75,8 @@ async def fake_model(request: web.Request) -> web.StreamResponse:
         assert request.transport is not None
         request.transport.close()
         return web.Response(text="never sent")
-    if text == "fault:slow":
-        await request.app[RELEASE].wait()
-        return _reply({"role": "assistant", "content": "too late"})
+    if text == "fault:slow":  # never answers: the server's shutdown ends it
+        return await hang(request, 1)
     if text == "fault:badjson":
         return web.Response(text="<html>oops, not JSON" + "x" * 500, content_type="text/html")
     if text == "fault:nochoices":
@@ -95,47 +92,22 @@ async def fake_model(request: web.Request) -> web.StreamResponse:
     return _reply({"role": "assistant", "content": f"You said: {text}", "refusal": None})
 
 
-class Server:
-    """aiohttp.web on a free 127.0.0.1 port, on its own loop in a thread."""
+class Server(FaultServer):
+    """The fake model on any path and method; `url` is its base URL, `seen` its requests."""
 
-    def __init__(self, handler: Any) -> None:
-        self.handler = handler
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.seen: list[dict] = []
-
-    async def _start(self) -> None:
-        app = web.Application()
-        app[SEEN] = self.seen
-        self.release = app[RELEASE] = asyncio.Event()
-        app.router.add_route("*", "/{tail:.*}", self.handler)
-        self.runner = web.AppRunner(app, access_log=None)
-        await self.runner.setup()
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        self.port = sock.getsockname()[1]
-        await web.SockSite(self.runner, sock).start()
+    def __init__(self) -> None:
+        super().__init__(fake_model, path="/{tail:.*}", method="*")
+        self.seen = self.counts.requests
 
     def __enter__(self) -> Server:
-        self.thread.start()
-        asyncio.run_coroutine_threadsafe(self._start(), self.loop).result(10)
+        super().__enter__()
+        self.url = self.base + "/v1"
         return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.loop.call_soon_threadsafe(self.release.set)
-        asyncio.run_coroutine_threadsafe(self.runner.cleanup(), self.loop).result(10)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(10)
-        self.loop.close()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
 
 
 @pytest.fixture(scope="module")
 def server():
-    with Server(fake_model) as srv:
+    with Server() as srv:
         yield srv
 
 
