@@ -1,10 +1,11 @@
 """A misbehaving HTTP endpoint on 127.0.0.1, shared by the tests and the benchmarks.
 
-Several tests (blame, engine faults, adaptive concurrency) and `benchmarks/bench_aimd.py`
-need a real server that answers with faults: errors, 429 with `Retry-After`, replies that
-never come, garbage, a dropped connection, or a plain chat-completions reply. They share
+Several tests (blame, engine faults, adaptive concurrency, the http and openai agents) and
+`benchmarks/bench_aimd.py` need a real server that answers with faults: errors, 429 with
+`Retry-After`, replies that never come, garbage, a dropped connection, a rate limit, or a
+plain chat-completions reply. They share
 this one server so the thread, loop, port and shutdown are written once, and each test
-states only the behaviour it needs:
+states only the behaviour it needs (a test with its own handler passes it in):
 
     with FaultServer(chat_faults({"500": error(500), "slow": hang})) as server:
         agent = cl.agents.openai("m", base_url=server.base + "/v1")
@@ -37,7 +38,9 @@ class Counts:
 
     in_flight: int = 0
     accepted: int = 0
+    """Requests given the normal answer."""
     rejected: int = 0
+    """Requests given a fault (a 429 of `limited`, any fault of `chat_faults`)."""
     log: list[bool] = field(default_factory=list)
     """`limited`: per request, in arrival order, was it rejected."""
     seen: Counter[str] = field(default_factory=Counter)
