@@ -60,7 +60,7 @@ Fault = Callable[[web.Request, int], Awaitable[web.StreamResponse | None]]
 class FaultServer:
     """aiohttp.web on a free port of 127.0.0.1, on its own loop in a daemon thread.
 
-    A context manager: entering starts it and returns it (`url`, `base`, `counts`);
+    A context manager: entering starts it and returns it (`url`, `base`, `port`, `counts`);
     leaving cancels the handlers still waiting (a `hang` never ends by itself) and stops it.
     `path` is an aiohttp route (`/{shape}`, `/{tail:.*}` take any path: `url` is then
     meaningless, use `base`); `method` "*" takes any method.
@@ -72,6 +72,7 @@ class FaultServer:
         self.handler, self.path, self.method = handler, path, method
         self.counts = Counts()
         self.base = self.url = ""
+        self.port = 0
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.runner: web.AppRunner | None = None
@@ -86,7 +87,8 @@ class FaultServer:
         await self.runner.setup()
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))
-        self.base = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        self.port = int(sock.getsockname()[1])
+        self.base = f"http://127.0.0.1:{self.port}"
         self.url = self.base + self.path
         await web.SockSite(self.runner, sock).start()
 

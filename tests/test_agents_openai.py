@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from fault_server import Counts, FaultServer, hang
+from fault_server import Counts, FaultServer, Handler, hang
 
 import convlab as cl
 from convlab.agents.openai_agent import OpenAIAgent
@@ -93,10 +93,12 @@ async def fake_model(request: web.Request, counts: Counts) -> web.StreamResponse
 
 
 class Server(FaultServer):
-    """The fake model on any path and method; `url` is its base URL, `seen` its requests."""
+    """A handler (the fake model unless given) on any path and method: `url` is its /v1 base
+    URL, `seen` the requests the fake model kept. test_engine_hardening and
+    test_report_formats use it too."""
 
-    def __init__(self) -> None:
-        super().__init__(fake_model, path="/{tail:.*}", method="*")
+    def __init__(self, handler: Handler = fake_model) -> None:
+        super().__init__(handler, path="/{tail:.*}", method="*")
         self.seen = self.counts.requests
 
     def __enter__(self) -> Server:

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+from fault_server import Counts
 from test_agents_openai import KEY, Server, fake_model
 
 import convlab as cl
@@ -39,7 +40,7 @@ class HoldingServer(Server):
         self.held = 0
         self.release_hold: asyncio.Event | None = None
 
-    async def handle(self, request: web.Request) -> web.StreamResponse:
+    async def handle(self, request: web.Request, counts: Counts) -> web.StreamResponse:
         body = await request.json()
         if body["messages"][-1].get("content").startswith("hold"):
             if self.release_hold is None:
@@ -51,7 +52,7 @@ class HoldingServer(Server):
             return web.json_response(
                 {"choices": [{"index": 0, "message": {"role": "assistant", "content": "held"}}]}
             )
-        return await fake_model(request)
+        return await fake_model(request, counts)
 
     def let_go(self) -> None:
         def go() -> None:
