@@ -126,7 +126,7 @@ class Observation(BaseModel):
     events: list[dict[str, Any]] = Field(default_factory=list)
     """Events the agent recorded for this turn (the kernel's events of this thread and turn)."""
 
-    @model_serializer(mode="wrap")
+    @model_serializer(mode="wrap", when_used="json")  # only JSON saves ask for it
     def _text_once(
         self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
     ) -> dict[str, Any]:
