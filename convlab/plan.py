@@ -49,6 +49,9 @@ class Instance:
 
 def _combinations(case: Case) -> Iterator[tuple[dict[str, str], tuple[Turn, ...]]]:
     """Every variant combination of a case (step order), with the inputs replaced."""
+    if not any(t.variants for t in case.turns):  # most cases: the one combination there is
+        yield {}, tuple(case.turns)
+        return
     slots = [
         [(t.id or str(i), v) for v in t.variants] if t.variants else [None]
         for i, t in enumerate(case.turns)

@@ -31,6 +31,11 @@ def cap_reply(obs: Observation, limit: int | None) -> None:
     is marked in `obs.truncated_from` (the largest original size). None or 0: no cap."""
     if not limit:
         return
+    quarter = limit // 4  # no UTF-8 character is longer than 4 bytes
+    if (obs.text is None or len(obs.text) <= quarter) and all(
+        not isinstance(m.content, str) or len(m.content) <= quarter for m in obs.messages
+    ):
+        return  # the usual reply: nothing can be over the cap
     biggest = 0
     done: dict[int, str] = {}  # the same string object stays one object after the cut
 
@@ -38,7 +43,7 @@ def cap_reply(obs: Observation, limit: int | None) -> None:
         nonlocal biggest
         if id(text) in done:
             return done[id(text)]
-        if len(text) <= limit // 4:  # no UTF-8 character is longer than 4 bytes
+        if len(text) <= quarter:
             return text
         short, size = _cut(text, limit)
         if short is not text:
