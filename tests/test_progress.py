@@ -189,9 +189,14 @@ def test_start_stop_button_ends_in_a_partial_run() -> None:
     deadline = time.monotonic() + 10
     while len(handle.results) < 4 and time.monotonic() < deadline:
         time.sleep(0.02)
+    partial = handle.results  # what a poll sees: the finished instances, as results
+    assert len(partial) >= 4 and all(r.status == "passed" for r in partial)
+    assert partial[0].turns[0].observation is not None and partial[0].case_id.startswith("c")
     tree.button.click()
     run = handle.wait(10)
     assert run.status == "cancelled"
+    finished = {r.case_id: r for r in run.results if r.status == "passed"}
+    assert all(finished[r.case_id] == r for r in partial)  # the same results, in full
     statuses = {r.status for r in run.results}
     assert "passed" in statuses and "cancelled" in statuses
     assert len(run.results) == 200

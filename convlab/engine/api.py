@@ -155,8 +155,8 @@ class RunHandle:
 
     @property
     def results(self) -> list[CaseResult]:
-        """Instances finished so far."""
-        return self._runner.finished()
+        """Instances finished so far (a list to its reader; each is built when read)."""
+        return self._runner.finished()  # type: ignore[return-value]
 
     @property
     def run(self) -> Run | None:

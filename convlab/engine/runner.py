@@ -8,7 +8,7 @@ import asyncio
 import time
 import uuid
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -29,7 +29,7 @@ from convlab.engine.hooks import call_hook, resolve_hook
 from convlab.engine.modes import MODES, Outcome
 from convlab.engine.replies import MAX_REPLY_BYTES, share_case_text
 from convlab.engine.store import ResultStore
-from convlab.model._codec import decode, encode
+from convlab.model._codec import encode
 from convlab.model.blame import Blame, blame_of, case_blame
 from convlab.model.records import Results, instance_row
 from convlab.model.results import CaseResult, Run
@@ -89,9 +89,10 @@ class Runner:
     _failure_blame: Blame = "hook"
     """Whose fault the run-level failure is (the run's before hook, unless it says otherwise)."""
 
-    def finished(self) -> list[CaseResult]:
-        """The instances finished so far, as models."""
-        return [_model(entry) for entry in list(self.results.values())]
+    def finished(self) -> Results:
+        """The instances finished so far (a model is built when one is read: a poll of a
+        big run's count or last result decodes no other)."""
+        return _as_results(list(self.results.values()))
 
     def emit(self, event: Event) -> None:
         """Tell every listener; a broken listener never breaks the run, but says so once."""
@@ -187,13 +188,8 @@ class Runner:
                 if inst.key not in self.results:
                     status = "error" if failure else "cancelled"
                     self.results[inst.key] = _closed(inst, status, why, self._failure_blame)
-        results = Results()
-        for key in sorted(self.results, key=lambda k: order.get(k, 1 << 60)):
-            entry = self.results[key]
-            if isinstance(entry, CaseResult):
-                results.append(entry)
-            else:
-                results.add(*entry)
+        ordered = sorted(self.results, key=lambda k: order.get(k, 1 << 60))
+        results = _as_results(self.results[key] for key in ordered)
         self.run.results = results  # type: ignore[assignment]  # a list to its readers
         self.run.status = "failed" if failure else "cancelled" if cancelled else "completed"
         self.run.error = failure
@@ -454,8 +450,14 @@ def _lean(result: CaseResult, thread: tuple[str, int] | None) -> Entry:
         return result
 
 
-def _model(entry: Entry) -> CaseResult:
-    return entry if isinstance(entry, CaseResult) else decode(entry[1])
+def _as_results(entries: Iterable[Entry]) -> Results:
+    results = Results()
+    for entry in entries:
+        if isinstance(entry, CaseResult):
+            results.append(entry)
+        else:
+            results.add(*entry)
+    return results
 
 
 def _kept(
