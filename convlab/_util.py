@@ -1,4 +1,4 @@
-"""Small helpers shared across layers: importing `module:function`, durations."""
+"""Small helpers shared across layers: importing `module:function`, durations, user calls."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import importlib
 import re
 from collections.abc import Callable
 from typing import Any
+
+from convlab._threads import DaemonPool, call_caught
 
 __all__ = [
     "VARIADIC",
@@ -78,19 +80,6 @@ def callable_attr(obj: Any, attr: str, where: str, what: str) -> Callable[..., A
     return obj  # type: ignore[no-any-return]
 
 
-def call_caught(fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[bool, Any]:
-    """`(True, fn(*args))`, or `(False, the exception)`: what a worker thread hands back to
-    the event loop. User code's SystemExit or KeyboardInterrupt is that call's error, a
-    RuntimeError: raised into the loop it would end the whole run."""
-    try:
-        return True, fn(*args)
-    except (SystemExit, KeyboardInterrupt) as exc:
-        name = getattr(fn, "__qualname__", repr(fn))
-        return False, RuntimeError(f"{name} raised {type(exc).__name__}({exc})")
-    except BaseException as exc:
-        return False, exc
-
-
 async def in_daemon_thread(fn: Callable[..., Any], *args: Any) -> Any:
     """Run a blocking callable in a daemon thread and await its result.
 
@@ -154,7 +143,7 @@ def is_async_callable(fn: Any) -> bool:
 async def call_user(fn: Callable[..., Any], *args: Any) -> Any:
     """Call user code (an agent, simulator, script, grader, evaluator) without blocking the loop.
 
-    An async callable is awaited; a sync one runs in a daemon thread (`in_daemon_thread`), so
+    An async callable is awaited; a sync one runs on a reused daemon thread (`DaemonPool`), so
     one that blocks neither stalls the other cases in flight nor, once its case timed out,
     keeps the run from ending. An awaitable a sync callable returns is awaited too.
     """
@@ -162,8 +151,13 @@ async def call_user(fn: Callable[..., Any], *args: Any) -> Any:
 
     if is_async_callable(fn):
         return await fn(*args)
-    value = await in_daemon_thread(fn, *args)
+    value = await _USER_CALLS.run(fn, *args)
     return await value if inspect.isawaitable(value) else value
+
+
+_USER_CALLS = DaemonPool("convlab-user")
+"""The threads sync hooks, tools and graders run on: reused from call to call (a thread
+start cost more than a case), never joined, each leaving after `IDLE_S` without work."""
 
 
 def shorten(text: str, limit: int) -> str:

@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 import convlab as cl
-from convlab.agents._threads import DaemonPool
+from convlab._threads import DaemonPool
 from convlab.agents.function import FunctionAgent
 from convlab.model import Case, Message, Suite
 
@@ -130,3 +130,44 @@ def test_threads_left_idle_leave_and_the_pool_still_answers() -> None:
         assert pool.started == 2
     finally:
         pool.close()
+
+
+def test_sync_hooks_reuse_the_shared_user_threads(tmp_path: Any, monkeypatch: Any) -> None:
+    """Hooks, tools and graders (everything `call_user` runs) share one pool: a run of 40
+    cases with a sync after hook starts no thread per call."""
+    import importlib
+
+    from convlab._util import call_user
+
+    (tmp_path / "pool_hooks.py").write_text(
+        "import threading, time\n"
+        "seen = set()\n"
+        "def after(case, outcome):\n"
+        "    seen.add(threading.current_thread())\n"
+        "    time.sleep(0.002)\n",
+        encoding="utf-8",
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    hooked = [
+        Case.model_validate({**c.model_dump(), "hooks": {"after": "pool_hooks:after"}})
+        for c in cases(40)
+    ]
+    run = cl.run(
+        Suite(id="s", cases=hooked), lambda m: m[-1]["content"], parallel=3, progress=False
+    )
+    assert [r.status for r in run.results] == ["passed"] * 40, run.results[0].error
+    seen = importlib.import_module("pool_hooks").seen
+    assert 1 <= len(seen) <= 6 and all(t.name == "convlab-user" and t.daemon for t in seen)
+
+    async def boom() -> None:
+        def fail() -> None:
+            raise KeyError("gone")
+
+        try:
+            await call_user(fail)
+        except KeyError as exc:
+            assert "gone" in str(exc)
+        else:
+            raise AssertionError("the error did not come back")
+
+    asyncio.run(boom())

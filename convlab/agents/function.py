@@ -9,8 +9,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from convlab._threads import DaemonPool
 from convlab._util import import_callable, is_async_callable, positional_arity
-from convlab.agents._threads import DaemonPool
 from convlab.agents.cache import active, function_call, is_cached
 from convlab.agents.protocol import Agent, AgentContext, AgentSession
 from convlab.model.conversation import Message, Observation, Reply, ToolCall

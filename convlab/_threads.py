@@ -1,4 +1,5 @@
-"""A reused pool of daemon threads for blocking user code (sync function agents).
+"""A reused pool of daemon threads for blocking user code (sync function agents, hooks,
+tools, graders: everything `convlab._util.call_user` runs).
 
 Why not one thread per call: starting a thread costs more than a whole in-process case
 (a sync function agent ran about 1,200 cases/s that way). Why not `asyncio.to_thread` or a
@@ -22,14 +23,25 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from convlab._util import call_caught
-
-__all__ = ["IDLE_S", "DaemonPool"]
+__all__ = ["IDLE_S", "DaemonPool", "call_caught"]
 
 IDLE_S = 30.0
 """A thread that has had no work for this long leaves the pool."""
 
 _Job = tuple[Callable[..., Any], tuple[Any, ...], asyncio.AbstractEventLoop, "asyncio.Future[Any]"]
+
+
+def call_caught(fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[bool, Any]:
+    """`(True, fn(*args))`, or `(False, the exception)`: what a worker thread hands back to
+    the event loop. User code's SystemExit or KeyboardInterrupt is that call's error, a
+    RuntimeError: raised into the loop it would end the whole run."""
+    try:
+        return True, fn(*args)
+    except (SystemExit, KeyboardInterrupt) as exc:
+        name = getattr(fn, "__qualname__", repr(fn))
+        return False, RuntimeError(f"{name} raised {type(exc).__name__}({exc})")
+    except BaseException as exc:
+        return False, exc
 
 
 def _settle(future: asyncio.Future[Any], ok: bool, value: Any) -> None:
