@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from convlab.engine._gc import paused_gc
-from convlab.engine.store import RESULT_PREFIX
+from convlab.engine.store import END_FIELDS, RESULT_PREFIX
 from convlab.errors import SuiteError
 from convlab.formats import Problems
 from convlab.model._codec import expand, head_of_line, loads
@@ -390,6 +390,7 @@ def _yao_body(rec: dict[str, Any]) -> dict[str, Any]:
 def _from_lines(path: Path, text: str) -> Run:
     problems = Problems(str(path))
     header: Run | None = None
+    end: tuple[int, dict[str, Any]] | None = None
     results = Results()
     # JSON Lines end at "\n" only: str.splitlines would also break inside a JSON string
     # holding U+2028, U+0085 or a form feed, which json.dumps writes as they are
@@ -413,13 +414,29 @@ def _from_lines(path: Path, text: str) -> Run:
             result = _result(rec, n, problems)
             if result:
                 results.append(result)
+        elif kind == "summary" and isinstance(rec.get("run"), dict):
+            end = (n, rec["run"])  # a store's end: how its run ended (the last one counts)
         elif kind not in _DERIVED:
             want = "start, header, result, stability or summary"
             problems.add(n, "type", f"unknown record type {kind!r}; expected {want}")
-    problems.raise_if_any()
     run = header or Run()
+    if end is not None:
+        _ended(run, *end, problems)
+    problems.raise_if_any()
     run.results = results  # type: ignore[assignment]  # a list to its readers
     return run
+
+
+def _ended(run: Run, line: int, end: dict[str, Any], problems: Problems) -> None:
+    """Put a store's end record (`ResultStore.close`) over the header's run fields."""
+    fields = {k: v for k, v in end.items() if k in END_FIELDS}
+    try:
+        ended = Run.model_validate(fields)
+    except ValidationError as exc:
+        problems.add_validation(exc, line, "run")
+        return
+    for name in fields:
+        setattr(run, name, getattr(ended, name))
 
 
 def _lean_result(

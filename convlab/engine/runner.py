@@ -165,17 +165,32 @@ class Runner:
         finally:
             if store is not None:
                 try:
-                    store.close()
+                    store.sync()  # every result is on disk before the run finishes
                 except Exception as exc:  # the results are in memory: the Run says so
-                    self._store_problem = f"closing results store {s.store} failed: {_why(exc)}"
+                    why = f"closing results store {s.store} failed: {_why(exc)}"
+                    self._store_problem = why
         # finishing (suite checks, the after hook, closing agents) survives a second stop
         finish = asyncio.ensure_future(self._finish(cancelled, before_data, failure))
-        while True:
-            try:
-                return await asyncio.shield(finish)
-            except asyncio.CancelledError:
-                _uncancel()
-                self.run.status = "cancelled"
+        try:
+            while True:
+                try:
+                    return await asyncio.shield(finish)
+                except asyncio.CancelledError:
+                    _uncancel()
+                    self.run.status = "cancelled"
+        finally:
+            if store is not None:
+                self._close_store(store)
+
+    def _close_store(self, store: ResultStore) -> None:
+        """Write how the run ended into its store, and close it (releasing its lock)."""
+        try:
+            store.close(self.run if self._store_problem is None else None)
+        except Exception as exc:  # the results are in memory: the Run says so
+            if self._store_problem is not None:
+                return  # the run's error already says the store failed
+            why = f"closing results store {store.path} failed: {_why(exc)}"
+            self.run.error = f"{self.run.error}; {why}" if self.run.error else why
 
     async def _finish(self, cancelled: bool, before_data: Any, failure: str | None) -> Run:
         suite, s = self.env.suite, self.settings

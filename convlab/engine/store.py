@@ -1,9 +1,11 @@
 """The JSONL results store: every finished instance is appended and flushed at once.
 
 Line 1 is a header `{"type": "header", "run": {...}}` (the Run without results, with the
-suite's fingerprint); every other line is `{"type": "result", ...CaseResult}`. A crash can
-only lose the line being written: readers skip a torn last line. `resume=True` skips the
-instances already stored (cancelled ones run again).
+suite's fingerprint); then one `{"type": "result", ...CaseResult}` line per finished
+instance, and, when the run ends, a `{"type": "summary", "run": {...}}` line saying how
+(status, finish time, error, suite checks). A crash can only lose the line being written:
+readers skip a torn last line. `resume=True` skips the instances already stored (cancelled
+ones run again) and appends after them.
 
 One writer at a time: a store is locked (an OS lock on `.<name>.lock` beside it, holding the
 owner's PID) while a run writes it, and a second writer gets `StoreError` at once. Readers
@@ -27,12 +29,16 @@ from convlab.model._codec import Key, encode, head_of_line, loads
 from convlab.model.records import Results
 from convlab.model.results import CaseResult, Run
 
-__all__ = ["RESULT_PREFIX", "ResultStore", "StoreError", "read_lean", "read_store"]
+__all__ = ["END_FIELDS", "RESULT_PREFIX", "ResultStore", "StoreError", "read_lean", "read_store"]
 
 
 RESULT_PREFIX = b'{"type":"result",'
 """How every result line starts (written by `ResultStore.append`); one that is not valid
 JSON was cut short by a crash."""
+
+
+END_FIELDS = ("status", "finished_at", "error", "suite_assertions", "settings")
+"""What a store's last line says about how its run ended (`ResultStore.close`)."""
 
 
 class StoreError(ConvlabError):
@@ -42,12 +48,14 @@ class StoreError(ConvlabError):
 def read_lean(
     path: str | Path, problems: list[str] | None = None
 ) -> tuple[dict[str, Any] | None, list[tuple[Key, str, bytes]]]:
-    """The header's run dict and every complete result line, as its instance key, status
-    and compact line (no model is built; convlab.model.records). A torn last line is skipped.
+    """The header's run dict (with how the run ended, if the store says) and every complete
+    result line, as its instance key, status and compact line (no model is built;
+    convlab.model.records). A torn last line is skipped.
 
     Other lines that cannot be read are skipped too, each described in `problems` if given.
     """
     header: dict[str, Any] | None = None
+    end: dict[str, Any] = {}
     kept: list[tuple[Key, str, bytes]] = []
     with paused_gc(), open(path, "rb") as fh:
         for n, raw in enumerate(fh, 1):
@@ -63,8 +71,14 @@ def read_lean(
                 if problems is not None:
                     problems.append(f"line {n}: {' '.join(str(exc).split())[:300]}")
                 continue
-            if isinstance(rec, dict) and rec.get("type") == "header":
+            if not isinstance(rec, dict):
+                continue
+            if rec.get("type") == "header":
                 header = rec.get("run")
+            elif rec.get("type") == "summary" and isinstance(rec.get("run"), dict):
+                end = rec["run"]  # how the run ended (the last one, after a resume)
+    if isinstance(header, dict) and end:
+        header = {**header, **{k: v for k, v in end.items() if k in END_FIELDS}}
     return header, kept
 
 
@@ -199,12 +213,28 @@ class ResultStore:
             line = _pydantic_line(result)
         self._write_raw(RESULT_PREFIX + line[1:] + b"\n")
 
-    def close(self) -> None:
-        """Flush to disk and close; the lock is released even when the disk refuses."""
+    def sync(self) -> None:
+        """Flush every line written so far to disk (the results are safe from here on)."""
+        if self._fh is not None:
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+
+    def close(self, run: Run | None = None) -> None:
+        """Write how `run` ended (if given), flush to disk and close; the lock is released
+        even when the disk refuses.
+
+        The end is a `{"type": "summary", "run": {...}}` line: status, finish time, error,
+        suite checks and settings, which `load_run` puts over the header's (a store without
+        one was not closed: its run is still `running`). Readers before this line existed
+        skip `summary` records.
+        """
         fh, self._fh = self._fh, None
         try:
             if fh is not None:
                 try:
+                    if run is not None:
+                        end = run.model_dump_json(include=set(END_FIELDS)).encode()
+                        fh.write(b'{"type":"summary","run":' + end + b"}\n")
                     fh.flush()
                     os.fsync(fh.fileno())
                 finally:
