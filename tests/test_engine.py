@@ -222,7 +222,7 @@ def test_store_and_resume_do_not_run_anything_twice(tmp_path):
         suite.model_copy(update={"cases": suite.cases[:3]}), counting, store=store, progress=False
     )
     lines = [json.loads(x) for x in store.read_text().splitlines()]
-    assert lines[0]["type"] == "header" and len(lines) == 4
+    assert lines[0]["type"] == "header" and len(lines) == 5 and lines[-1]["type"] == "summary"
     before = store.read_text()
     calls.clear()
     with pytest.raises(StoreError, match=r"holds results of a different suite .*resume=False"):
