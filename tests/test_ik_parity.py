@@ -16,7 +16,7 @@ import pytest
 
 import convlab as cl
 from convlab.engine.codes import CODES, case_code
-from convlab.engine.runner import SUMMARY_KEYS, suite_summary
+from convlab.engine.suite_checks import SUMMARY_KEYS, suite_summary
 from convlab.errors import SelectionError
 from convlab.model.results import CaseResult, Run
 from convlab.model.suite import Selection

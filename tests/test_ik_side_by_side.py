@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import convlab as cl
-from convlab.engine.runner import suite_summary
+from convlab.engine.suite_checks import suite_summary
 
 AMB, UNAV = "EVALUATION_SELECTION_AMBIGUOUS", "EVALUATION_SELECTION_UNAVAILABLE"
 INV = "EVALUATION_AGENT_INPUT_INVALID"

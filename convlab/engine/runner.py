@@ -29,6 +29,7 @@ from convlab.engine.hooks import call_hook, resolve_hook
 from convlab.engine.modes import MODES, Outcome
 from convlab.engine.replies import MAX_REPLY_BYTES, share_case_text
 from convlab.engine.store import ResultStore
+from convlab.engine.suite_checks import suite_checks
 from convlab.model._codec import encode
 from convlab.model.blame import Blame, blame_of, case_blame
 from convlab.model.records import Results, instance_row
@@ -39,7 +40,7 @@ Entry = tuple[str, bytes] | CaseResult
 """A finished instance as the runner keeps it: its status and encoded line (lean), or the
 model itself when it cannot be encoded (a value JSON cannot hold)."""
 
-__all__ = ["SUMMARY_KEYS", "Runner", "Settings", "suite_summary"]
+__all__ = ["Runner", "Settings"]
 
 
 @dataclass
@@ -209,7 +210,7 @@ class Runner:
         self.run.status = "failed" if failure else "cancelled" if cancelled else "completed"
         self.run.error = failure
         if suite.assertions:
-            self.run.suite_assertions = await _suite_checks(self.run)
+            self.run.suite_assertions = await suite_checks(self.run)
         self.run.finished_at = _now()
         if self.env.cassette is not None:  # what the cache did, for the user to see
             self.run.settings["cache"] = self.env.cassette.summary()
@@ -378,45 +379,6 @@ def _result(
     result.blame = case_blame(result, outcome.blame)  # a failed check is the agent's first
     share_case_text(result)  # a long reply is stored once, on its turn
     return result
-
-
-async def _suite_checks(run: Run) -> list[Any]:
-    """Suite-scope assertions see `{summary, status}` (seed 001) and every case result."""
-    from convlab.checks import CheckContext, evaluate
-
-    summary = suite_summary(run.results)
-    ctx = CheckContext(
-        scope="suite", summary=summary, cases=list(run.results), extra={"status": run.status}
-    )
-    assert run.suite is not None
-    return [await evaluate(spec, ctx) for spec in run.suite.assertions]
-
-
-SUMMARY_KEYS = (
-    "total",
-    "pending",
-    "running",
-    "passed",
-    "failed",
-    "error",
-    "skipped",
-    "blocked",
-    "cancelled",
-)
-"""intention-kernel's report summary (runner.ts `count`): exactly these nine keys."""
-
-
-def suite_summary(results: list[CaseResult]) -> dict[str, int]:
-    """The `summary` suite assertions read, with exactly intention-kernel's nine keys.
-
-    Decision: a convlab `timeout` counts as `error`, as the kernel makes a deadline
-    (EVALUATION_TIMEOUT) a turn error and so a case error; it is no key of its own.
-    """
-    summary = dict.fromkeys(SUMMARY_KEYS, 0)
-    summary["total"] = len(results)
-    for r in results:
-        summary["error" if r.status == "timeout" else r.status] += 1
-    return summary
 
 
 def _timeout(conv: Conversation, timeout: float) -> Outcome:
