@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_codec import _pydantic_round_trip, _same
@@ -253,3 +254,26 @@ def test_results_held_as_lines_behave_as_a_list_when_changed() -> None:
     assert [decode(line).case_id for line in fresh.lines() if line] == ["c1", "c3", "c5"]
     assert [row[0] for row in fresh.rows()] == ["c1", "c3", "c5"]
     assert pickle.loads(pickle.dumps(fresh)) == [made[1], made[3], made[5]]
+
+
+def test_a_mangled_line_is_a_clear_error_naming_its_line_and_field(tmp_path: Path) -> None:
+    good = orjson.loads(encode(_case("ok", [_check(actual="ok", expected="ok")])))
+    assert good["turns"][0]["assertions"] == [["contains", "", "ok", 0.0]]
+    mangled: list[tuple[Any, str]] = [
+        ([[]], "turns[0].assertions[0]"),
+        ([["contains"]], "turns[0].assertions[0]"),
+        ([["contains", "m", "ok", 1, 2, 3]], "turns[0].assertions[0]"),
+        ([["contains", "m", "ok", 1, {"status": "nope"}]], "turns[0].assertions[0].status"),
+        ("no", "turns[0].assertions"),
+    ]
+    path = tmp_path / "bad.jsonl"
+    for bad, field in mangled:
+        data = {**good, "turns": [{**good["turns"][0], "assertions": bad}]}
+        # "type" last: not the store's prefix, so the line is read and checked at once
+        path.write_bytes(orjson.dumps({**data, "type": "result"}) + b"\n")
+        with pytest.raises(cl.SuiteError) as info:
+            cl.load_run(path)
+        assert f"bad.jsonl:1: {field}" in str(info.value), (bad, str(info.value))
+    path.write_bytes(orjson.dumps({**good, "turns": ["no"], "type": "result"}) + b"\n")
+    with pytest.raises(cl.SuiteError, match=r"bad.jsonl:1: turns\[0\]"):
+        cl.load_run(path)

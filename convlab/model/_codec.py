@@ -125,8 +125,8 @@ def _unpacked(checks: list[Any], reply: Any) -> list[Any]:
     stays as it is); a default is left out, as `model_dump(exclude_defaults=True)` did."""
     out: list[Any] = []
     for item in checks:
-        if type(item) is not list:
-            out.append(item)
+        if type(item) is not list or not item or len(item) - (type(item[-1]) is dict) not in (4, 5):
+            out.append(item)  # not the array form: pydantic says what is wrong with it
             continue
         rest = item.pop() if type(item[-1]) is dict else None
         kind, message, expected, *actual, duration = item
@@ -141,7 +141,7 @@ def _unpacked(checks: list[Any], reply: Any) -> list[Any]:
         if duration != 0:
             check["duration_ms"] = duration
         if rest is not None:
-            if "children" in rest:
+            if type(rest.get("children")) is list:
                 rest["children"] = _unpacked(rest["children"], reply)
             check.update(rest)
         out.append(check)
@@ -150,10 +150,13 @@ def _unpacked(checks: list[Any], reply: Any) -> list[Any]:
 
 def _reply_of(obs: dict[str, Any] | None) -> Any:
     """The reply text of an observation's dict as the line holds it."""
-    if obs is None:
+    if not isinstance(obs, dict):
         return None
     if "text_in" in obs:
-        return obs["messages"][obs["text_in"]]["content"]
+        try:
+            return obs["messages"][obs["text_in"]]["content"]
+        except (LookupError, TypeError):
+            return None  # a hand-edited line: pydantic says what is wrong with it
     return obs.get("text")
 
 
@@ -259,14 +262,16 @@ def expand(data: dict[str, Any]) -> dict[str, Any]:
     if isinstance(thread, list):
         variant = _items(data.get("variant") or {})
         thread = case_thread(thread[0], data["case_id"], variant, thread[1])
-    if "assertions" in data:
+    if type(data.get("assertions")) is list:
         data["assertions"] = _unpacked(data["assertions"], None)
     for i, turn in enumerate(data.get("turns", ())):
+        if not isinstance(turn, dict):
+            continue  # pydantic says what is wrong with it
         turn.setdefault("index", i)
         obs = turn.get("observation")
-        if "assertions" in turn:
+        if type(turn.get("assertions")) is list:
             turn["assertions"] = _unpacked(turn["assertions"], _reply_of(obs))
-        if obs is None:
+        if not isinstance(obs, dict):
             continue
         flags = obs.pop("_o", 0) | (_REPLY if obs.pop("_m", None) else 0)
         if obs.pop("_d", None):
