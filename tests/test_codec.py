@@ -30,11 +30,16 @@ def _pydantic_round_trip(r: CaseResult) -> CaseResult:
     return CaseResult.model_validate_json(r.model_dump_json())
 
 
+def _microseconds(v: float) -> float:
+    """A timing as the line rounds it (half up: `round`'s binary halves go either way)."""
+    return int(v * 1000 + 0.5) / 1000 if v >= 0 else v
+
+
 def _rounded(value: object) -> object:
     """Timings as the line keeps them (to the microsecond)."""
     if isinstance(value, dict):
         return {
-            k: round(v, 3)
+            k: _microseconds(v)
             if k in ("duration_ms", "latency_ms") and isinstance(v, float)
             else _rounded(v)
             for k, v in value.items()
