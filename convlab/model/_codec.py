@@ -125,19 +125,24 @@ def _unpacked(checks: list[Any], reply: Any) -> list[Any]:
     stays as it is); a default is left out, as `model_dump(exclude_defaults=True)` did."""
     out: list[Any] = []
     for item in checks:
-        if type(item) is not list or not item or len(item) - (type(item[-1]) is dict) not in (4, 5):
-            out.append(item)  # not the array form: pydantic says what is wrong with it
+        n = len(item) if type(item) is list else 0
+        rest = item[-1] if n and type(item[-1]) is dict else None
+        if rest is not None:
+            n -= 1
+        if n == 5:
+            actual, duration = item[3], item[4]
+        elif n == 4:
+            actual, duration = reply, item[3]
+        else:  # not the array form: pydantic says what is wrong with it
+            out.append(item)
             continue
-        rest = item.pop() if type(item[-1]) is dict else None
-        kind, message, expected, *actual, duration = item
-        check: dict[str, Any] = {"kind": kind}
-        if message != "":
-            check["message"] = message
-        if expected is not None:
-            check["expected"] = expected
-        value = actual[0] if actual else reply
-        if value is not None:
-            check["actual"] = value
+        check: dict[str, Any] = {"kind": item[0]}
+        if item[1] != "":
+            check["message"] = item[1]
+        if item[2] is not None:
+            check["expected"] = item[2]
+        if actual is not None:
+            check["actual"] = actual
         if duration != 0:
             check["duration_ms"] = duration
         if rest is not None:
