@@ -20,3 +20,17 @@ def test_a_thread_id_is_the_digest_of_scenario_variants_and_repetition(case_id, 
     case_thread.cache_clear()
     made = case_thread("run1", case_id, tuple(variant.items()), n)
     assert made == "run1:" + digest({"scenarioId": case_id, "variants": variant, "repetition": n})
+
+
+def test_start_times_are_iso_text_to_the_millisecond_in_utc():
+    import time
+    from datetime import UTC, datetime
+
+    from convlab.engine._clock import now
+
+    for _ in range(300):
+        before = datetime.now(UTC).isoformat(timespec="milliseconds")
+        made = now()
+        after = datetime.now(UTC).isoformat(timespec="milliseconds")
+        assert before <= made <= after and datetime.fromisoformat(made).tzinfo == UTC
+        time.sleep(0.0004)

@@ -4,20 +4,22 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
-from typing import Any
 
 __all__ = ["now"]
 
 
 def now() -> str:
-    """The time as ISO text to the millisecond (several cases start within one: the text
-    is made once per millisecond)."""
+    """The time as ISO text to the millisecond, e.g. `2026-12-01T18:13:00.921+00:00`.
+
+    Cases start thousands of times a second: the date and time of day are formatted once
+    per second, the milliseconds are appended.
+    """
     ms = time.time_ns() // 1_000_000
-    if ms != _last[0]:
-        at = datetime.fromtimestamp(ms // 1000, UTC).replace(microsecond=ms % 1000 * 1000)
-        _last[:] = ms, at.isoformat(timespec="milliseconds")
-    return str(_last[1])
+    second, milli = divmod(ms, 1000)
+    if second != _second[0]:
+        _second[:] = [second, datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S")]
+    return f"{_second[1]}.{milli:03d}+00:00"
 
 
-_last: list[Any] = [-1, ""]
-"""The millisecond `now` last wrote, and its text."""
+_second: list[int | str] = [-1, ""]
+"""The second `now` last formatted, and its text."""
