@@ -15,6 +15,7 @@ never lock. A store whose header line is torn is refused rather than resumed unc
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -45,28 +46,28 @@ class StoreError(ConvlabError):
     """The results store cannot be used (another suite's store, unreadable file)."""
 
 
-def read_lean(
-    path: str | Path, problems: list[str] | None = None
-) -> tuple[dict[str, Any] | None, list[tuple[Key, str, bytes]]]:
-    """The header's run dict (with how the run ended, if the store says) and every complete
-    result line, as its instance key, status and compact line (no model is built;
-    convlab.model.records). A torn last line is skipped.
+Keep = Callable[[Key, str, bytes, int], None]
+"""Takes a result line as read: its instance key, its status, the raw line (from
+`RESULT_PREFIX` to its newline) and the length of that line's body (`"{" + raw[len(
+RESULT_PREFIX):length]` is the compact line)."""
 
-    Other lines that cannot be read are skipped too, each described in `problems` if given.
-    """
+
+def _scan(path: str | Path, keep: Keep, problems: list[str] | None) -> dict[str, Any] | None:
+    """Hand every complete result line to `keep` and return the header's run dict (with how
+    the run ended, if the store says). A torn last line is skipped; other lines that cannot
+    be read are skipped too, each described in `problems` if given."""
     header: dict[str, Any] | None = None
     end: dict[str, Any] = {}
-    kept: list[tuple[Key, str, bytes]] = []
     with paused_gc(), open(path, "rb") as fh:
         for n, raw in enumerate(fh, 1):
             if not raw.endswith(b"\n"):
                 break  # a torn last line from a crash
             try:
+                rec = loads(raw)  # JSON allows the newline (and a CR) after the object
                 if raw.startswith(RESULT_PREFIX):
-                    line = b"{" + raw[len(RESULT_PREFIX) : -1].rstrip(b"\r")
-                    kept.append((*head_of_line(loads(line)), line))
+                    key, status = head_of_line(rec)
+                    keep(key, status, raw, len(raw.rstrip(b"\r\n")))
                     continue
-                rec = loads(raw)
             except (ValueError, LookupError, TypeError) as exc:  # invalid, not a result
                 if problems is not None:
                     problems.append(f"line {n}: {' '.join(str(exc).split())[:300]}")
@@ -79,7 +80,24 @@ def read_lean(
                 end = rec["run"]  # how the run ended (the last one, after a resume)
     if isinstance(header, dict) and end:
         header = {**header, **{k: v for k, v in end.items() if k in END_FIELDS}}
-    return header, kept
+    return header
+
+
+def read_lean(
+    path: str | Path, problems: list[str] | None = None
+) -> tuple[dict[str, Any] | None, list[tuple[Key, str, bytes]]]:
+    """The header's run dict (with how the run ended, if the store says) and every complete
+    result line, as its instance key, status and compact line (no model is built;
+    convlab.model.records). A torn last line is skipped.
+
+    Other lines that cannot be read are skipped too, each described in `problems` if given.
+    """
+    kept: list[tuple[Key, str, bytes]] = []
+
+    def keep(key: Key, status: str, raw: bytes, length: int) -> None:
+        kept.append((key, status, b"{" + raw[len(RESULT_PREFIX) : length]))
+
+    return _scan(path, keep, problems), kept
 
 
 def read_store(
@@ -88,11 +106,12 @@ def read_store(
     """The header's run dict and every complete result line as `Results` (models built
     when read). A torn last line is skipped, and so is any other line that cannot be read,
     each described in `problems` if given."""
-    header, kept = read_lean(path, problems)
     results = Results()
-    for _, status, line in kept:
-        results.add(status, line)
-    return header, results
+
+    def keep(key: Key, status: str, raw: bytes, length: int) -> None:
+        results.add_part(status, raw, len(RESULT_PREFIX), length)
+
+    return _scan(path, keep, problems), results
 
 
 def _pydantic_line(result: CaseResult) -> bytes:

@@ -170,6 +170,17 @@ class Results(MutableSequence["CaseResult"]):
         self._ends.append(len(buf))
         self._objs.append(None)
 
+    def add_part(self, status: str, raw: bytes, start: int, end: int) -> None:
+        """`add(status, b"{" + raw[start:end])` without making that line first (a store
+        read back: `raw` is the line as the file holds it)."""
+        self._status.append(_STATUS.get(status, status))
+        buf = self._buf
+        self._starts.append(len(buf))
+        buf += b"{"
+        buf += memoryview(raw)[start:end]
+        self._ends.append(len(buf))
+        self._objs.append(None)
+
     def _line(self, i: int) -> bytes | None:
         start = self._starts[i]
         return None if start < 0 else bytes(self._buf[start : self._ends[i]])
