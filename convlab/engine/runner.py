@@ -79,8 +79,12 @@ class Runner:
     env: Env
     settings: Settings
     listeners: list[Listener] = field(default_factory=list)
-    results: dict[tuple[str, str, int, int], Entry] = field(default_factory=dict)
-    """Finished instances by key, kept lean (see `Entry`)."""
+    results: dict[tuple[str, str, int, int], int | CaseResult] = field(default_factory=dict)
+    """Finished instances by key: a model, or where `lines` holds the instance's line."""
+    lines: Results = field(default_factory=Results)
+    """Finished instances' lines, in the order they finished, end to end in one buffer: a
+    line held as a bytes object of its own until the run ends would be the small-object
+    allocator's, whose arenas stay resident after it is freed."""
     run: Run = field(default_factory=Run)
     _stop_picking: bool = False
     _warned: set[int] = field(default_factory=set)
@@ -93,7 +97,25 @@ class Runner:
     def finished(self) -> Results:
         """The instances finished so far (a model is built when one is read: a poll of a
         big run's count or last result decodes no other)."""
-        return _as_results(list(self.results.values()))
+        return self._collect(list(self.results))
+
+    def _hold(self, key: tuple[str, str, int, int], entry: Entry) -> None:
+        if isinstance(entry, CaseResult):
+            self.results[key] = entry
+        else:
+            self.results[key] = len(self.lines)
+            self.lines.add(*entry)
+
+    def _collect(self, keys: Iterable[tuple[str, str, int, int]]) -> Results:
+        """The finished instances of `keys`, in that order."""
+        results = Results()
+        for key in keys:
+            held = self.results[key]
+            if isinstance(held, int):
+                results.add_from(self.lines, held)
+            else:
+                results.append(held)
+        return results
 
     def emit(self, event: Event) -> None:
         """Tell every listener; a broken listener never breaks the run, but says so once."""
@@ -139,7 +161,8 @@ class Runner:
             await self.env.aclose()
             raise
         if store is not None:
-            self.results.update(store.done)
+            for key, entry in store.done.items():
+                self._hold(key, entry)
             if store.skipped:  # never re-run them without a word
                 warnings.warn(
                     f"{s.store}: {len(store.skipped)} stored line(s) could not be read, so "
@@ -205,7 +228,7 @@ class Runner:
                     status = "error" if failure else "cancelled"
                     self.results[inst.key] = _closed(inst, status, why, self._failure_blame)
         ordered = sorted(self.results, key=lambda k: order.get(k, 1 << 60))
-        results = _as_results(self.results[key] for key in ordered)
+        results = self._collect(ordered)
         self.run.results = results  # type: ignore[assignment]  # a list to its readers
         self.run.status = "failed" if failure else "cancelled" if cancelled else "completed"
         self.run.error = failure
@@ -246,7 +269,7 @@ class Runner:
                 )
                 raise
             result, entry = _kept(store, result, (self.run.id, kernel_repetition(inst)))
-            self.results[inst.key] = entry
+            self._hold(inst.key, entry)
             if self.listeners:
                 self.emit(CaseFinished(result, inst.label))
             if self.settings.fail_fast and result.status in ("failed", "error", "timeout"):
@@ -425,16 +448,6 @@ def _lean(result: CaseResult, thread: tuple[str, int] | None) -> Entry:
         return (result.status, encode(result, instance_row(result), thread))
     except Exception:  # e.g. an object in `details` JSON cannot hold: keep the model
         return result
-
-
-def _as_results(entries: Iterable[Entry]) -> Results:
-    results = Results()
-    for entry in entries:
-        if isinstance(entry, CaseResult):
-            results.append(entry)
-        else:
-            results.add(*entry)
-    return results
 
 
 def _kept(

@@ -159,7 +159,7 @@ class Results(MutableSequence["CaseResult"]):
         for r in results:
             self.append(r)
 
-    def add(self, status: str, line: bytes) -> None:
+    def add(self, status: str, line: bytes | memoryview) -> None:
         """Keep a finished instance as its status and encoded line (no model is built; its
         row is read from the line when asked: a row held per result would cost half as
         much as the line)."""
@@ -180,6 +180,18 @@ class Results(MutableSequence["CaseResult"]):
         buf += memoryview(raw)[start:end]
         self._ends.append(len(buf))
         self._objs.append(None)
+
+    def add_from(self, other: Results, i: int) -> None:
+        """Keep `other`'s result `i` as `other` holds it (its line copied, or its model)."""
+        start = other._starts[i]
+        if start < 0:
+            obj = other._objs[i]
+            assert obj is not None
+            self.append(obj)
+            return
+        status = other._status[i]
+        assert status is not None
+        self.add(status, memoryview(other._buf)[start : other._ends[i]])
 
     def _line(self, i: int) -> bytes | None:
         start = self._starts[i]
