@@ -161,8 +161,8 @@ class Runner:
             await self.env.aclose()
             raise
         if store is not None:
-            for key, entry in store.done.items():
-                self._hold(key, entry)
+            self.lines = store.stored  # the run goes on from the lines read back
+            self.results.update(store.done)
             if store.skipped:  # never re-run them without a word
                 warnings.warn(
                     f"{s.store}: {len(store.skipped)} stored line(s) could not be read, so "

@@ -15,7 +15,6 @@ never lock. A store whose header line is torn is refused rather than resumed unc
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -30,7 +29,7 @@ from convlab.model._codec import Key, encode, head_of_line, loads
 from convlab.model.records import Results
 from convlab.model.results import CaseResult, Run
 
-__all__ = ["END_FIELDS", "RESULT_PREFIX", "ResultStore", "StoreError", "read_lean", "read_store"]
+__all__ = ["END_FIELDS", "RESULT_PREFIX", "ResultStore", "StoreError", "read_store"]
 
 
 RESULT_PREFIX = b'{"type":"result",'
@@ -46,18 +45,18 @@ class StoreError(ConvlabError):
     """The results store cannot be used (another suite's store, unreadable file)."""
 
 
-Keep = Callable[[Key, str, bytes, int], None]
-"""Takes a result line as read: its instance key, its status, the raw line (from
-`RESULT_PREFIX` to its newline) and the length of that line's body (`"{" + raw[len(
-RESULT_PREFIX):length]` is the compact line)."""
-
-
-def _scan(path: str | Path, keep: Keep, problems: list[str] | None) -> dict[str, Any] | None:
-    """Hand every complete result line to `keep` and return the header's run dict (with how
-    the run ended, if the store says). A torn last line is skipped; other lines that cannot
-    be read are skipped too, each described in `problems` if given."""
+def _scan(
+    path: str | Path, problems: list[str] | None
+) -> tuple[dict[str, Any] | None, list[Key], Results]:
+    """The header's run dict (with how the run ended, if the store says), and every complete
+    result line: its instance key, and the line in `Results` (no model is built). A torn
+    last line is skipped; other lines that cannot be read are skipped too, each described
+    in `problems` if given."""
     header: dict[str, Any] | None = None
     end: dict[str, Any] = {}
+    keys: list[Key] = []
+    results = Results()
+    body = len(RESULT_PREFIX)
     with paused_gc(), open(path, "rb") as fh:
         for n, raw in enumerate(fh, 1):
             if not raw.endswith(b"\n"):
@@ -66,7 +65,8 @@ def _scan(path: str | Path, keep: Keep, problems: list[str] | None) -> dict[str,
                 rec = loads(raw)  # JSON allows the newline (and a CR) after the object
                 if raw.startswith(RESULT_PREFIX):
                     key, status = head_of_line(rec)
-                    keep(key, status, raw, len(raw.rstrip(b"\r\n")))
+                    keys.append(key)  # the line as the results hold it: "{" + its body
+                    results.add(status, b"{", memoryview(raw)[body : len(raw.rstrip(b"\r\n"))])
                     continue
             except (ValueError, LookupError, TypeError) as exc:  # invalid, not a result
                 if problems is not None:
@@ -80,24 +80,7 @@ def _scan(path: str | Path, keep: Keep, problems: list[str] | None) -> dict[str,
                 end = rec["run"]  # how the run ended (the last one, after a resume)
     if isinstance(header, dict) and end:
         header = {**header, **{k: v for k, v in end.items() if k in END_FIELDS}}
-    return header
-
-
-def read_lean(
-    path: str | Path, problems: list[str] | None = None
-) -> tuple[dict[str, Any] | None, list[tuple[Key, str, bytes]]]:
-    """The header's run dict (with how the run ended, if the store says) and every complete
-    result line, as its instance key, status and compact line (no model is built;
-    convlab.model.records). A torn last line is skipped.
-
-    Other lines that cannot be read are skipped too, each described in `problems` if given.
-    """
-    kept: list[tuple[Key, str, bytes]] = []
-
-    def keep(key: Key, status: str, raw: bytes, length: int) -> None:
-        kept.append((key, status, b"{" + raw[len(RESULT_PREFIX) : length]))
-
-    return _scan(path, keep, problems), kept
+    return header, keys, results
 
 
 def read_store(
@@ -106,12 +89,8 @@ def read_store(
     """The header's run dict and every complete result line as `Results` (models built
     when read). A torn last line is skipped, and so is any other line that cannot be read,
     each described in `problems` if given."""
-    results = Results()
-
-    def keep(key: Key, status: str, raw: bytes, length: int) -> None:
-        results.add_part(status, raw, len(RESULT_PREFIX), length)
-
-    return _scan(path, keep, problems), results
+    header, _, results = _scan(path, problems)
+    return header, results
 
 
 def _pydantic_line(result: CaseResult) -> bytes:
@@ -164,8 +143,10 @@ class ResultStore:
     ) -> None:
         """`suite_json`: the run's suite as JSON, when already made (`plan.suite_text`)."""
         self.path = Path(path)
-        self.done: dict[tuple[str, str, int, int], tuple[str, bytes]] = {}
-        """Stored instances (not cancelled ones) by key, as status and line."""
+        self.stored = Results()
+        """The lines already in the store when resumed (the run goes on appending to it)."""
+        self.done: dict[Key, int] = {}
+        """Stored instances (not cancelled ones) by key: their place in `stored`."""
         self.skipped: list[str] = []
         """Stored lines that could not be read on resume (their instances run again)."""
         self._fh: IO[bytes] | None = None
@@ -192,7 +173,7 @@ class ResultStore:
             self._write_raw(b'{"type":"header","run":' + header + b"}\n")
 
     def _load_existing(self, run: Run) -> None:
-        header, kept = read_lean(self.path, self.skipped)
+        header, keys, self.stored = _scan(self.path, self.skipped)
         if header is None:
             raise StoreError(
                 f"{self.path} has no complete header line (torn or not a convlab store), so "
@@ -204,9 +185,9 @@ class ResultStore:
                 f"{self.path} holds results of a different suite (fingerprint {stored}, "
                 f"this suite {run.fingerprint}); use another store path or resume=False"
             )
-        for key, status, line in kept:
+        for i, (key, status) in enumerate(zip(keys, self.stored.statuses(), strict=True)):
             if status != "cancelled":
-                self.done[key] = (status, line)
+                self.done[key] = i
 
     def _repair_tail(self) -> None:
         """End a torn last line so the next record starts on its own line."""

@@ -12,19 +12,20 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterable, Iterator, MutableSequence
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, Literal, get_args, overload
 
 if TYPE_CHECKING:
     from convlab.model.results import AssertionResult, CaseResult, TurnResult
 
-__all__ = ["KEY", "ROW_FIELDS", "Results", "Row", "instance_row", "why_not_passed"]
+__all__ = ["KEY", "ROW_FIELDS", "Results", "Row", "Status", "instance_row", "why_not_passed"]
 
 Row = tuple[Any, ...]
 """One instance's `Run.df` values, in ROW_FIELDS order."""
 
-_STATUS = {
-    s: s for s in ("passed", "failed", "error", "skipped", "timeout", "cancelled", "blocked")
-}
+Status = Literal["passed", "failed", "error", "skipped", "timeout", "cancelled", "blocked"]
+"""A case instance's status (`CaseResult.status`)."""
+
+_STATUS = {s: s for s in get_args(Status)}
 """One string object per status, shared by every result that has it."""
 
 ROW_FIELDS = (
@@ -159,25 +160,16 @@ class Results(MutableSequence["CaseResult"]):
         for r in results:
             self.append(r)
 
-    def add(self, status: str, line: bytes | memoryview) -> None:
-        """Keep a finished instance as its status and encoded line (no model is built; its
-        row is read from the line when asked: a row held per result would cost half as
-        much as the line)."""
+    def add(self, status: str, *line: bytes | memoryview) -> None:
+        """Keep a finished instance as its status and encoded line, given whole or in pieces
+        (a store read back: `{` and a view of the line's body in the file, never copied in
+        between). No model is built; its row is read from the line when asked: a row held
+        per result would cost half as much as the line."""
         self._status.append(_STATUS.get(status, status))
         buf = self._buf
         self._starts.append(len(buf))
-        buf += line
-        self._ends.append(len(buf))
-        self._objs.append(None)
-
-    def add_part(self, status: str, raw: bytes, start: int, end: int) -> None:
-        """`add(status, b"{" + raw[start:end])` without making that line first (a store
-        read back: `raw` is the line as the file holds it)."""
-        self._status.append(_STATUS.get(status, status))
-        buf = self._buf
-        self._starts.append(len(buf))
-        buf += b"{"
-        buf += memoryview(raw)[start:end]
+        for piece in line:
+            buf += piece
         self._ends.append(len(buf))
         self._objs.append(None)
 

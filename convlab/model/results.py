@@ -18,7 +18,7 @@ from pydantic import (
 
 from convlab.model.blame import BLAMED_STATUSES, Blame, case_blame
 from convlab.model.conversation import Message, Observation, Usage
-from convlab.model.records import Results
+from convlab.model.records import Results, Status
 from convlab.model.suite import Suite, TurnInput
 
 if TYPE_CHECKING:
@@ -38,7 +38,6 @@ __all__ = [
     "TurnResult",
 ]
 
-Status = Literal["passed", "failed", "error", "skipped", "timeout", "cancelled", "blocked"]
 AssertionStatus = Literal["passed", "failed", "error", "skipped"]
 
 
