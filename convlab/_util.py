@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import re
 from collections.abc import Callable
 from typing import Any
 
-from convlab._threads import DaemonPool, call_caught
+from convlab._threads import DaemonPool
 
 __all__ = [
     "VARIADIC",
-    "call_caught",
     "call_user",
     "import_callable",
     "in_daemon_thread",
@@ -81,32 +79,12 @@ def callable_attr(obj: Any, attr: str, where: str, what: str) -> Callable[..., A
 
 
 async def in_daemon_thread(fn: Callable[..., Any], *args: Any) -> Any:
-    """Run a blocking callable in a daemon thread and await its result.
+    """Run a blocking callable on a daemon thread (of the shared pool) and await its result.
 
     Unlike `asyncio.to_thread`, a callable that never returns cannot hold up the end of
     the run or the interpreter: the per-case timeout abandons it and the process exits.
     """
-    import asyncio
-    import threading
-
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[Any] = loop.create_future()
-
-    def settle(ok: bool, value: Any) -> None:
-        if future.done():
-            return
-        if ok:
-            future.set_result(value)
-        else:
-            future.set_exception(value)
-
-    def main() -> None:
-        ok, value = call_caught(fn, args)
-        with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits any more
-            loop.call_soon_threadsafe(settle, ok, value)
-
-    threading.Thread(target=main, name="convlab-call", daemon=True).start()
-    return await future
+    return await _USER_CALLS.run(fn, *args)
 
 
 VARIADIC = 1 << 30
@@ -143,7 +121,7 @@ def is_async_callable(fn: Any) -> bool:
 async def call_user(fn: Callable[..., Any], *args: Any) -> Any:
     """Call user code (an agent, simulator, script, grader, evaluator) without blocking the loop.
 
-    An async callable is awaited; a sync one runs on a reused daemon thread (`DaemonPool`), so
+    An async callable is awaited; a sync one runs on a reused daemon thread (`in_daemon_thread`), so
     one that blocks neither stalls the other cases in flight nor, once its case timed out,
     keeps the run from ending. An awaitable a sync callable returns is awaited too.
     """
@@ -151,7 +129,7 @@ async def call_user(fn: Callable[..., Any], *args: Any) -> Any:
 
     if is_async_callable(fn):
         return await fn(*args)
-    value = await _USER_CALLS.run(fn, *args)
+    value = await in_daemon_thread(fn, *args)
     return await value if inspect.isawaitable(value) else value
 
 
