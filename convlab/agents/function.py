@@ -13,6 +13,7 @@ from convlab._threads import DaemonPool
 from convlab._util import import_callable, is_async_callable, positional_arity
 from convlab.agents.cache import active, function_call, is_cached
 from convlab.agents.protocol import Agent, AgentContext, AgentSession
+from convlab.model._trusted import build
 from convlab.model.conversation import Message, Observation, Reply, ToolCall
 
 __all__ = ["FunctionAgent", "import_callable", "observation", "to_observation"]
@@ -65,8 +66,9 @@ def observation(
     if calls:
         messages = _call_messages(text or "", calls)
     else:
-        messages = [Message(role="assistant", content=text or "")]
-    return Observation(
+        messages = [build(Message, role="assistant", content=text or "")]
+    return build(  # the values are of the fields' types: no validation needed
+        Observation,
         text=text,
         data=data,
         tool_calls=calls,

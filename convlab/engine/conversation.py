@@ -17,11 +17,11 @@ from convlab.agents.cache import Cassette
 from convlab.agents.calls import Attempts, RetryPolicy, call_agent
 from convlab.agents.protocol import Agent, AgentContext, AgentSession
 from convlab.checks import CheckContext, evaluate
-from convlab.engine._assign import assign
 from convlab.engine.codes import error_code, turn_code
 from convlab.engine.events import ConcurrencyChanged, Event, TurnCompleted
 from convlab.engine.replies import MAX_REPLY_BYTES, cap_reply, share_reply_text
 from convlab.model._codec import case_thread, trace_of, turn_id_of
+from convlab.model._trusted import assign, build
 from convlab.model.blame import Blame, blame_of
 from convlab.model.conversation import Message, Observation, Usage
 from convlab.model.results import AssertionResult, CheckpointResult, TurnResult
@@ -189,7 +189,7 @@ class Conversation:
         self.ctx.turn, self.ctx.input = index, inp
         self.ctx.metadata = dict(meta) if meta else {}
         self.messages.extend(user)
-        turn = TurnResult(index=index, step_id=step_id, input=inp, messages=list(user))
+        turn = build(TurnResult, index=index, step_id=step_id, input=inp, messages=list(user))
         self.turns.append(turn)
         start = time.perf_counter()
         try:

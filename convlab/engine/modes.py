@@ -15,6 +15,7 @@ from pathlib import Path
 from convlab.engine.codes import code_in
 from convlab.engine.conversation import Conversation, TurnFailed, status_of
 from convlab.engine.events import CheckpointReached
+from convlab.model._trusted import copied
 from convlab.model.blame import Blame, assertion_blame, blame_of
 from convlab.model.conversation import Message
 from convlab.model.results import AssertionResult, CheckpointResult
@@ -51,7 +52,7 @@ def _first_problem(results: list[AssertionResult]) -> str | None:
 async def run_standard(conv: Conversation) -> Outcome:
     """One call with the case's input (a history is allowed), then its checks."""
     case = conv.case
-    user = [m.model_copy() for m in case.input or []]
+    user = [copied(m) for m in case.input or []]
     try:
         turn = await conv.send(user)
     except TurnFailed as exc:
@@ -222,7 +223,7 @@ async def run_dynamic(conv: Conversation) -> Outcome:
         sim = None if case.input else _simulator(conv)
         for n in range(1, max_turns + 1):
             if n == 1 and case.input:
-                user = [m.model_copy() for m in case.input]
+                user = [copied(m) for m in case.input]
             else:
                 sim = sim or _simulator(conv)
                 reached = [k for k, v in checkpoints.items() if v.reached]
@@ -306,7 +307,7 @@ async def _check_checkpoints(
 async def run_code(conv: Conversation) -> Outcome:
     """The query, a simulated user while `user_context` is set, then the Python test."""
     case = conv.case
-    user = [m.model_copy() for m in case.input or []]
+    user = [copied(m) for m in case.input or []]
     if case.metadata.get("format_query"):
         user = [_format(m, conv) for m in user]
     finish = "no_user_llm"

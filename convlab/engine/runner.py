@@ -31,6 +31,7 @@ from convlab.engine.replies import MAX_REPLY_BYTES, share_case_text
 from convlab.engine.store import ResultStore
 from convlab.engine.suite_checks import suite_checks
 from convlab.model._codec import encode
+from convlab.model._trusted import assign, build
 from convlab.model.blame import Blame, blame_of, case_blame
 from convlab.model.records import Results, instance_row
 from convlab.model.results import CaseResult, Run
@@ -380,16 +381,17 @@ def _why(exc: BaseException) -> str:
 def _result(
     inst: Instance, conv: Conversation, outcome: Outcome, started: str, t0: float
 ) -> CaseResult:
-    result = CaseResult(
+    result = build(  # built from the engine's own values: no validation needed
+        CaseResult,
         case_id=inst.case.id,
-        variant=inst.variant,
+        variant=dict(inst.variant),
         repetition=inst.repetition,
         run=inst.run,
-        status=outcome.status,  # type: ignore[arg-type]
+        status=outcome.status,
         reward=_reward(outcome),
-        turns=conv.turns,
-        assertions=outcome.assertions,
-        checkpoints=outcome.checkpoints,
+        turns=list(conv.turns),
+        assertions=list(outcome.assertions),
+        checkpoints=list(outcome.checkpoints),
         error=outcome.error,
         blame=outcome.blame,
         duration_ms=int((time.perf_counter() - t0) * 1e6 + 0.5) / 1000,  # to the us
@@ -398,8 +400,8 @@ def _result(
         started_at=started,
         finish_reason=outcome.finish_reason,
     )
-    result.code = case_code(result)
-    result.blame = case_blame(result, outcome.blame)  # a failed check is the agent's first
+    # the blame CaseResult's validator would settle, and the code
+    assign(result, blame=case_blame(result, outcome.blame), code=case_code(result))
     share_case_text(result)  # a long reply is stored once, on its turn
     return result
 
