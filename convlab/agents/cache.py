@@ -315,18 +315,27 @@ def replaying() -> bool:
     return scope is not None and scope.cassette.mode == "replay"
 
 
-@contextlib.contextmanager
 def recording(
     cassette: Cassette | None,
     case: str | None = None,
     variant: str = "",
     repetition: int = 0,
     run: int = 0,
-) -> Iterator[None]:
-    """Calls made inside go through `cassette`, keyed for this instance (no-op for None)."""
+) -> contextlib.AbstractContextManager[None]:
+    """Calls made inside go through `cassette`, keyed for this instance (no-op for None:
+    every case enters it, and a generator's context costs more than the case's timeout)."""
     if cassette is None:
-        yield
-        return
+        return _NOTHING
+    return _recording(cassette, case, variant, repetition, run)
+
+
+_NOTHING = contextlib.nullcontext()
+
+
+@contextlib.contextmanager
+def _recording(
+    cassette: Cassette, case: str | None, variant: str, repetition: int, run: int
+) -> Iterator[None]:
     token = _SCOPE.set(_Scope(cassette, case, variant, repetition, run))
     try:
         yield

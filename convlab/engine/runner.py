@@ -33,7 +33,7 @@ from convlab.engine.suite_checks import suite_checks
 from convlab.model._codec import encode
 from convlab.model._trusted import assign, build
 from convlab.model.blame import Blame, blame_of, case_blame
-from convlab.model.records import Results, instance_row
+from convlab.model.records import Results
 from convlab.model.results import CaseResult, Run
 from convlab.plan import Instance, count, expand, suite_text
 
@@ -447,7 +447,7 @@ def _reward(outcome: Outcome) -> float:
 def _lean(result: CaseResult, thread: tuple[str, int] | None) -> Entry:
     """`result` as its status and line, or itself when a value in it cannot be encoded."""
     try:
-        return (result.status, encode(result, instance_row(result), thread))
+        return (result.status, encode(result, thread=thread))
     except Exception:  # e.g. an object in `details` JSON cannot hold: keep the model
         return result
 

@@ -36,7 +36,7 @@ import orjson
 from pydantic_core import to_jsonable_python
 
 from convlab.model.conversation import Message
-from convlab.model.records import Row, instance_row
+from convlab.model.records import Row, instance_row, row_counts, why_not_passed
 from convlab.model.results import CaseResult, Status, TurnResult, variant_label
 
 __all__ = [
@@ -217,12 +217,9 @@ def _jsonable(value: Any) -> Any:
     return to_jsonable_python(value)
 
 
-def encode(
-    result: CaseResult, row: Row | None = None, thread: tuple[str, int] | None = None
-) -> bytes:
-    """The compact line of `result` (without a trailing newline); `row` is its `Run.df` row,
-    computed when not given; `thread` the (run id, kernel repetition) its thread id was
-    made from, when the engine made it."""
+def encode(result: CaseResult, thread: tuple[str, int] | None = None) -> bytes:
+    """The compact line of `result` (without a trailing newline); `thread` is the (run id,
+    kernel repetition) its thread id was made from, when the engine made it."""
     plain = result.model_dump(exclude_defaults=True)  # pydantic's Rust walk: the fast part
     _round(plain, "duration_ms")  # timings to the microsecond (17 digits say nothing more)
     if "assertions" in plain:
@@ -243,10 +240,10 @@ def encode(
             _observation(turn, out["observation"], shared)
         if out.get("index") == i:
             del out["index"]
-    row = row if row is not None else instance_row(result)
-    hint: list[Any] = [*row[11:16], *row[17:20]]
-    if row[8]:
-        hint.append(row[8])
+    hint: list[Any] = [*row_counts(result)]
+    why = why_not_passed(result)
+    if why:
+        hint.append(why)
     else:  # trailing zeros are implied (a pass: usually every count but the checks')
         while len(hint) > 1 and hint[-1] == 0:
             hint.pop()

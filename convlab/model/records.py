@@ -112,7 +112,6 @@ def _tokens(r: CaseResult) -> tuple[int, int, int]:
 
 def instance_row(r: CaseResult) -> Row:
     """The `Run.df` row of one result (ROW_FIELDS order)."""
-    every = list(_all_assertions(r))
     return (
         *r.key,
         r.status,
@@ -122,15 +121,28 @@ def instance_row(r: CaseResult) -> Row:
         why_not_passed(r),
         r.code or "",  # as `error`: empty when there is none
         r.blame,
+        *_counts(r),
+        r.attempts,
+        *_tokens(r),
+        r.started_at,
+        r.finish_reason,
+    )
+
+
+def row_counts(r: CaseResult) -> tuple[int, ...]:
+    """What a result's row counts (ROW_FIELDS' assertions to tool calls, then the tokens):
+    what the row holds that its line does not say at once (a line's `_r` hint)."""
+    return (*_counts(r), *_tokens(r))
+
+
+def _counts(r: CaseResult) -> tuple[int, int, int, int, int]:
+    every = list(_all_assertions(r))
+    return (
         len(every),
         sum(a.status in ("failed", "error") for a in every),
         len(r.checkpoints),
         sum(cp.reached for cp in r.checkpoints),
         sum(_n_calls(t) for t in r.turns),
-        r.attempts,
-        *_tokens(r),
-        r.started_at,
-        r.finish_reason,
     )
 
 
