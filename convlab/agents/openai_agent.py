@@ -26,6 +26,7 @@ from convlab.agents.cache import replaying
 from convlab.agents.protocol import AgentContext, AgentSession
 from convlab.agents.tools import Tool, ToolFailed, as_tools
 from convlab.errors import AgentError, AgentResponseError
+from convlab.model._trusted import build
 from convlab.model.conversation import Message, Observation, ToolCall, Usage
 
 __all__ = ["DEFAULT_BASE_URL", "DEFAULT_MAX_PASSES", "OpenAIAgent", "message_text"]
@@ -203,7 +204,8 @@ class _OpenAISession(AgentSession):
             if n == passes - 1:
                 status = "incomplete"
         usage = None if tokens is None else Usage(**dict(zip(_USAGE_KEYS, tokens, strict=True)))
-        return Observation(
+        return build(  # of values checked above: pydantic would only check them again
+            Observation,
             text=text,
             data=self._data(text),
             tool_calls=calls,
