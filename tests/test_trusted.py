@@ -92,3 +92,24 @@ def test_copied_is_model_copy_and_shares_nothing_a_change_reaches():
     copy.content = "changed"
     copy.__pydantic_extra__["refusal"] = "yes"
     assert original.content == "hi" and original.refusal == "no"
+
+
+@pytest.mark.parametrize("model", TRUSTED)
+def test_a_built_model_keeps_its_fields_in_the_class_order_that_pydantic_serializes(model):
+    """pydantic's serializer walks `__dict__` in the class's field order: built out of order,
+    JSON key order changes and some fields are not written at all."""
+    required = {name: "x" for name, f in model.model_fields.items() if f.is_required()}
+    required |= {TurnResult: {"index": 1}, CaseResult: {"status": "passed"}}.get(model, {})
+    last = list(model.model_fields)[-1]
+    built = build(model, **required)
+    assert list(built.__dict__) == list(model.model_fields)
+    made = model(**required)
+    assert built.model_dump_json() == made.model_dump_json()
+    assert last in built.model_dump()
+
+
+def test_build_refuses_a_field_the_model_does_not_have_or_lacks_a_required_one():
+    with pytest.raises(TypeError, match="unknown fields \\['nope'\\]"):
+        build(Message, nope=1)
+    with pytest.raises(TypeError, match="missing fields \\['index'\\]"):
+        build(TurnResult)

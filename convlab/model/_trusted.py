@@ -36,33 +36,41 @@ Makers = tuple[tuple[str, Callable[[], Any]], ...]
 
 
 @functools.cache
-def _defaults(cls: type[BaseModel]) -> tuple[dict[str, Any], Makers]:
-    """The class's plain defaults, and a maker for each default a model needs a fresh copy of
-    (a default factory, or a mutable default, which pydantic copies)."""
-    plain: dict[str, Any] = {}
+def _defaults(cls: type[BaseModel]) -> tuple[dict[str, Any], Makers, tuple[str, ...]]:
+    """Every field in declaration order with its default (pydantic's serializer reads a
+    model's `__dict__` in that order), a maker for each default a model needs a fresh copy
+    of (a default factory, or a mutable default, which pydantic copies), and the required
+    fields."""
+    template: dict[str, Any] = {}
     makers: list[tuple[str, Callable[[], Any]]] = []
+    required: list[str] = []
     for name, info in cls.model_fields.items():
+        template[name] = None
         if info.default_factory is not None:
             makers.append((name, info.default_factory))  # type: ignore[arg-type]
         elif info.is_required():
-            continue
+            required.append(name)
         elif isinstance(info.default, _IMMUTABLE):
-            plain[name] = info.default
+            template[name] = info.default
         else:
             makers.append((name, functools.partial(copy.deepcopy, info.default)))
-    return plain, tuple(makers)
+    return template, tuple(makers), tuple(required)
 
 
 def build(cls: type[M], **values: Any) -> M:
     """`cls(**values)` for values already of the fields' types, without validating them
     (pydantic's validation of a result model costs 3-8 us); the fields given are its set
     fields, as they would be. No model validator runs: the caller settles what one would."""
-    plain, makers = _defaults(cls)
-    data = dict(plain)
+    template, makers, required = _defaults(cls)
+    data = template.copy()
+    data.update(values)  # a field's place stays its place in the class
+    if len(data) != len(template) or any(name not in values for name in required):
+        unknown = sorted(set(values) - set(template))
+        missing = [name for name in required if name not in values]
+        raise TypeError(f"{cls.__name__}: unknown fields {unknown}, missing fields {missing}")
     for name, make in makers:
         if name not in values:
             data[name] = make()
-    data.update(values)
     model = _new(cls)
     _set(model, "__dict__", data)
     _set(model, "__pydantic_fields_set__", set(values))
