@@ -20,7 +20,7 @@ from convlab.checks import CheckContext, evaluate
 from convlab.engine.codes import error_code, turn_code
 from convlab.engine.events import ConcurrencyChanged, Event, TurnCompleted
 from convlab.engine.replies import MAX_REPLY_BYTES, cap_reply, share_reply_text
-from convlab.model._codec import case_thread, trace_of, turn_id_of
+from convlab.model._ids import case_thread, trace_of, turn_id_of
 from convlab.model._trusted import assign, build
 from convlab.model.blame import Blame, blame_of
 from convlab.model.conversation import Message, Observation, Usage

@@ -27,15 +27,14 @@ and the earlier compact lines (assertions as dicts, the flags as `"_m": 1` and `
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import json
 from typing import Any, get_args
 
 import orjson
 from pydantic_core import to_jsonable_python
 
-from convlab.model.conversation import Message
+from convlab.model._fastline import IDS, NO_EFFECTS, REPLY, is_reply, usual_line
+from convlab.model._ids import case_thread, digest, trace_of, turn_id_of
 from convlab.model.records import Row, instance_row, row_counts, why_not_passed
 from convlab.model.results import CaseResult, Status, TurnResult, variant_label
 
@@ -53,43 +52,6 @@ __all__ = [
 ]
 
 _STATUSES = frozenset(get_args(Status))
-
-
-def digest(value: Any) -> str:
-    """intention-kernel's `digest` (matrix.ts): sha256 hex of the JSON with keys sorted."""
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-@functools.lru_cache(maxsize=1024)  # the engine makes it, the encoder checks it
-def case_thread(run_id: str, case_id: str, variant: tuple[tuple[str, str], ...], n: int) -> str:
-    """`<run id>:<case id>`, the case id as intention-kernel's (matrix.ts `expandCases`:
-    digest of `{scenarioId, variants, repetition}`); `n` is the kernel's repetition."""
-    if type(n) is not int or any(type(v) is not str for _, v in variant):
-        case = digest({"scenarioId": case_id, "variants": dict(variant), "repetition": n})
-        return f"{run_id}:{case}"
-    # digest's text written out (3x faster): keys in sorted order, variants' too
-    picks = ",".join(f"{_string(k)}:{_string(v)}" for k, v in sorted(dict(variant).items()))
-    text = f'{{"repetition":{n},"scenarioId":{_string(case_id)},"variants":{{{picks}}}}}'
-    return f"{run_id}:{hashlib.sha256(text.encode()).hexdigest()}"
-
-
-@functools.lru_cache(maxsize=1024)  # the engine makes it, the encoder checks it
-def turn_id_of(thread_id: str, step: str) -> str:
-    """The turn's idempotent id, as intention-kernel's runner makes it."""
-    # digest({"threadId": ..., "stepId": ...}) written out: two strings, keys in sorted order
-    text = f'{{"stepId":{_string(step)},"threadId":{_string(thread_id)}}}'
-    return f"eval.{hashlib.sha256(text.encode()).hexdigest()}"
-
-
-_string = json.JSONEncoder(ensure_ascii=False).encode
-"""A string as JSON, exactly as `digest`'s json.dumps writes it."""
-
-
-@functools.lru_cache(maxsize=1024)
-def trace_of(turn_id: str) -> str:
-    """The trace id convlab gives a turn whose agent gave none (unique per run and turn)."""
-    return hashlib.sha256(turn_id.encode()).hexdigest()[:32]
 
 
 def _round(plain: dict[str, Any], key: str) -> None:
@@ -165,31 +127,15 @@ def _reply_of(obs: dict[str, Any] | None) -> Any:
     return obs.get("text")
 
 
-def _is_reply(message: Message, text: str) -> bool:
-    """The message is exactly `{"role": "assistant", "content": text}`."""
-    return (
-        message.role == "assistant"
-        and message.content == text
-        and message.name is None
-        and message.tool_call_id is None
-        and message.tool_calls is None
-        and not message.__pydantic_extra__
-    )
-
-
-_REPLY, _IDS, _NO_EFFECTS = 1, 2, 4
-"""The observation's flags (`"_o"`, added up): the module's docstring says what each means."""
-
-
 def _observation(turn: TurnResult, plain: dict[str, Any], thread: str | None) -> None:
     obs = turn.observation
     if obs is None:
         return
     flags = 0
     text = obs.text
-    if isinstance(text, str) and len(obs.messages) == 1 and _is_reply(obs.messages[0], text):
+    if isinstance(text, str) and len(obs.messages) == 1 and is_reply(obs.messages[0], text):
         del plain["messages"]
-        flags = _REPLY
+        flags = REPLY
     elif text is not None and len(text) >= 256:
         for index, message in enumerate(obs.messages):
             if message.content == text:
@@ -205,10 +151,10 @@ def _observation(turn: TurnResult, plain: dict[str, Any], thread: str | None) ->
         and obs.trace_id == trace_of(obs.turn_id)
     ):
         del plain["turn_id"], plain["trace_id"]
-        flags |= _IDS
+        flags |= IDS
     if obs.effects == {} and type(obs.effects) is dict:
         del plain["effects"]
-        flags |= _NO_EFFECTS
+        flags |= NO_EFFECTS
     if flags:
         plain["_o"] = flags
 
@@ -220,15 +166,34 @@ def _jsonable(value: Any) -> Any:
 def encode(result: CaseResult, thread: tuple[str, int] | None = None) -> bytes:
     """The compact line of `result` (without a trailing newline); `thread` is the (run id,
     kernel repetition) its thread id was made from, when the engine made it."""
-    plain = result.model_dump(exclude_defaults=True)  # pydantic's Rust walk: the fast part
-    _round(plain, "duration_ms")  # timings to the microsecond (17 digits say nothing more)
-    if "assertions" in plain:
-        plain["assertions"] = _packed(plain["assertions"], None)
     threads = {t.observation.thread_id for t in result.turns if t.observation is not None}
     shared = threads.pop() if len(threads) == 1 else None
+    usual = usual_line(result, shared)  # most results: straight from the models' fields
+    if usual is not None:
+        plain, hint = usual
+    else:
+        plain, hint = _dumped(result, shared), [*row_counts(result)]
     if shared is not None:
         made = thread and case_thread(thread[0], result.case_id, _items(result.variant), thread[1])
         plain["_th"] = [*thread] if thread and shared == made else shared
+    why = why_not_passed(result)
+    if why:
+        hint.append(why)
+    else:  # trailing zeros are implied (a pass: usually every count but the checks')
+        while len(hint) > 1 and hint[-1] == 0:
+            hint.pop()
+    plain["_r"] = hint
+    line = orjson.dumps(plain, default=_jsonable, option=orjson.OPT_NON_STR_KEYS)
+    # orjson's bytes keep their 4 KB buffer; a run keeps every line: keep only the bytes
+    return memoryview(line).tobytes()
+
+
+def _dumped(result: CaseResult, shared: str | None) -> dict[str, Any]:
+    """The line's dict from pydantic's dump, reshaped: any result (the general path)."""
+    plain = result.model_dump(exclude_defaults=True)  # pydantic's Rust walk
+    _round(plain, "duration_ms")  # timings to the microsecond (17 digits say nothing more)
+    if "assertions" in plain:
+        plain["assertions"] = _packed(plain["assertions"], None)
     for i, (turn, out) in enumerate(zip(result.turns, plain.get("turns", ()), strict=True)):
         _round(out, "duration_ms")
         obs = turn.observation
@@ -240,17 +205,7 @@ def encode(result: CaseResult, thread: tuple[str, int] | None = None) -> bytes:
             _observation(turn, out["observation"], shared)
         if out.get("index") == i:
             del out["index"]
-    hint: list[Any] = [*row_counts(result)]
-    why = why_not_passed(result)
-    if why:
-        hint.append(why)
-    else:  # trailing zeros are implied (a pass: usually every count but the checks')
-        while len(hint) > 1 and hint[-1] == 0:
-            hint.pop()
-    plain["_r"] = hint
-    line = orjson.dumps(plain, default=_jsonable, option=orjson.OPT_NON_STR_KEYS)
-    # orjson's bytes keep their 4 KB buffer; a run keeps every line: keep only the bytes
-    return memoryview(line).tobytes()
+    return plain
 
 
 def _items(variant: dict[str, str]) -> tuple[tuple[str, str], ...]:
@@ -275,16 +230,16 @@ def expand(data: dict[str, Any]) -> dict[str, Any]:
             turn["assertions"] = _unpacked(turn["assertions"], _reply_of(obs))
         if not isinstance(obs, dict):
             continue
-        flags = obs.pop("_o", 0) | (_REPLY if obs.pop("_m", None) else 0)
+        flags = obs.pop("_o", 0) | (REPLY if obs.pop("_m", None) else 0)
         if obs.pop("_d", None):
-            flags |= _IDS
-        if flags & _REPLY:
+            flags |= IDS
+        if flags & REPLY:
             obs["messages"] = [{"role": "assistant", "content": obs.get("text")}]
-        if flags & _NO_EFFECTS:
+        if flags & NO_EFFECTS:
             obs["effects"] = {}
         if thread is not None and "thread_id" not in obs:
             obs["thread_id"] = thread
-        if flags & _IDS:
+        if flags & IDS:
             step = turn.get("step_id") or str(turn.get("index", 0))
             obs["turn_id"] = turn_id_of(obs["thread_id"], step)
             obs["trace_id"] = trace_of(obs["turn_id"])

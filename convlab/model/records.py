@@ -17,7 +17,17 @@ from typing import TYPE_CHECKING, Any, Literal, get_args, overload
 if TYPE_CHECKING:
     from convlab.model.results import AssertionResult, CaseResult, TurnResult
 
-__all__ = ["KEY", "ROW_FIELDS", "Results", "Row", "Status", "instance_row", "why_not_passed"]
+__all__ = [
+    "KEY",
+    "ROW_FIELDS",
+    "Results",
+    "Row",
+    "Status",
+    "instance_row",
+    "row_counts",
+    "usage_tokens",
+    "why_not_passed",
+]
 
 Row = tuple[Any, ...]
 """One instance's `Run.df` values, in ROW_FIELDS order."""
@@ -98,7 +108,7 @@ def _n_calls(t: TurnResult) -> int:
     return len(t.observation.tool_calls) if t.observation else 0
 
 
-def _tokens(r: CaseResult) -> tuple[int, int, int]:
+def usage_tokens(r: CaseResult) -> tuple[int, int, int]:
     """Token usage of an instance: its own record, else the sum over its turns."""
     if r.usage is not None:
         return (r.usage.prompt_tokens, r.usage.completion_tokens, r.usage.total_tokens)
@@ -123,7 +133,7 @@ def instance_row(r: CaseResult) -> Row:
         r.blame,
         *_counts(r),
         r.attempts,
-        *_tokens(r),
+        *usage_tokens(r),
         r.started_at,
         r.finish_reason,
     )
@@ -132,7 +142,7 @@ def instance_row(r: CaseResult) -> Row:
 def row_counts(r: CaseResult) -> tuple[int, ...]:
     """What a result's row counts (ROW_FIELDS' assertions to tool calls, then the tokens):
     what the row holds that its line does not say at once (a line's `_r` hint)."""
-    return (*_counts(r), *_tokens(r))
+    return (*_counts(r), *usage_tokens(r))
 
 
 def _counts(r: CaseResult) -> tuple[int, int, int, int, int]:
