@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from convlab.errors import SelectionError
+from convlab.model._trusted import dumped_json
 from convlab.model.results import variant_label
 from convlab.model.suite import Case, Selection, Suite, Turn
 
@@ -108,6 +109,9 @@ class SuiteText:
     """`suite.model_dump_json()` but for the order of keys: `source` ends each case."""
 
 
+_NO_SOURCE = frozenset({"source"})
+
+
 def suite_text(suite: Suite) -> SuiteText:
     """The fingerprint and the header's JSON of `suite`, each case dumped once.
 
@@ -119,11 +123,11 @@ def suite_text(suite: Suite) -> SuiteText:
     """
     head = suite.model_dump_json(exclude={"sources", "cases", "assertions"})[:-1]
     every = list(suite.cases)  # a big JSONL suite reads its cases on demand: once
-    cases = [c.model_dump_json(exclude={"source"}) for c in every]
+    cases = [dumped_json(c, exclude=_NO_SOURCE) for c in every]
     checks = suite.model_dump_json(include={"assertions"})[len('{"assertions":') : -1]
     body = f'{head},"cases":[{",".join(cases)}],"assertions":{checks}}}'
     placed = [
-        f'{text[:-1]},"source":{c.source.model_dump_json() if c.source else "null"}}}'
+        f'{text[:-1]},"source":{dumped_json(c.source) if c.source else "null"}}}'
         for c, text in zip(every, cases, strict=True)
     ]
     sources = suite.model_dump_json(include={"sources"})[len('{"sources":') : -1]

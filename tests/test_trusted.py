@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from convlab.model._trusted import assign, build, copied
-from convlab.model.conversation import Message, Observation, ToolCall
+from convlab.model._trusted import assign, build, copied, dumped, dumped_json
+from convlab.model.conversation import Message, Observation, ToolCall, message_dict
 from convlab.model.results import AssertionResult, CaseResult, TurnResult
 
 TRUSTED = [TurnResult, Observation, CaseResult, AssertionResult, Message]
@@ -113,3 +113,27 @@ def test_build_refuses_a_field_the_model_does_not_have_or_lacks_a_required_one()
         build(Message, nope=1)
     with pytest.raises(TypeError, match="missing fields \\['index'\\]"):
         build(TurnResult)
+
+
+MESSAGES = [
+    Message(content="hi"),
+    Message(role="assistant", content=None),
+    Message(role="tool", content="{}", tool_call_id="1", name="f"),
+    Message(role="assistant", content="x", tool_calls=[{"id": "1", "type": "function"}]),
+    Message(role="user", content=[{"type": "text", "text": "parts"}]),
+    Message(role="assistant", content="ok", refusal="extra key"),
+]
+
+
+@pytest.mark.parametrize("message", MESSAGES)
+def test_message_dict_is_pydantics_dump_without_nones(message):
+    assert message_dict(message) == message.model_dump(exclude_none=True)
+    assert list(message_dict(message)) == list(message.model_dump(exclude_none=True))
+
+
+@pytest.mark.parametrize("options", [{}, {"exclude_none": True}, {"mode": "json"}])
+def test_dumped_is_model_dump_and_dumped_json_model_dump_json(options):
+    r = CaseResult(case_id="c", status="failed", turns=[TurnResult(index=0, messages=MESSAGES)])
+    assert dumped(r, **options) == r.model_dump(**options)
+    json_options = {k: v for k, v in options.items() if k != "mode"}
+    assert dumped_json(r, **json_options) == r.model_dump_json(**json_options)

@@ -14,7 +14,7 @@ from convlab._util import import_callable, is_async_callable, positional_arity
 from convlab.agents.cache import active, function_call, is_cached
 from convlab.agents.protocol import Agent, AgentContext, AgentSession
 from convlab.model._trusted import build
-from convlab.model.conversation import Message, Observation, Reply, ToolCall
+from convlab.model.conversation import Message, Observation, Reply, ToolCall, message_dict
 
 __all__ = ["FunctionAgent", "import_callable", "observation", "to_observation"]
 
@@ -125,7 +125,7 @@ class _FunctionSession(AgentSession):
         self.agent = agent
 
     async def send(self, messages: list[Message], ctx: AgentContext) -> Observation:
-        payload = [m.model_dump(exclude_none=True) for m in messages]
+        payload = [message_dict(m) for m in messages]
         start = time.perf_counter()
         if self.agent.cached and active() is not None:
             obs = await self._through_cache(payload, ctx)

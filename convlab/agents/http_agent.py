@@ -24,7 +24,7 @@ from convlab.agents._transport import HTTPClient, Secret, dumps, loads, safe_url
 from convlab.agents.function import observation
 from convlab.agents.protocol import AgentContext, AgentSession
 from convlab.errors import AgentResponseError
-from convlab.model.conversation import Message, Observation, Reply, ToolCall
+from convlab.model.conversation import Message, Observation, Reply, ToolCall, message_dict
 
 __all__ = ["DEFAULT_REQUEST", "DEFAULT_TEXT_PATHS", "HTTPAgent", "get_path", "render"]
 
@@ -112,7 +112,7 @@ class HTTPAgent(HTTPBackedAgent):
 
     def build(self, messages: list[Message], ctx: AgentContext) -> Any:
         """The request body for this turn."""
-        payload = [m.model_dump(exclude_none=True) for m in messages]
+        payload = [message_dict(m) for m in messages]
         last_user = next((m.text() for m in reversed(messages) if m.role == "user"), "")
         values = {
             "messages": payload,

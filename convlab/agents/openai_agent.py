@@ -27,7 +27,7 @@ from convlab.agents.protocol import AgentContext, AgentSession
 from convlab.agents.tools import Tool, ToolFailed, as_tools
 from convlab.errors import AgentError, AgentResponseError
 from convlab.model._trusted import build
-from convlab.model.conversation import Message, Observation, ToolCall, Usage
+from convlab.model.conversation import Message, Observation, ToolCall, Usage, message_dict
 
 __all__ = ["DEFAULT_BASE_URL", "DEFAULT_MAX_PASSES", "OpenAIAgent", "message_text"]
 
@@ -173,7 +173,7 @@ class _OpenAISession(AgentSession):
         """Call the model, run its tool calls, call again, until it answers or passes run out."""
         agent = self.agent
         start = time.perf_counter()
-        convo = _answer_dangling([_as_dict(m) for m in messages])
+        convo = _answer_dangling([message_dict(m) for m in messages])
         system = agent.system_prompt(ctx)
         if system:
             convo.insert(0, {"role": "system", "content": system})
@@ -327,16 +327,3 @@ def _add_usage(total: list[int] | None, raw: Any) -> list[int] | None:
         if isinstance(value, int):
             total[i] += value
     return total
-
-
-def _as_dict(message: Message) -> dict[str, Any]:
-    """`message.model_dump(exclude_none=True)`, read straight off a plain text message (the
-    common case: no parts, no tool calls, no extra keys); others go through pydantic."""
-    content = message.content
-    if (
-        message.tool_calls is None
-        and not message.__pydantic_extra__
-        and (content is None or type(content) is str)
-    ):
-        return {k: v for k, v in message.__dict__.items() if v is not None}
-    return message.model_dump(exclude_none=True)

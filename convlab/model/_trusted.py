@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-__all__ = ["assign", "build", "copied"]
+__all__ = ["assign", "build", "copied", "dumped", "dumped_json"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -64,10 +64,11 @@ def build(cls: type[M], **values: Any) -> M:
     template, makers, required = _defaults(cls)
     data = template.copy()
     data.update(values)  # a field's place stays its place in the class
-    if len(data) != len(template) or any(name not in values for name in required):
-        unknown = sorted(set(values) - set(template))
-        missing = [name for name in required if name not in values]
-        raise TypeError(f"{cls.__name__}: unknown fields {unknown}, missing fields {missing}")
+    if len(data) != len(template):
+        _refuse(cls, values)
+    for name in required:
+        if name not in values:
+            _refuse(cls, values)
     for name, make in makers:
         if name not in values:
             data[name] = make()
@@ -79,6 +80,13 @@ def build(cls: type[M], **values: Any) -> M:
     return model
 
 
+def _refuse(cls: type[BaseModel], values: dict[str, Any]) -> None:
+    template, _, required = _defaults(cls)
+    unknown = sorted(set(values) - set(template))
+    missing = [name for name in required if name not in values]
+    raise TypeError(f"{cls.__name__}: unknown fields {unknown}, missing fields {missing}")
+
+
 def copied(model: M) -> M:
     """`model.model_copy()`: a shallow copy, as pydantic's `__copy__` makes it (3x faster)."""
     out = _new(type(model))
@@ -88,3 +96,14 @@ def copied(model: M) -> M:
     _set(out, "__pydantic_extra__", None if extra is None else dict(extra))
     _set(out, "__pydantic_private__", None if private is None else dict(private))
     return out
+
+
+def dumped(model: BaseModel, **options: Any) -> Any:
+    """`model.model_dump(**options)`, by pydantic's serializer itself: the method's Python
+    wrapper costs as much as dumping a small model (1.5 us of a message's 2.9)."""
+    return model.__pydantic_serializer__.to_python(model, **options)
+
+
+def dumped_json(model: BaseModel, **options: Any) -> str:
+    """`model.model_dump_json(**options)`, by pydantic's serializer itself (see `dumped`)."""
+    return model.__pydantic_serializer__.to_json(model, **options).decode()
