@@ -8,6 +8,7 @@ import asyncio
 import time
 import uuid
 import warnings
+from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -15,7 +16,6 @@ from typing import Any
 from convlab.agents.cache import recording
 from convlab.engine._clock import now as _now
 from convlab.engine._gc import quiet_gc
-from convlab.engine.codes import case_code
 from convlab.engine.conversation import Conversation, Env, kernel_repetition, stopping
 from convlab.engine.events import (
     CaseFinished,
@@ -25,21 +25,16 @@ from convlab.engine.events import (
     RunFinished,
     RunStarted,
 )
+from convlab.engine.finished import Entry, closed, error_text, kept, result_of
 from convlab.engine.hooks import call_hook, resolve_hook
 from convlab.engine.modes import MODES, Outcome
-from convlab.engine.replies import MAX_REPLY_BYTES, share_case_text
+from convlab.engine.replies import MAX_REPLY_BYTES
 from convlab.engine.store import ResultStore
 from convlab.engine.suite_checks import suite_checks
-from convlab.model._codec import encode
-from convlab.model._trusted import assign, build
-from convlab.model.blame import Blame, blame_of, case_blame
+from convlab.model.blame import Blame, blame_of
 from convlab.model.records import Results
 from convlab.model.results import CaseResult, Run
 from convlab.plan import Instance, count, expand, suite_text
-
-Entry = tuple[str, bytes] | CaseResult
-"""A finished instance as the runner keeps it: its status and encoded line (lean), or the
-model itself when it cannot be encoded (a value JSON cannot hold)."""
 
 __all__ = ["Runner", "Settings"]
 
@@ -90,8 +85,12 @@ class Runner:
     _stop_picking: bool = False
     _warned: set[int] = field(default_factory=set)
     _store_problem: str | None = None
-    _order: dict[tuple[str, str, int, int], int] = field(default_factory=dict)
-    """Plan order of the instances planned so far (their place in the Run's results)."""
+    _places: array[int] = field(default_factory=lambda: array("q"))
+    """Each line's place in the plan (the Run lists results in plan order), beside `lines`:
+    8 bytes a result, where a dict of every planned key cost about 80; -1: not planned."""
+    _model_places: dict[tuple[str, str, int, int], int] = field(default_factory=dict)
+    """The plan places of the instances held as models (the few a line cannot hold)."""
+    _planned_count: int = 0
     _failure_blame: Blame = "hook"
     """Whose fault the run-level failure is (the run's before hook, unless it says otherwise)."""
 
@@ -100,12 +99,27 @@ class Runner:
         big run's count or last result decodes no other)."""
         return self._collect(list(self.results))
 
-    def _hold(self, key: tuple[str, str, int, int], entry: Entry) -> None:
+    def _hold(self, key: tuple[str, str, int, int], entry: Entry, place: int) -> None:
         if isinstance(entry, CaseResult):
             self.results[key] = entry
+            self._model_places[key] = place
         else:
             self.results[key] = len(self.lines)
             self.lines.add(*entry)
+            self._places.append(place)
+
+    def _place_of(self, key: tuple[str, str, int, int], place: int) -> None:
+        """Note where a held instance (one read back from the store) is in the plan."""
+        held = self.results[key]
+        if isinstance(held, int):
+            self._places[held] = place
+        else:
+            self._model_places[key] = place
+
+    def _place(self, key: tuple[str, str, int, int]) -> int:
+        held = self.results[key]
+        place = self._places[held] if isinstance(held, int) else self._model_places.get(key, -1)
+        return place if place >= 0 else 1 << 60  # not in this plan: last
 
     def _collect(self, keys: Iterable[tuple[str, str, int, int]]) -> Results:
         """The finished instances of `keys`, in that order."""
@@ -163,6 +177,7 @@ class Runner:
             raise
         if store is not None:
             self.lines = store.stored  # the run goes on from the lines read back
+            self._places = array("q", [-1]) * len(store.stored)
             self.results.update(store.done)
             if store.skipped:  # never re-run them without a word
                 warnings.warn(
@@ -181,7 +196,7 @@ class Runner:
                 failure = f"before hook failed: {type(exc).__name__}: {exc}"
                 self._failure_blame = blame_of(exc, "hook")
             if failure is None:
-                todo = (i for i in self._planned() if i.key not in self.results)
+                todo = self._planned()
                 workers = (self._worker(todo, store) for _ in range(max(1, s.parallel)))
                 await asyncio.gather(*workers)
         except asyncio.CancelledError:
@@ -192,7 +207,7 @@ class Runner:
                 try:
                     store.sync()  # every result is on disk before the run finishes
                 except Exception as exc:  # the results are in memory: the Run says so
-                    why = f"closing results store {s.store} failed: {_why(exc)}"
+                    why = f"closing results store {s.store} failed: {error_text(exc)}"
                     self._store_problem = why
         # finishing (suite checks, the after hook, closing agents) survives a second stop
         finish = asyncio.ensure_future(self._finish(cancelled, before_data, failure))
@@ -214,21 +229,20 @@ class Runner:
         except Exception as exc:  # the results are in memory: the Run says so
             if self._store_problem is not None:
                 return  # the run's error already says the store failed
-            why = f"closing results store {store.path} failed: {_why(exc)}"
+            why = f"closing results store {store.path} failed: {error_text(exc)}"
             self.run.error = f"{self.run.error}; {why}" if self.run.error else why
 
     async def _finish(self, cancelled: bool, before_data: Any, failure: str | None) -> Run:
         suite, s = self.env.suite, self.settings
-        order = self._order
-        if len(order) < count(suite, s.runs):  # not every instance was planned: plan them all
-            order = {}
+        if self._planned_count < count(suite, s.runs):  # not every instance was planned
             why = failure or "run stopped before it ran"
             for n, inst in enumerate(expand(suite, s.runs, s.allow_external_writes)):
-                order[inst.key] = n
                 if inst.key not in self.results:
                     status = "error" if failure else "cancelled"
-                    self.results[inst.key] = _closed(inst, status, why, self._failure_blame)
-        ordered = sorted(self.results, key=lambda k: order.get(k, 1 << 60))
+                    self._hold(inst.key, closed(inst, status, why, self._failure_blame), n)
+                else:
+                    self._place_of(inst.key, n)
+        ordered = sorted(self.results, key=self._place)
         results = self._collect(ordered)
         self.run.results = results  # type: ignore[assignment]  # a list to its readers
         self.run.status = "failed" if failure else "cancelled" if cancelled else "completed"
@@ -251,26 +265,35 @@ class Runner:
         self.emit(RunFinished(self.run))
         return self.run
 
-    def _planned(self) -> Iterator[Instance]:
-        """Every instance in plan order, each key's place noted (the Run lists them so)."""
+    def _planned(self) -> Iterator[tuple[int, Instance]]:
+        """The instances to run with their places in the plan (the Run lists results in plan
+        order); the place of one already held (read back from the store) is noted."""
         s = self.settings
         for n, inst in enumerate(expand(self.env.suite, s.runs, s.allow_external_writes)):
-            self._order[inst.key] = n
-            yield inst
+            self._planned_count = n + 1
+            if inst.key in self.results:
+                self._place_of(inst.key, n)
+            else:
+                yield n, inst
 
-    async def _worker(self, todo: Iterator[Instance], store: ResultStore | None) -> None:
-        for inst in todo:
+    async def _worker(
+        self, todo: Iterator[tuple[int, Instance]], store: ResultStore | None
+    ) -> None:
+        for place, inst in todo:
             if self._stop_picking:
                 return
             try:
                 result = await self.run_instance(inst)
             except asyncio.CancelledError:
-                self.results.setdefault(
-                    inst.key, _closed(inst, "cancelled", "run stopped while it ran")
-                )
+                if inst.key not in self.results:
+                    self._hold(
+                        inst.key, closed(inst, "cancelled", "run stopped while it ran"), place
+                    )
+                else:
+                    self._model_places[inst.key] = place  # run_instance kept what it got to
                 raise
-            result, entry = _kept(store, result, (self.run.id, kernel_repetition(inst)))
-            self._hold(inst.key, entry)
+            result, entry = kept(store, result, (self.run.id, kernel_repetition(inst)))
+            self._hold(inst.key, entry, place)
             if self.listeners:
                 self.emit(CaseFinished(result, inst.label))
             if self.settings.fail_fast and result.status in ("failed", "error", "timeout"):
@@ -280,9 +303,9 @@ class Runner:
         """Run one instance to a CaseResult; never raises (but for cancellation)."""
         case = inst.case
         if case.skip:
-            return _closed(inst, "skipped", case.skip)
+            return closed(inst, "skipped", case.skip)
         if inst.blocked:
-            return _closed(inst, "blocked", inst.blocked)
+            return closed(inst, "blocked", inst.blocked)
         started, t0 = _now(), time.perf_counter()
         if self.listeners:
             self.emit(CaseStarted(inst.key, inst.label, case.mode, case.name))
@@ -294,9 +317,9 @@ class Runner:
         except asyncio.CancelledError:  # keep what the conversation got to
             why = "run stopped while it ran" + (f"; {conv.hook_error}" if conv.hook_error else "")
             stopped = Outcome("cancelled", why, checkpoints=conv.checkpoints)
-            self.results[inst.key] = _result(inst, conv, stopped, started, t0)
+            self.results[inst.key] = result_of(inst, conv, stopped, started, t0)
             raise
-        return _result(inst, conv, outcome, started, t0)
+        return result_of(inst, conv, outcome, started, t0)
 
     async def _converse(self, conv: Conversation, timeout: float) -> Outcome:
         """The hooks and the conversation, within the per-case timeout; user code's faults
@@ -321,7 +344,7 @@ class Runner:
                     if case.hooks.before is not None:
                         data = await call_hook(resolve_hook(case.hooks.before, near), case)
                 except Exception as exc:
-                    raise _HookFailed(f"before hook failed: {_why(exc)}", exc) from exc
+                    raise _HookFailed(f"before hook failed: {error_text(exc)}", exc) from exc
                 site = "agent"
                 await conv.open()
                 try:
@@ -340,16 +363,16 @@ class Runner:
                 try:
                     await asyncio.shield(after(Outcome("cancelled", "run stopped while it ran")))
                 except Exception as hook_exc:
-                    conv.hook_error = f"after hook failed: {_why(hook_exc)}"
+                    conv.hook_error = f"after hook failed: {error_text(hook_exc)}"
                 raise
         except _HookFailed as exc:
             outcome = Outcome("error", str(exc), blame=blame_of(exc.original, "hook"))
         except BaseException as exc:  # SystemExit, KeyboardInterrupt, pytest's Failed ...
-            outcome = Outcome("error", _why(exc), blame=blame_of(exc, site))
+            outcome = Outcome("error", error_text(exc), blame=blame_of(exc, site))
         try:
             await after(outcome)
         except Exception as exc:
-            why = f"after hook failed: {_why(exc)}"
+            why = f"after hook failed: {error_text(exc)}"
             if outcome.status == "passed":
                 outcome = Outcome(
                     "error",
@@ -370,40 +393,6 @@ class _HookFailed(Exception):
     def __init__(self, message: str, original: BaseException) -> None:
         super().__init__(message)
         self.original = original
-
-
-def _why(exc: BaseException) -> str:
-    if isinstance(exc, TimeoutError) and not str(exc):
-        return "TimeoutError: timed out"
-    return f"{type(exc).__name__}: {exc}"
-
-
-def _result(
-    inst: Instance, conv: Conversation, outcome: Outcome, started: str, t0: float
-) -> CaseResult:
-    result = build(  # built from the engine's own values: no validation needed
-        CaseResult,
-        case_id=inst.case.id,
-        variant=dict(inst.variant),
-        repetition=inst.repetition,
-        run=inst.run,
-        status=outcome.status,
-        reward=_reward(outcome),
-        turns=list(conv.turns),
-        assertions=list(outcome.assertions),
-        checkpoints=list(outcome.checkpoints),
-        error=outcome.error,
-        blame=outcome.blame,
-        duration_ms=int((time.perf_counter() - t0) * 1e6 + 0.5) / 1000,  # to the us
-        attempts=conv.attempts.calls or 1,
-        usage=conv.usage,
-        started_at=started,
-        finish_reason=outcome.finish_reason,
-    )
-    # the blame CaseResult's validator would settle, and the code
-    assign(result, blame=case_blame(result, outcome.blame), code=case_code(result))
-    share_case_text(result)  # a long reply is stored once, on its turn
-    return result
 
 
 def _timeout(conv: Conversation, timeout: float) -> Outcome:
@@ -433,55 +422,3 @@ def _fmt_duration(seconds: float) -> str:
         m, s = divmod(seconds, 60)
         return f"{int(m)}m{s:g}s" if s else f"{int(m)}m"
     return f"{seconds:g}s"
-
-
-def _reward(outcome: Outcome) -> float:
-    if outcome.status != "passed":
-        return 0.0
-    scores = [
-        a.score for a in outcome.assertions if a.kind == "python_test" and a.score is not None
-    ]
-    return float(scores[0]) if scores else 1.0
-
-
-def _lean(result: CaseResult, thread: tuple[str, int] | None) -> Entry:
-    """`result` as its status and line, or itself when a value in it cannot be encoded."""
-    try:
-        return (result.status, encode(result, thread=thread))
-    except Exception:  # e.g. an object in `details` JSON cannot hold: keep the model
-        return result
-
-
-def _kept(
-    store: ResultStore | None, result: CaseResult, thread: tuple[str, int]
-) -> tuple[CaseResult, Entry]:
-    """The result as finally recorded (stored, if there is a store) and its entry;
-    `thread`: what its thread id was made from (run id, kernel repetition)."""
-    entry = _lean(result, thread)
-    if store is None:
-        return result, entry
-    try:
-        store.append(result, entry[1] if isinstance(entry, tuple) else None)
-    except Exception as exc:
-        why = f"results store {store.path}: could not write this instance ({_why(exc)})"
-        if result.status == "passed":
-            failed = result.model_copy(update={"status": "error", "error": why})
-        else:
-            failed = result.model_copy(update={"error": f"{result.error}; {why}"})
-        failed.blame = case_blame(failed, blame_of(exc, "infrastructure"))
-        return failed, _lean(failed, thread)
-    return result, entry
-
-
-def _closed(inst: Instance, status: str, why: str, blame: Blame | None = None) -> CaseResult:
-    result = CaseResult(
-        case_id=inst.case.id,
-        variant=inst.variant,
-        repetition=inst.repetition,
-        run=inst.run,
-        status=status,  # type: ignore[arg-type]
-        error=why,
-        blame=blame,
-    )
-    result.code = case_code(result)
-    return result
