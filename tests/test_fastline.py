@@ -1,11 +1,12 @@
-"""A usual result's line, read straight from its models (convlab.model._fastline), is byte
-for byte the line the general path writes from pydantic's dump.
+"""A result's line, read straight from its models (convlab.model._fastline), is byte for
+byte the line made from pydantic's `model_dump(exclude_defaults=True)` of the whole result,
+reshaped as the codec did before (`_reference` below: the codec's former general path).
 
 Every example suite's results, results generated with hypothesis (plain values, odd
 timings, long and unicode replies, derived and agent-given ids, failed and errored checks,
-checkpoints, usage) and results that only the general path may write are encoded both ways.
-The models' fields are listed here as the fast path reads them: a field added to a model
-fails the test until the fast path writes it too.
+checkpoints, usage), rich ones (tool calls, data, a world, details, children) and fields
+holding a value of another type are encoded both ways. The models' fields are listed here
+as the fast path reads them: a field added to a model fails the test until it is written.
 """
 
 from __future__ import annotations
@@ -15,16 +16,17 @@ import warnings
 from decimal import Decimal
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic_core import to_jsonable_python
 
-import convlab.model._codec as codec
 from convlab.model._codec import encode
-from convlab.model._fastline import usual_line
+from convlab.model._fastline import line_of
 from convlab.model._ids import case_thread, trace_of, turn_id_of
 from convlab.model.conversation import Message, Observation, ToolCall, Usage
-from convlab.model.records import row_counts
+from convlab.model.records import row_counts, why_not_passed
 from convlab.model.results import AssertionResult, CaseResult, CheckpointResult, TurnResult
 from tests.test_codec import _example_results, _odd_result
 
@@ -47,18 +49,108 @@ FIELDS = {
 def test_the_fast_path_reads_every_field_of_the_models(model: Any) -> None:
     assert list(model.model_fields) == FIELDS[model].split(), (
         f"{model.__name__}'s fields changed: write the new ones in convlab/model/_fastline.py "
-        "(or make it hand such results to the general path), then list them here"
+        "then list them here"
     )
 
 
-def _both(result: CaseResult, thread: tuple[str, int] | None = None) -> tuple[bytes, bytes, bool]:
-    """(the line, the general path's line, whether the fast path wrote the first)."""
-    taken = usual_line(result, _shared(result)) is not None
-    fast = encode(result, thread)
-    with pytest.MonkeyPatch.context() as m:
-        m.setattr(codec, "usual_line", lambda *_: None)
-        general = encode(result, thread)
-    return fast, general, taken
+def _both(result: CaseResult, thread: tuple[str, int] | None = None) -> tuple[bytes, bytes]:
+    """(the line, the reference line from pydantic's dump)."""
+    return encode(result, thread), _reference(result, thread)
+
+
+def _reference(result: CaseResult, thread: tuple[str, int] | None) -> bytes:
+    """The line as the codec made it from pydantic's dump of the whole result, reshaped."""
+    shared = _shared(result)
+    plain = result.model_dump(exclude_defaults=True)
+    _round(plain, "duration_ms")
+    if "assertions" in plain:
+        plain["assertions"] = _packed(plain["assertions"], None)
+    for i, (turn, out) in enumerate(zip(result.turns, plain.get("turns", ()), strict=True)):
+        _round(out, "duration_ms")
+        obs = turn.observation
+        if "assertions" in out:
+            out["assertions"] = _packed(out["assertions"], obs.text if obs is not None else None)
+        if "observation" in out:
+            _round(out["observation"], "latency_ms")
+            _observation(turn, out["observation"], shared)
+        if out.get("index") == i:
+            del out["index"]
+    if shared is not None:
+        made = thread and case_thread(
+            thread[0], result.case_id, tuple(result.variant.items()), thread[1]
+        )
+        plain["_th"] = [*thread] if thread and shared == made else shared
+    hint: list[Any] = [*row_counts(result)]
+    why = why_not_passed(result)
+    if why:
+        hint.append(why)
+    else:
+        while len(hint) > 1 and hint[-1] == 0:
+            hint.pop()
+    plain["_r"] = hint
+    return orjson.dumps(plain, default=to_jsonable_python, option=orjson.OPT_NON_STR_KEYS)
+
+
+def _round(plain: dict[str, Any], key: str) -> None:
+    value = plain.get(key)
+    if type(value) is float and value >= 0:
+        plain[key] = int(value * 1000 + 0.5) / 1000
+
+
+def _packed(checks: list[dict[str, Any]], reply: str | None) -> list[list[Any]]:
+    out: list[list[Any]] = []
+    for check in checks:
+        duration = check.pop("duration_ms", 0.0)
+        if type(duration) is float and duration >= 0:
+            duration = int(duration * 1000 + 0.5) / 1000
+        item = [check.pop("kind"), check.pop("message", ""), check.pop("expected", None)]
+        actual = check.pop("actual", None)
+        if reply is None or type(actual) is not str or actual != reply:
+            item.append(actual)
+        item.append(duration)
+        if check:
+            if "children" in check:
+                check["children"] = _packed(check["children"], reply)
+            item.append(check)
+        out.append(item)
+    return out
+
+
+def _observation(turn: TurnResult, plain: dict[str, Any], thread: str | None) -> None:
+    obs = turn.observation
+    assert obs is not None
+    flags, text, messages = 0, obs.text, obs.messages
+    reply = messages[0] if len(messages) == 1 else None
+    if (
+        isinstance(text, str)
+        and reply is not None
+        and (reply.role, reply.content, reply.name, reply.tool_call_id, reply.tool_calls)
+        == ("assistant", text, None, None, None)
+        and not reply.__pydantic_extra__
+    ):
+        del plain["messages"]
+        flags = 1
+    elif text is not None and len(text) >= 256:
+        for index, message in enumerate(messages):
+            if message.content == text:
+                del plain["text"]
+                plain["text_in"] = index
+                break
+    if thread is not None and obs.thread_id == thread:
+        del plain["thread_id"]
+    step = turn.step_id or str(turn.index)
+    if (
+        obs.thread_id
+        and obs.turn_id == turn_id_of(obs.thread_id, step)
+        and obs.trace_id == trace_of(obs.turn_id)
+    ):
+        del plain["turn_id"], plain["trace_id"]
+        flags |= 2
+    if obs.effects == {} and type(obs.effects) is dict:
+        del plain["effects"]
+        flags |= 4
+    if flags:
+        plain["_o"] = flags
 
 
 def _shared(result: CaseResult) -> str | None:
@@ -66,17 +158,13 @@ def _shared(result: CaseResult) -> str | None:
     return threads.pop() if len(threads) == 1 else None
 
 
-def test_every_example_result_is_written_the_same_and_most_take_the_fast_path() -> None:
+def test_every_example_result_is_written_the_same() -> None:
     results = _example_results()
-    taken = 0
+    assert len(results) > 20
     for r in results:
-        fast, general, took = _both(r)
+        fast, general = _both(r)
         assert fast == general, r.case_id
-        taken += took
-        if took:
-            made = usual_line(r, _shared(r))
-            assert made is not None and made[1] == list(row_counts(r))
-    assert taken >= len(results) // 3, f"only {taken} of {len(results)} took the fast path"
+        assert line_of(r, _shared(r))[1] == list(row_counts(r))
 
 
 def test_rich_and_odd_results_are_written_the_same() -> None:
@@ -104,8 +192,8 @@ def test_rich_and_odd_results_are_written_the_same() -> None:
         lambda r: r.turns[0].messages[0].__pydantic_extra__.update(refusal="no"),
     ]
     for r in [_odd_result(), *[_changed(base, change) for change in changes]]:
-        fast, general, taken = _both(r, ("run1", 0))
-        assert taken and fast == general
+        fast, general = _both(r, ("run1", 0))
+        assert fast == general
 
 
 def _changed(base: CaseResult, change: Any) -> CaseResult:
@@ -114,26 +202,25 @@ def _changed(base: CaseResult, change: Any) -> CaseResult:
     return r
 
 
-def test_a_field_holding_a_value_of_another_type_goes_to_the_general_path() -> None:
-    """Fields set without validation may hold anything: pydantic's dump says how it is
-    written (with a warning), never a guess of the fast path."""
+def test_a_field_holding_a_value_of_another_type_is_written_as_pydantics_dump_writes_it() -> None:
+    """Fields set without validation may hold anything: pydantic's serializer says how it is
+    written (its dump warns), never a guess of the fast path."""
     for change in (
         lambda r: setattr(r, "duration_ms", Decimal("1.5")),
         lambda r: setattr(r.turns[0].assertions[0], "kind", 1),
         lambda r: setattr(r.turns[0].observation, "text", b"bytes"),
     ):
         r = _changed(_result(text="ok"), change)
-        assert usual_line(r, _shared(r)) is None
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # pydantic's serializer warns of the odd type
-            fast, general, _ = _both(r)
+            fast, general = _both(r)
         assert fast == general
 
 
-def test_the_engine_shaped_result_takes_the_fast_path_and_writes_the_same_line() -> None:
+def test_the_engine_shaped_result_writes_the_same_line() -> None:
     r = _result(text="ok")
-    fast, general, taken = _both(r, ("run1", 0))
-    assert taken and fast == general
+    fast, general = _both(r, ("run1", 0))
+    assert fast == general
     assert b'"_th":["run1",0]' in fast and b'"_o":7' in fast
 
 
@@ -282,6 +369,5 @@ def results(draw: st.DrawFn) -> CaseResult:
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(results(), st.sampled_from([None, ("run1", 0), ("other", 1)]))
 def test_generated_results_are_written_the_same_both_ways(r: CaseResult, thread: Any) -> None:
-    fast, general, taken = _both(r, thread)
-    assert taken
+    fast, general = _both(r, thread)
     assert fast == general

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from convlab.model._codec import case_thread, digest
+from convlab.model._ids import case_thread, digest
 
 _text = st.text(alphabet=st.characters(codec="utf-8"), max_size=12)
 

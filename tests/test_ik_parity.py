@@ -361,7 +361,7 @@ def test_observation_carries_the_direct_adapters_ids(tmp_path: Path) -> None:
     assert view["threadId"] == f"{run.id}:{case_id}"
     assert view["replayed"] is False and view["events"] == []
     assert len(view["traceId"]) == 32
-    from convlab.model._codec import digest
+    from convlab.model._ids import digest
 
     assert view["turnId"] == f"eval.{digest({'threadId': view['threadId'], 'stepId': 'search'})}"
     assert (

@@ -1,8 +1,9 @@
 """The compact JSON of one CaseResult: what the results store writes and `Results` keeps.
 
-It is pydantic's `model_dump_json(exclude_defaults=True)` made small:
-- pydantic's `model_dump(exclude_defaults=True)` written by orjson; values orjson cannot
-  write (sets, dates, models inside `Any`) go through pydantic's own `to_jsonable_python`;
+It holds what pydantic's `model_dump_json(exclude_defaults=True)` holds, made small:
+- what pydantic's `model_dump(exclude_defaults=True)` holds, read off the models' fields
+  (`_fastline.line_of`), written by orjson; values orjson cannot write (sets, dates, models
+  inside `Any`) go through pydantic's own `to_jsonable_python`;
 - what can be derived is not written, and `decode` derives it again:
   - an assertion result is an array, `[kind, message, expected, actual, duration_ms]`,
     followed by a dict of the rest when it holds more (status, id, score, details, ...,
@@ -33,15 +34,14 @@ from typing import Any, get_args
 import orjson
 from pydantic_core import to_jsonable_python
 
-from convlab.model._fastline import IDS, NO_EFFECTS, REPLY, is_reply, usual_line
-from convlab.model._ids import case_thread, digest, trace_of, turn_id_of
-from convlab.model.records import Row, instance_row, row_counts, why_not_passed
-from convlab.model.results import CaseResult, Status, TurnResult, variant_label
+from convlab.model._fastline import IDS, NO_EFFECTS, REPLY, line_of
+from convlab.model._ids import case_thread, trace_of, turn_id_of
+from convlab.model.records import Row, instance_row, why_not_passed
+from convlab.model.results import CaseResult, Status, variant_label
 
 __all__ = [
     "case_thread",
     "decode",
-    "digest",
     "encode",
     "expand",
     "head_of_line",
@@ -54,36 +54,8 @@ __all__ = [
 _STATUSES = frozenset(get_args(Status))
 
 
-def _round(plain: dict[str, Any], key: str) -> None:
-    value = plain.get(key)
-    if type(value) is float and value >= 0:  # a timing; round() is 5x slower
-        plain[key] = int(value * 1000 + 0.5) / 1000
-
-
-def _packed(checks: list[dict[str, Any]], reply: str | None) -> list[list[Any]]:
-    """Assertion results (as `model_dump(exclude_defaults=True)` gives them) as arrays: key
-    names cost 50 bytes a check, more than a passed check's values; `reply` is the turn's
-    reply text, which most checks hold as their `actual`."""
-    out: list[list[Any]] = []
-    for check in checks:
-        duration = check.pop("duration_ms", 0.0)
-        if type(duration) is float and duration >= 0:  # to the microsecond, as `_round`
-            duration = int(duration * 1000 + 0.5) / 1000
-        item = [check.pop("kind"), check.pop("message", ""), check.pop("expected", None)]
-        actual = check.pop("actual", None)
-        if reply is None or type(actual) is not str or actual != reply:
-            item.append(actual)
-        item.append(duration)
-        if check:  # the rest: status, id, score, details, ...
-            if "children" in check:
-                check["children"] = _packed(check["children"], reply)
-            item.append(check)
-        out.append(item)
-    return out
-
-
 def _unpacked(checks: list[Any], reply: Any) -> list[Any]:
-    """`_packed` undone (an assertion result already a dict, as earlier lines hold them,
+    """`_fastline._packed` undone (an assertion result already a dict, as earlier lines hold them,
     stays as it is); a default is left out, as `model_dump(exclude_defaults=True)` did."""
     out: list[Any] = []
     for item in checks:
@@ -127,38 +99,6 @@ def _reply_of(obs: dict[str, Any] | None) -> Any:
     return obs.get("text")
 
 
-def _observation(turn: TurnResult, plain: dict[str, Any], thread: str | None) -> None:
-    obs = turn.observation
-    if obs is None:
-        return
-    flags = 0
-    text = obs.text
-    if isinstance(text, str) and len(obs.messages) == 1 and is_reply(obs.messages[0], text):
-        del plain["messages"]
-        flags = REPLY
-    elif text is not None and len(text) >= 256:
-        for index, message in enumerate(obs.messages):
-            if message.content == text:
-                del plain["text"]
-                plain["text_in"] = index
-                break
-    if thread is not None and obs.thread_id == thread:
-        del plain["thread_id"]
-    step = turn.step_id or str(turn.index)
-    if (
-        obs.thread_id
-        and obs.turn_id == turn_id_of(obs.thread_id, step)
-        and obs.trace_id == trace_of(obs.turn_id)
-    ):
-        del plain["turn_id"], plain["trace_id"]
-        flags |= IDS
-    if obs.effects == {} and type(obs.effects) is dict:
-        del plain["effects"]
-        flags |= NO_EFFECTS
-    if flags:
-        plain["_o"] = flags
-
-
 def _jsonable(value: Any) -> Any:
     return to_jsonable_python(value)
 
@@ -168,11 +108,7 @@ def encode(result: CaseResult, thread: tuple[str, int] | None = None) -> bytes:
     kernel repetition) its thread id was made from, when the engine made it."""
     threads = {t.observation.thread_id for t in result.turns if t.observation is not None}
     shared = threads.pop() if len(threads) == 1 else None
-    usual = usual_line(result, shared)  # most results: straight from the models' fields
-    if usual is not None:
-        plain, hint = usual
-    else:
-        plain, hint = _dumped(result, shared), [*row_counts(result)]
+    plain, hint = line_of(result, shared)  # straight from the models' fields
     if shared is not None:
         made = thread and case_thread(thread[0], result.case_id, _items(result.variant), thread[1])
         plain["_th"] = [*thread] if thread and shared == made else shared
@@ -186,26 +122,6 @@ def encode(result: CaseResult, thread: tuple[str, int] | None = None) -> bytes:
     line = orjson.dumps(plain, default=_jsonable, option=orjson.OPT_NON_STR_KEYS)
     # orjson's bytes keep their 4 KB buffer; a run keeps every line: keep only the bytes
     return memoryview(line).tobytes()
-
-
-def _dumped(result: CaseResult, shared: str | None) -> dict[str, Any]:
-    """The line's dict from pydantic's dump, reshaped: any result (the general path)."""
-    plain = result.model_dump(exclude_defaults=True)  # pydantic's Rust walk
-    _round(plain, "duration_ms")  # timings to the microsecond (17 digits say nothing more)
-    if "assertions" in plain:
-        plain["assertions"] = _packed(plain["assertions"], None)
-    for i, (turn, out) in enumerate(zip(result.turns, plain.get("turns", ()), strict=True)):
-        _round(out, "duration_ms")
-        obs = turn.observation
-        if "assertions" in out:
-            reply = obs.text if obs is not None else None
-            out["assertions"] = _packed(out["assertions"], reply)
-        if "observation" in out:
-            _round(out["observation"], "latency_ms")
-            _observation(turn, out["observation"], shared)
-        if out.get("index") == i:
-            del out["index"]
-    return plain
 
 
 def _items(variant: dict[str, str]) -> tuple[tuple[str, str], ...]:

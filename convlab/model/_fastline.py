@@ -7,25 +7,26 @@ case, a fifth of an in-process case's cost. This module makes the same dict from
 by hand, and what they rarely hold (tool calls, structured data, a world, a turn's input,
 values of fields that take any value) through pydantic's own serializer, one value at a time.
 
-A field holding a value of another type than its own (set without validation) raises
-`_Unusual` inside and comes back as None: the general path writes that line.
-tests/test_fastline.py holds the two paths byte-equal, and the models' fields as this module
-lists them (a field added to a model must be added here).
+A field holding a value of another type than its own (set without validation) is written
+through pydantic's serializer too, as its dump of the whole result would write it.
+tests/test_fastline.py holds every line byte-equal to pydantic's dump reshaped as it used to
+be, and the models' fields as this module lists them (a field added to a model must be added
+here).
 """
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
-from pydantic import BaseModel, TypeAdapter
+from pydantic import TypeAdapter
 
 from convlab.model._ids import trace_of, turn_id_of
+from convlab.model._trusted import dumped
 from convlab.model.conversation import Message, Observation
 from convlab.model.records import usage_tokens
 from convlab.model.results import AssertionResult, CaseResult, TurnResult
 
-__all__ = ["IDS", "NO_EFFECTS", "REPLY", "is_reply", "usual_line"]
+__all__ = ["IDS", "NO_EFFECTS", "REPLY", "line_of"]
 
 REPLY, IDS, NO_EFFECTS = 1, 2, 4
 """The observation's flags (`"_o"`, added up; `_codec`'s docstring says what each means)."""
@@ -40,11 +41,7 @@ _REQUIRED = object()
 """A required field's default: it is always written."""
 
 
-class _Unusual(Exception):
-    """The result holds something only the general path writes."""
-
-
-def is_reply(message: Message, text: str) -> bool:
+def _is_reply(message: Message, text: str) -> bool:
     """The message is exactly `{"role": "assistant", "content": text}`."""
     return (
         message.role == "assistant"
@@ -56,46 +53,37 @@ def is_reply(message: Message, text: str) -> bool:
     )
 
 
-def usual_line(result: CaseResult, shared: str | None) -> tuple[dict[str, Any], list[Any]] | None:
-    """The line's dict of `result` as `_codec`'s general path makes it (before `_th` and
-    `_r`), and the counts of its row hint; None for a result only the general path writes.
-    `shared`: the thread id every observation of the case holds (written once)."""
+def line_of(result: CaseResult, shared: str | None) -> tuple[dict[str, Any], list[Any]]:
+    """The line's dict of `result` (before `_th` and `_r`), and the counts of its row hint
+    (`records.row_counts`). `shared`: the thread id every observation of the case holds
+    (written once)."""
     counts = [0, 0, 0, 0, 0]  # checks, failed checks, checkpoints, reached, tool calls
-    try:
-        return _case(result, shared, counts), [*counts, *usage_tokens(result)]
-    except _Unusual:
-        return None
+    return _case(result, shared, counts), [*counts, *usage_tokens(result)]
 
 
 def _put(out: dict[str, Any], name: str, value: Any, default: Any) -> None:
     """`value` under `name` unless it is the field's default (`exclude_defaults`)."""
     if value is default:  # the usual case (None): nothing to check or write
         return
-    if type(value) not in _PLAIN:
-        raise _Unusual
     if value != default:
-        out[name] = value
+        out[name] = value if type(value) in _PLAIN else _any(value)
 
 
 def _timing(out: dict[str, Any], name: str, value: Any, default: Any) -> None:
-    """As `_put`, kept to the microsecond (`_codec._round`)."""
-    if type(value) not in _PLAIN:
-        raise _Unusual
+    """As `_put`; a timing is kept to the microsecond (17 digits say nothing more)."""
     if value != default:
-        out[name] = int(value * 1000 + 0.5) / 1000 if type(value) is float and value >= 0 else value
+        if type(value) is float:
+            out[name] = int(value * 1000 + 0.5) / 1000 if value >= 0 else value
+        else:
+            out[name] = value if type(value) in _PLAIN else _any(value)
 
 
 def _case(r: CaseResult, shared: str | None, counts: list[int]) -> dict[str, Any]:
     d = r.__dict__
     out: dict[str, Any] = {}
     _put(out, "case_id", d["case_id"], _REQUIRED)
-    variant = d["variant"]
-    if variant:
-        if type(variant) is not dict or not all(
-            type(k) is str and type(v) is str for k, v in variant.items()
-        ):
-            raise _Unusual
-        out["variant"] = dict(variant)
+    if d["variant"]:
+        out["variant"] = _any(d["variant"])
     _put(out, "repetition", d["repetition"], 0)
     _put(out, "run", d["run"], 0)
     _put(out, "status", d["status"], _REQUIRED)
@@ -107,7 +95,7 @@ def _case(r: CaseResult, shared: str | None, counts: list[int]) -> dict[str, Any
         out["assertions"] = _packed(d["assertions"], None, counts)
     checkpoints = d["checkpoints"]
     if checkpoints:
-        out["checkpoints"] = [_flat(c) for c in checkpoints]
+        out["checkpoints"] = [dumped(c, exclude_defaults=True) for c in checkpoints]
         counts[2] = len(checkpoints)
         counts[3] = sum(c.reached for c in checkpoints)
     _put(out, "error", d["error"], None)
@@ -116,7 +104,7 @@ def _case(r: CaseResult, shared: str | None, counts: list[int]) -> dict[str, Any
     _timing(out, "duration_ms", d["duration_ms"], 0.0)
     _put(out, "attempts", d["attempts"], 1)
     if d["usage"] is not None:
-        out["usage"] = _flat(d["usage"])
+        out["usage"] = dumped(d["usage"], exclude_defaults=True)
     _put(out, "started_at", d["started_at"], None)
     _put(out, "finish_reason", d["finish_reason"], None)
     if d["metadata"]:
@@ -128,10 +116,7 @@ def _turn(t: TurnResult, i: int, shared: str | None, counts: list[int]) -> dict[
     d = t.__dict__
     out: dict[str, Any] = {}
     index = d["index"]
-    if type(index) is not int:
-        raise _Unusual
-    if index != i:  # its place in the list is implied
-        out["index"] = index
+    _put(out, "index", index, i)  # its place in the list is implied
     _put(out, "step_id", d["step_id"], None)
     _put(out, "variant", d["variant"], None)
     if d["input"] is not None:
@@ -175,7 +160,7 @@ def _observation(obs: Observation, step: str, shared: str | None) -> dict[str, A
         out["tool_calls"] = [c.model_dump(exclude_defaults=True) for c in d["tool_calls"]]
     messages = d["messages"]
     if messages:
-        if type(text) is str and len(messages) == 1 and is_reply(messages[0], text):
+        if type(text) is str and len(messages) == 1 and _is_reply(messages[0], text):
             flags = REPLY
         else:
             out["messages"] = [_message(m) for m in messages]
@@ -190,7 +175,7 @@ def _observation(obs: Observation, step: str, shared: str | None) -> dict[str, A
     elif effects is not None:
         out["effects"] = _any(effects)
     if d["usage"] is not None:
-        out["usage"] = _flat(d["usage"])
+        out["usage"] = dumped(d["usage"], exclude_defaults=True)
     _timing(out, "latency_ms", d["latency_ms"], None)
     _put(out, "error", d["error"], None)
     _put(out, "outcome", d["outcome"], "ok")
@@ -225,16 +210,20 @@ def _packed(checks: list[AssertionResult], reply: str | None, counts: list[int])
         d = check.__dict__
         kind, message, expected, actual = d["kind"], d["message"], d["expected"], d["actual"]
         duration, status = d["duration_ms"], d["status"]
-        if type(kind) is not str or type(message) is not str or type(duration) not in _PLAIN:
-            raise _Unusual
+        if type(kind) is not str:
+            kind = _any(kind)
+        if type(message) is not str:
+            message = _any(message)
         if type(expected) not in _PLAIN:
             expected = _any(expected)
         if type(actual) not in _PLAIN:
             actual = _any(actual)
         if type(duration) is float and duration >= 0:
             duration = int(duration * 1000 + 0.5) / 1000
-        elif duration == 0.0:
+        elif duration == 0.0:  # left out of the dump: the array holds the default
             duration = 0.0
+        elif type(duration) not in _PLAIN:
+            duration = _any(duration)
         item: list[Any] = [kind, message, expected]
         if reply is None or type(actual) is not str or actual != reply:
             item.append(actual)
@@ -278,22 +267,3 @@ def _rest(d: dict[str, Any], status: str, reply: str | None) -> dict[str, Any]:
     if d["details"]:
         rest["details"] = _any(d["details"])
     return rest
-
-
-def _flat(model: BaseModel) -> dict[str, Any]:
-    """The `exclude_defaults` dump of a model whose fields all hold plain values."""
-    if model.__pydantic_extra__:
-        raise _Unusual
-    d = model.__dict__
-    out: dict[str, Any] = {}
-    for name, default in _defaults(type(model)):
-        _put(out, name, d[name], default)
-    return out
-
-
-@functools.cache
-def _defaults(cls: type[BaseModel]) -> tuple[tuple[str, Any], ...]:
-    return tuple(
-        (name, _REQUIRED if info.is_required() else info.get_default(call_default_factory=True))
-        for name, info in cls.model_fields.items()
-    )

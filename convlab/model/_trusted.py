@@ -1,9 +1,10 @@
-"""Building and changing result models from values the engine made itself, without
-pydantic's validation: the per-case path builds and sets a dozen fields per case.
+"""pydantic's construction, copy, assignment and dump, without what the per-case path need
+not pay for: validation of values the engine made itself (a dozen fields per case), and the
+Python wrappers of `model_dump` / `model_dump_json` around pydantic's serializer.
 
-Only for models that validate no assignment and keep no private state, with values of the
-fields' types (tests/test_trusted.py holds the models so, and each helper equal to pydantic's
-own construction or assignment).
+`build`, `copied` and `assign` are only for models that validate no assignment and keep no
+private state, with values of the fields' types. tests/test_trusted.py holds the models so,
+and each helper equal to pydantic's own construction, copy, assignment or dump.
 """
 
 from __future__ import annotations
