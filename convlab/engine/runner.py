@@ -15,6 +15,7 @@ from typing import Any
 
 from convlab.agents.cache import recording
 from convlab.engine._clock import now as _now
+from convlab.engine._deadline import Deadline
 from convlab.engine._gc import quiet_gc
 from convlab.engine.conversation import Conversation, Env, kernel_repetition, stopping
 from convlab.engine.events import (
@@ -93,6 +94,8 @@ class Runner:
     _planned_count: int = 0
     _failure_blame: Blame = "hook"
     """Whose fault the run-level failure is (the run's before hook, unless it says otherwise)."""
+    _deadlines: dict[asyncio.Task[Any], Deadline] = field(default_factory=dict)
+    """Each worker's watch over its cases' timeouts (one timer a worker)."""
 
     def finished(self) -> Results:
         """The instances finished so far (a model is built when one is read: a poll of a
@@ -279,6 +282,14 @@ class Runner:
     async def _worker(
         self, todo: Iterator[tuple[int, Instance]], store: ResultStore | None
     ) -> None:
+        try:
+            await self._work(todo, store)
+        finally:
+            watch = self._deadlines.pop(asyncio.current_task(), None)  # type: ignore[arg-type]
+            if watch is not None:
+                watch.close()
+
+    async def _work(self, todo: Iterator[tuple[int, Instance]], store: ResultStore | None) -> None:
         for place, inst in todo:
             if self._stop_picking:
                 return
@@ -330,6 +341,11 @@ class Runner:
         data = None
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
+        task = asyncio.current_task()
+        assert task is not None
+        watch = self._deadlines.get(task)
+        if watch is None:
+            watch = self._deadlines[task] = Deadline(task)
         site: Blame = "hook"  # whose code runs now: the before hook, then the agent's session
 
         async def after(outcome: Outcome) -> None:
@@ -339,7 +355,7 @@ class Runner:
                 await call_hook(resolve_hook(case.hooks.after, near), case, outcome, data)
 
         try:
-            async with asyncio.timeout_at(deadline):
+            with watch.at(deadline):
                 try:
                     if case.hooks.before is not None:
                         data = await call_hook(resolve_hook(case.hooks.before, near), case)
