@@ -6,6 +6,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+from collections.abc import Callable
+from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
 __all__ = ["case_thread", "digest", "trace_of", "turn_id_of"]
@@ -21,6 +23,9 @@ def digest(value: Any) -> str:
 def case_thread(run_id: str, case_id: str, variant: tuple[tuple[str, str], ...], n: int) -> str:
     """`<run id>:<case id>`, the case id as intention-kernel's (matrix.ts `expandCases`:
     digest of `{scenarioId, variants, repetition}`); `n` is the kernel's repetition."""
+    if not variant and type(n) is int:  # the usual case: no variants
+        text = f'{{"repetition":{n},"scenarioId":{_string(case_id)},"variants":{{}}}}'
+        return f"{run_id}:{hashlib.sha256(text.encode()).hexdigest()}"
     if type(n) is not int or any(type(v) is not str for _, v in variant):
         case = digest({"scenarioId": case_id, "variants": dict(variant), "repetition": n})
         return f"{run_id}:{case}"
@@ -38,8 +43,8 @@ def turn_id_of(thread_id: str, step: str) -> str:
     return f"eval.{hashlib.sha256(text.encode()).hexdigest()}"
 
 
-_string = json.JSONEncoder(ensure_ascii=False).encode
-"""A string as JSON, exactly as `digest`'s json.dumps writes it."""
+_string: Callable[[str], str] = encode_basestring
+"""A string as JSON, exactly as `digest`'s json.dumps writes it (`ensure_ascii=False`)."""
 
 
 @functools.lru_cache(maxsize=1024)
