@@ -201,3 +201,28 @@ def test_a_reply_is_stored_once_and_reads_back_whole(tmp_path: Path) -> None:
         back = cl.load_run(path).results[0].turns[0]
         assert back.observation is not None and back.observation.text == reply
         assert back.observation.messages[-1].content == reply
+
+
+def test_a_store_with_crlf_line_ends_reads_back_and_resumes_whole(tmp_path: Path) -> None:
+    """A store saved again with Windows line ends (an editor, a checkout with autocrlf)
+    reads back the same results, and a resume of it runs nothing again."""
+    store = tmp_path / "s.jsonl"
+
+    def agent(messages: list[dict[str, str]]) -> str:
+        return "ok " + messages[-1]["content"] if messages[-1]["content"] != "m3" else "no"
+
+    first = cl.run(_suite(), agent, store=store, progress=False)
+    store.write_bytes(store.read_bytes().replace(b"\n", b"\r\n"))
+    back = cl.load_run(store)
+    assert [r.model_dump() for r in back.results] == [r.model_dump() for r in first.results]
+    assert back.df["status"].tolist() == ["passed"] * 3 + ["failed"] + ["passed"] * 2
+
+    calls: list[str] = []
+
+    def counted(messages: list[dict[str, str]]) -> str:
+        calls.append(messages[-1]["content"])
+        return agent(messages)
+
+    again = cl.run(_suite(), counted, store=store, resume=True, progress=False)
+    assert calls == []
+    assert [r.status for r in again.results] == [r.status for r in first.results]

@@ -25,7 +25,7 @@ try:
 except ImportError:  # pragma: no cover - Windows: no OS lock, one writer is up to the user
     fcntl = None  # type: ignore[assignment]
 from convlab.engine._gc import paused_gc
-from convlab.model._codec import Key, encode, head_of_line, loads
+from convlab.model._codec import Key, encode, head_of_line, loads, status_of_line
 from convlab.model.records import Results
 from convlab.model.results import CaseResult, Run
 
@@ -46,12 +46,12 @@ class StoreError(ConvlabError):
 
 
 def _scan(
-    path: str | Path, problems: list[str] | None
+    path: str | Path, problems: list[str] | None, keyed: bool = True
 ) -> tuple[dict[str, Any] | None, list[Key], Results]:
     """The header's run dict (with how the run ended, if the store says), and every complete
-    result line: its instance key, and the line in `Results` (no model is built). A torn
-    last line is skipped; other lines that cannot be read are skipped too, each described
-    in `problems` if given."""
+    result line: its instance key (`keyed`: a resume needs them, a reader does not), and the
+    line in `Results` (no model is built). A torn last line is skipped; other lines that
+    cannot be read are skipped too, each described in `problems` if given."""
     header: dict[str, Any] | None = None
     end: dict[str, Any] = {}
     keys: list[Key] = []
@@ -64,9 +64,13 @@ def _scan(
             try:
                 rec = loads(raw)  # JSON allows the newline (and a CR) after the object
                 if raw.startswith(RESULT_PREFIX):
-                    key, status = head_of_line(rec)
-                    keys.append(key)  # the line as the results hold it: "{" + its body
-                    results.add(status, b"{", memoryview(raw)[body : len(raw.rstrip(b"\r\n"))])
+                    if keyed:
+                        key, status = head_of_line(rec)
+                        keys.append(key)
+                    else:
+                        status = status_of_line(rec)
+                    stop = len(raw) - (2 if raw[-2:-1] == b"\r" else 1)  # no "\n" (nor CR)
+                    results.add(status, b"{", memoryview(raw)[body:stop])  # "{" + its body
                     continue
             except (ValueError, LookupError, TypeError) as exc:  # invalid, not a result
                 if problems is not None:
@@ -89,7 +93,7 @@ def read_store(
     """The header's run dict and every complete result line as `Results` (models built
     when read). A torn last line is skipped, and so is any other line that cannot be read,
     each described in `problems` if given."""
-    header, _, results = _scan(path, problems)
+    header, _, results = _scan(path, problems, keyed=False)
     return header, results
 
 

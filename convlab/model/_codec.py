@@ -47,6 +47,7 @@ __all__ = [
     "head_of_line",
     "loads",
     "row_of_line",
+    "status_of_line",
     "trace_of",
     "turn_id_of",
 ]
@@ -179,12 +180,18 @@ def decode(line: bytes | str) -> CaseResult:
 Key = tuple[str, str, int, int]
 
 
-def head_of_line(data: dict[str, Any]) -> tuple[Key, str]:
-    """The instance key and status of a decoded line (`loads(line)`), checked: enough to
-    resume a store or hold a result, without its row."""
+def status_of_line(data: dict[str, Any]) -> str:
+    """The status of a decoded line (`loads(line)`), checked to be a result's."""
     case_id, status = data["case_id"], data["status"]
     if status not in _STATUSES or not isinstance(case_id, str):
         raise ValueError(f"not a result: status {status!r}, case {case_id!r}")
+    return status  # type: ignore[no-any-return]
+
+
+def head_of_line(data: dict[str, Any]) -> tuple[Key, str]:
+    """The instance key and status of a decoded line (`loads(line)`), checked: enough to
+    resume a store or hold a result, without its row."""
+    status, case_id = status_of_line(data), data["case_id"]
     variant = data.get("variant")
     key = (
         case_id,
