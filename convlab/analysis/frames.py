@@ -14,6 +14,7 @@ import json
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from convlab.engine._gc import paused_gc
 from convlab.model.records import KEY, ROW_FIELDS, Results, Row, instance_row, why_not_passed
 from convlab.model.results import AssertionResult, CaseResult, Run, TurnResult
 from convlab.model.suite import Suite
@@ -149,8 +150,13 @@ def _frame(rows: list[tuple[Any, ...]], columns: tuple[str, ...]) -> pd.DataFram
 
 
 def instances_frame(run: Run) -> pd.DataFrame:
-    """`Run.df`: one row per executed case instance (DESIGN.md contract columns first)."""
-    return _frame(instance_rows(run), INSTANCE_COLUMNS)
+    """`Run.df`: one row per executed case instance (DESIGN.md contract columns first).
+
+    Built with the cyclic collector paused: every row it makes stays until the frame is
+    made, and a collection would rescan them all (a 100,000-result store's frame took a
+    third longer)."""
+    with paused_gc():
+        return _frame(instance_rows(run), INSTANCE_COLUMNS)
 
 
 def _input_text(t: TurnResult) -> str:
