@@ -213,8 +213,10 @@ def test_a_store_with_crlf_line_ends_reads_back_and_resumes_whole(tmp_path: Path
 
     first = cl.run(_suite(), agent, store=store, progress=False)
     store.write_bytes(store.read_bytes().replace(b"\n", b"\r\n"))
-    back = cl.load_run(store)
-    assert [r.model_dump() for r in back.results] == [r.model_dump() for r in first.results]
+    back = cl.load_run(store)  # its results in the order they finished, its df in plan order
+    assert {r.case_id: r.model_dump() for r in back.results} == {
+        r.case_id: r.model_dump() for r in first.results
+    }
     assert back.df["status"].tolist() == ["passed"] * 3 + ["failed"] + ["passed"] * 2
 
     calls: list[str] = []
@@ -225,4 +227,6 @@ def test_a_store_with_crlf_line_ends_reads_back_and_resumes_whole(tmp_path: Path
 
     again = cl.run(_suite(), counted, store=store, resume=True, progress=False)
     assert calls == []
-    assert [r.status for r in again.results] == [r.status for r in first.results]
+    assert {r.case_id: r.status for r in again.results} == {
+        r.case_id: r.status for r in first.results
+    }

@@ -49,7 +49,7 @@ from convlab.engine._gc import paused_gc
 from convlab.engine.store import END_FIELDS, RESULT_PREFIX
 from convlab.errors import SuiteError
 from convlab.formats import Problems
-from convlab.model._codec import expand, head_of_line, loads
+from convlab.model._codec import expand, loads, status_of_line
 from convlab.model.conversation import REPLY_ONCE
 from convlab.model.records import Results
 from convlab.model.results import CaseResult, Run
@@ -445,6 +445,6 @@ def _lean_result(
     """A store line as convlab writes it: kept as its row and line, its model built when read."""
     line = ("{" + raw[len(_TORN) :]).encode()
     try:
-        results.add(head_of_line(rec)[1], line)
+        results.add(status_of_line(rec), line)
     except (ValueError, LookupError, TypeError) as exc:
         problems.add(n, "", f"not a result: {exc}")
