@@ -37,11 +37,11 @@ Makers = tuple[tuple[str, Callable[[], Any]], ...]
 
 
 @functools.cache
-def _defaults(cls: type[BaseModel]) -> tuple[dict[str, Any], Makers, tuple[str, ...]]:
+def _defaults(cls: type[BaseModel]) -> tuple[dict[str, Any], Makers, frozenset[str], bool]:
     """Every field in declaration order with its default (pydantic's serializer reads a
     model's `__dict__` in that order), a maker for each default a model needs a fresh copy
-    of (a default factory, or a mutable default, which pydantic copies), and the required
-    fields."""
+    of (a default factory, or a mutable default, which pydantic copies), the required
+    fields, and whether the model keeps extra fields."""
     template: dict[str, Any] = {}
     makers: list[tuple[str, Callable[[], Any]]] = []
     required: list[str] = []
@@ -55,36 +55,33 @@ def _defaults(cls: type[BaseModel]) -> tuple[dict[str, Any], Makers, tuple[str, 
             template[name] = info.default
         else:
             makers.append((name, functools.partial(copy.deepcopy, info.default)))
-    return template, tuple(makers), tuple(required)
+    return template, tuple(makers), frozenset(required), cls.model_config.get("extra") == "allow"
 
 
 def build(cls: type[M], **values: Any) -> M:
     """`cls(**values)` for values already of the fields' types, without validating them
     (pydantic's validation of a result model costs 3-8 us); the fields given are its set
     fields, as they would be. No model validator runs: the caller settles what one would."""
-    template, makers, required = _defaults(cls)
+    template, makers, required, extra = _defaults(cls)
     data = template.copy()
     data.update(values)  # a field's place stays its place in the class
-    if len(data) != len(template):
+    if len(data) != len(template) or not required <= values.keys():
         _refuse(cls, values)
-    for name in required:
-        if name not in values:
-            _refuse(cls, values)
     for name, make in makers:
         if name not in values:
             data[name] = make()
     model = _new(cls)
     _set(model, "__dict__", data)
     _set(model, "__pydantic_fields_set__", set(values))
-    _set(model, "__pydantic_extra__", {} if cls.model_config.get("extra") == "allow" else None)
+    _set(model, "__pydantic_extra__", {} if extra else None)
     _set(model, "__pydantic_private__", None)
     return model
 
 
 def _refuse(cls: type[BaseModel], values: dict[str, Any]) -> None:
-    template, _, required = _defaults(cls)
+    template, _, required, _ = _defaults(cls)
     unknown = sorted(set(values) - set(template))
-    missing = [name for name in required if name not in values]
+    missing = sorted(required - values.keys())
     raise TypeError(f"{cls.__name__}: unknown fields {unknown}, missing fields {missing}")
 
 
