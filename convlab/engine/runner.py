@@ -94,8 +94,6 @@ class Runner:
     _planned_count: int = 0
     _failure_blame: Blame = "hook"
     """Whose fault the run-level failure is (the run's before hook, unless it says otherwise)."""
-    _deadlines: dict[asyncio.Task[Any], Deadline] = field(default_factory=dict)
-    """Each worker's watch over its cases' timeouts (one timer a worker)."""
 
     def finished(self) -> Results:
         """The instances finished so far (a model is built when one is read: a poll of a
@@ -282,19 +280,22 @@ class Runner:
     async def _worker(
         self, todo: Iterator[tuple[int, Instance]], store: ResultStore | None
     ) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        watch = Deadline(task)  # one timer watches every case this worker runs
         try:
-            await self._work(todo, store)
+            await self._work(todo, store, watch)
         finally:
-            watch = self._deadlines.pop(asyncio.current_task(), None)  # type: ignore[arg-type]
-            if watch is not None:
-                watch.close()
+            watch.close()
 
-    async def _work(self, todo: Iterator[tuple[int, Instance]], store: ResultStore | None) -> None:
+    async def _work(
+        self, todo: Iterator[tuple[int, Instance]], store: ResultStore | None, watch: Deadline
+    ) -> None:
         for place, inst in todo:
             if self._stop_picking:
                 return
             try:
-                result = await self.run_instance(inst)
+                result = await self.run_instance(inst, watch)
             except asyncio.CancelledError:
                 if inst.key not in self.results:
                     self._hold(
@@ -310,8 +311,9 @@ class Runner:
             if self.settings.fail_fast and result.status in ("failed", "error", "timeout"):
                 self._stop_picking = True
 
-    async def run_instance(self, inst: Instance) -> CaseResult:
-        """Run one instance to a CaseResult; never raises (but for cancellation)."""
+    async def run_instance(self, inst: Instance, watch: Deadline) -> CaseResult:
+        """Run one instance to a CaseResult within `watch`'s timeout; never raises (but for
+        cancellation)."""
         case = inst.case
         if case.skip:
             return closed(inst, "skipped", case.skip)
@@ -324,7 +326,7 @@ class Runner:
         timeout = case.limits.timeout_s or self.env.timeout_s
         try:
             with recording(self.env.cassette, *inst.key):
-                outcome = await self._converse(conv, timeout)
+                outcome = await self._converse(conv, timeout, watch)
         except asyncio.CancelledError:  # keep what the conversation got to
             why = "run stopped while it ran" + (f"; {conv.hook_error}" if conv.hook_error else "")
             stopped = Outcome("cancelled", why, checkpoints=conv.checkpoints)
@@ -332,7 +334,7 @@ class Runner:
             raise
         return result_of(inst, conv, outcome, started, t0)
 
-    async def _converse(self, conv: Conversation, timeout: float) -> Outcome:
+    async def _converse(self, conv: Conversation, timeout: float, watch: Deadline) -> Outcome:
         """The hooks and the conversation, within the per-case timeout; user code's faults
         (whatever it raises, a blocked loop) end in this case's outcome, never the run."""
         case = conv.case
@@ -341,11 +343,6 @@ class Runner:
         data = None
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        task = asyncio.current_task()
-        assert task is not None
-        watch = self._deadlines.get(task)
-        if watch is None:
-            watch = self._deadlines[task] = Deadline(task)
         site: Blame = "hook"  # whose code runs now: the before hook, then the agent's session
 
         async def after(outcome: Outcome) -> None:

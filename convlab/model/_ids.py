@@ -23,14 +23,16 @@ def digest(value: Any) -> str:
 def case_thread(run_id: str, case_id: str, variant: tuple[tuple[str, str], ...], n: int) -> str:
     """`<run id>:<case id>`, the case id as intention-kernel's (matrix.ts `expandCases`:
     digest of `{scenarioId, variants, repetition}`); `n` is the kernel's repetition."""
-    if not variant and type(n) is int:  # the usual case: no variants
-        text = f'{{"repetition":{n},"scenarioId":{_string(case_id)},"variants":{{}}}}'
-        return f"{run_id}:{hashlib.sha256(text.encode()).hexdigest()}"
-    if type(n) is not int or any(type(v) is not str for _, v in variant):
+    if type(n) is not int or (variant and any(type(v) is not str for _, v in variant)):
         case = digest({"scenarioId": case_id, "variants": dict(variant), "repetition": n})
         return f"{run_id}:{case}"
-    # digest's text written out (3x faster): keys in sorted order, variants' too
-    picks = ",".join(f"{_string(k)}:{_string(v)}" for k, v in sorted(dict(variant).items()))
+    # digest's text written out (3x faster): keys in sorted order, variants' too (most cases
+    # have none: nothing to sort)
+    picks = (
+        ",".join(f"{_string(k)}:{_string(v)}" for k, v in sorted(dict(variant).items()))
+        if variant
+        else ""
+    )
     text = f'{{"repetition":{n},"scenarioId":{_string(case_id)},"variants":{{{picks}}}}}'
     return f"{run_id}:{hashlib.sha256(text.encode()).hexdigest()}"
 
