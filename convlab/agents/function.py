@@ -13,7 +13,7 @@ from convlab._threads import DaemonPool
 from convlab._util import import_callable, is_async_callable, positional_arity
 from convlab.agents.cache import active, function_call, is_cached
 from convlab.agents.protocol import Agent, AgentContext, AgentSession
-from convlab.model._trusted import build
+from convlab.model._trusted import assign, build
 from convlab.model.conversation import Message, Observation, Reply, ToolCall, message_dict
 
 __all__ = ["FunctionAgent", "import_callable", "observation", "to_observation"]
@@ -131,7 +131,7 @@ class _FunctionSession(AgentSession):
             obs = await self._through_cache(payload, ctx)
         else:
             obs = await self._call(payload, ctx)
-        obs.latency_ms = (time.perf_counter() - start) * 1000
+        assign(obs, latency_ms=(time.perf_counter() - start) * 1000)  # pydantic's costs 1.5 us
         return obs
 
     async def _call(self, payload: list[dict[str, Any]], ctx: AgentContext) -> Observation:

@@ -37,7 +37,7 @@ from pydantic_core import to_jsonable_python
 from convlab.model._fastline import IDS, NO_EFFECTS, REPLY, line_of
 from convlab.model._ids import case_thread, trace_of, turn_id_of
 from convlab.model.records import Row, instance_row, why_not_passed
-from convlab.model.results import CaseResult, Status, variant_label
+from convlab.model.results import CaseResult, Status, TurnResult, variant_label
 
 __all__ = [
     "case_thread",
@@ -107,8 +107,7 @@ def _jsonable(value: Any) -> Any:
 def encode(result: CaseResult, thread: tuple[str, int] | None = None) -> bytes:
     """The compact line of `result` (without a trailing newline); `thread` is the (run id,
     kernel repetition) its thread id was made from, when the engine made it."""
-    threads = {t.observation.thread_id for t in result.turns if t.observation is not None}
-    shared = threads.pop() if len(threads) == 1 else None
+    shared = _shared_thread(result.turns)
     plain, hint = line_of(result, shared)  # straight from the models' fields
     if shared is not None:
         made = thread and case_thread(thread[0], result.case_id, _items(result.variant), thread[1])
@@ -117,12 +116,23 @@ def encode(result: CaseResult, thread: tuple[str, int] | None = None) -> bytes:
     if why:
         hint.append(why)
     else:  # trailing zeros are implied (a pass: usually every count but the checks')
-        while len(hint) > 1 and hint[-1] == 0:
-            hint.pop()
+        n = len(hint)
+        while n > 1 and hint[n - 1] == 0:
+            n -= 1
+        del hint[n:]
     plain["_r"] = hint
     line = orjson.dumps(plain, default=_jsonable, option=orjson.OPT_NON_STR_KEYS)
     # orjson's bytes keep their 4 KB buffer; a run keeps every line: keep only the bytes
     return memoryview(line).tobytes()
+
+
+def _shared_thread(turns: list[TurnResult]) -> str | None:
+    """The thread id every observation of the case holds, if they hold one and the same."""
+    if len(turns) == 1:  # the usual case
+        obs = turns[0].observation
+        return None if obs is None else obs.thread_id
+    threads = {t.observation.thread_id for t in turns if t.observation is not None}
+    return threads.pop() if len(threads) == 1 else None
 
 
 def _items(variant: dict[str, str]) -> tuple[tuple[str, str], ...]:

@@ -37,10 +37,6 @@ _TEXT_ONCE = 256
 """A reply this long that is also a message's content is written once (`text_in`)."""
 
 
-_REQUIRED = object()
-"""A required field's default: it is always written."""
-
-
 def _is_reply(message: Message, text: str) -> bool:
     """The message is exactly `{"role": "assistant", "content": text}`."""
     return (
@@ -80,13 +76,14 @@ def _timing(out: dict[str, Any], name: str, value: Any, default: Any) -> None:
 
 def _case(r: CaseResult, shared: str | None, counts: list[int]) -> dict[str, Any]:
     d = r.__dict__
-    out: dict[str, Any] = {}
-    _put(out, "case_id", d["case_id"], _REQUIRED)
+    v = d["case_id"]
+    out: dict[str, Any] = {"case_id": v if type(v) in _PLAIN else _any(v)}
     if d["variant"]:
         out["variant"] = _any(d["variant"])
     _put(out, "repetition", d["repetition"], 0)
     _put(out, "run", d["run"], 0)
-    _put(out, "status", d["status"], _REQUIRED)
+    v = d["status"]
+    out["status"] = v if type(v) in _PLAIN else _any(v)
     _put(out, "reward", d["reward"], 0.0)
     turns = d["turns"]
     if turns:
@@ -98,18 +95,33 @@ def _case(r: CaseResult, shared: str | None, counts: list[int]) -> dict[str, Any
         out["checkpoints"] = [dumped(c, exclude_defaults=True) for c in checkpoints]
         counts[2] = len(checkpoints)
         counts[3] = sum(c.reached for c in checkpoints)
-    _put(out, "error", d["error"], None)
-    _put(out, "code", d["code"], None)
-    _put(out, "blame", d["blame"], None)
+    _unless_none(out, d, _CASE_ERROR)
     _timing(out, "duration_ms", d["duration_ms"], 0.0)
     _put(out, "attempts", d["attempts"], 1)
     if d["usage"] is not None:
         out["usage"] = dumped(d["usage"], exclude_defaults=True)
-    _put(out, "started_at", d["started_at"], None)
-    _put(out, "finish_reason", d["finish_reason"], None)
+    _unless_none(out, d, _CASE_END)
     if d["metadata"]:
         out["metadata"] = _any(d["metadata"])
     return out
+
+
+_CASE_ERROR = ("error", "code", "blame")
+_CASE_END = ("started_at", "finish_reason")
+_TURN_STEP = ("step_id", "variant")
+_TURN_ERROR = ("error", "code")
+
+
+def _unless_none(out: dict[str, Any], d: dict[str, Any], names: tuple[str, ...]) -> None:
+    """`_put` of each field of `names` whose default is None, in one call (a line has a
+    dozen such fields, most of them None)."""
+    for name in names:
+        value = d[name]
+        if value is not None:
+            if type(value) in _PLAIN:
+                out[name] = value
+            elif value != None:  # noqa: E711 - as `_put`: whatever the value's `!=` says
+                out[name] = _any(value)
 
 
 def _turn(t: TurnResult, i: int, shared: str | None, counts: list[int]) -> dict[str, Any]:
@@ -117,8 +129,7 @@ def _turn(t: TurnResult, i: int, shared: str | None, counts: list[int]) -> dict[
     out: dict[str, Any] = {}
     index = d["index"]
     _put(out, "index", index, i)  # its place in the list is implied
-    _put(out, "step_id", d["step_id"], None)
-    _put(out, "variant", d["variant"], None)
+    _unless_none(out, d, _TURN_STEP)
     if d["input"] is not None:
         out["input"] = d["input"].model_dump(exclude_defaults=True)
     if d["messages"]:
@@ -131,8 +142,7 @@ def _turn(t: TurnResult, i: int, shared: str | None, counts: list[int]) -> dict[
         out["assertions"] = _packed(d["assertions"], obs.text if obs is not None else None, counts)
     _put(out, "status", d["status"], "passed")
     _timing(out, "duration_ms", d["duration_ms"], 0.0)
-    _put(out, "error", d["error"], None)
-    _put(out, "code", d["code"], None)
+    _unless_none(out, d, _TURN_ERROR)
     return out
 
 

@@ -113,6 +113,8 @@ def usage_tokens(r: CaseResult) -> tuple[int, int, int]:
     if r.usage is not None:
         return (r.usage.prompt_tokens, r.usage.completion_tokens, r.usage.total_tokens)
     used = [t.observation.usage for t in r.turns if t.observation and t.observation.usage]
+    if not used:
+        return (0, 0, 0)
     return (
         sum(u.prompt_tokens for u in used),
         sum(u.completion_tokens for u in used),
