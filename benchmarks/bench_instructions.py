@@ -12,10 +12,15 @@ totals over the difference of the sizes is the cost of one case, without start-u
 imports. The ideal (a plain asyncio loop making the same checks and JSONL lines) is counted
 the same way, and the ratio to it is printed.
 
+`--parts` says where a case's instructions go: it also counts the async workload without the
+store, without the checks, and without either, and prints what the store, the three checks
+and the rest cost (the differences).
+
 `--compare TREE` counts another checkout of convlab too (e.g. `git worktree add /tmp/old
 <commit>`) and prints the change. Instruction counts leave out cache misses and memory
 stalls: the time follows them closely for this interpreter-bound loop, not exactly.
-Needs valgrind (Debian: `apt-get install valgrind`); about a minute per workload and size.
+Needs valgrind (Debian: `apt-get install valgrind`); about a minute per workload and size, as
+many at once as the machine has cores.
 """
 
 from __future__ import annotations
@@ -27,10 +32,14 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKLOADS = ("ideal", "async", "sync")
+PARTS = ("async", "async-nostore", "async-nochecks", "async-bare")
+"""`--parts`: the async workload, then without the store, the checks, or either."""
 
 
 def child(kind: str, n: int) -> None:
@@ -51,11 +60,20 @@ def child(kind: str, n: int) -> None:
         def sync_agent(messages: list[dict[str, str]]) -> str:
             return "ok"
 
-        agent = async_agent if kind == "async" else sync_agent
-        store = Path(tmp) / "s.jsonl"
-        cl.run(_suite(200), agent, parallel=16, store=store, progress=False)
-        run = cl.run(_suite(n), agent, parallel=16, store=store, progress=False)
+        agent = sync_agent if kind == "sync" else async_agent
+        store = None if kind in ("async-nostore", "async-bare") else Path(tmp) / "s.jsonl"
+        suite = _unchecked if kind in ("async-nochecks", "async-bare") else _suite
+        cl.run(suite(200), agent, parallel=16, store=store, progress=False)
+        run = cl.run(suite(n), agent, parallel=16, store=store, progress=False)
         assert run.summary["passed"] == n, run.summary
+
+
+def _unchecked(n: int) -> Any:
+    """bench_engine's suite without its three checks."""
+    from convlab.model import Case, Message, Suite
+
+    cases = [Case(id=f"c{i}", input=[Message(content=f"message {i}")]) for i in range(n)]
+    return Suite(id="bench", cases=cases)
 
 
 def count(tree: Path, kind: str, n: int) -> int:
@@ -78,8 +96,18 @@ def count(tree: Path, kind: str, n: int) -> int:
     return int(found.group(1))
 
 
-def per_case(tree: Path, kind: str, small: int, large: int) -> float:
-    return (count(tree, kind, large) - count(tree, kind, small)) / (large - small)
+def per_case(
+    pool: ThreadPoolExecutor, trees: list[Path], kinds: list[str], small: int, large: int
+) -> dict[tuple[Path, str], Future[float]]:
+    """Every count at once, as many at a time as the machine has cores (valgrind runs a
+    program on one): the figure of each tree and workload, when its two counts are in."""
+
+    def figure(tree: Path, kind: str) -> float:
+        counts = [pool.submit(count, tree, kind, n) for n in (large, small)]
+        return (counts[0].result() - counts[1].result()) / (large - small)
+
+    figures = ThreadPoolExecutor(len(trees) * len(kinds))  # waits only: one thread each
+    return {(t, k): figures.submit(figure, t, k) for k in kinds for t in trees}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -88,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--small", type=int, default=200)
     p.add_argument("--large", type=int, default=1000)
     p.add_argument("--only", default=",".join(WORKLOADS), help="ideal,async,sync")
+    p.add_argument("--parts", action="store_true", help="what the store and the checks cost")
     p.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
@@ -96,12 +125,16 @@ def main(argv: list[str] | None = None) -> int:
     if shutil.which("valgrind") is None:
         print("valgrind not found: install it (Debian: apt-get install valgrind)")
         return 2
-    kinds = [k for k in args.only.split(",") if k]
+    kinds = list(PARTS) if args.parts else [k for k in args.only.split(",") if k]
     trees = [ROOT, *([args.compare.resolve()] if args.compare else [])]
     print(f"instructions per case (callgrind; N={args.large} minus N={args.small})")
     ideal: float | None = None
+    found: dict[str, float] = {}
+    pool = ThreadPoolExecutor(os.cpu_count() or 1)
+    pending = per_case(pool, trees, kinds, args.small, args.large)
     for kind in kinds:
-        figures = [per_case(tree, kind, args.small, args.large) for tree in trees]
+        figures = [pending[tree, kind].result() for tree in trees]
+        found[kind] = figures[0]
         if kind == "ideal":
             ideal = figures[0]
         line = f"  {kind:5} {figures[0]:>11,.0f}"
@@ -110,7 +143,22 @@ def main(argv: list[str] | None = None) -> int:
         if len(figures) > 1 and kind != "ideal":
             line += f"; {trees[1]}: {figures[1]:,.0f} (this tree: {figures[0] / figures[1]:.3f}x)"
         print(line, flush=True)
+    if args.parts:
+        _print_parts(found)
     return 0
+
+
+def _print_parts(found: dict[str, float]) -> None:
+    """What the store, the checks and the rest cost of one async case (this tree)."""
+    whole = found["async"]
+    parts = {
+        "the store (header, line written)": whole - found["async-nostore"],
+        "three checks (evaluated, kept, in the line)": whole - found["async-nochecks"],
+        "the rest (plan, agent call, models, line)": found["async-bare"],
+    }
+    print(f"where an async case's {whole:,.0f} instructions go (the parts overlap a little):")
+    for name, value in parts.items():
+        print(f"  {name:45} {value:>9,.0f}  {value / whole:.0%}")
 
 
 if __name__ == "__main__":
