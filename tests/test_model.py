@@ -91,3 +91,42 @@ def test_bad_specs_are_rejected_when_built(spec, needle):
 def test_selection_needs_exactly_one_selector():
     with pytest.raises(ValidationError, match="exactly one"):
         cl.model.Selection(option_index=0, option_id="x")
+
+
+_ONE_OF_EACH_KIND = {
+    "regex": {"pattern": "a+"},
+    "type": {"value": "string"},
+    "tool_called": {"value": "search"},
+    "tool_result": {"tool": "search"},
+    "script": {"script": "scripts/check.py"},
+    "check": {"path": ["a"], "operator": "equals", "value": None},
+    "all": {"assertions": [{"kind": "contains", "value": "x"}]},
+    "any": {"assertions": [{"kind": "equals"}]},
+    "not": {"assertion": {"kind": "regex", "pattern": "b"}},
+    "custom": {"evaluator": "scorer"},
+    "metric": {"metric": "bleu"},
+    "grader": {"grader": "graders:exact"},
+    "python_test": {
+        "function": "test_it",
+        "code": "def test_it(x): pass",
+        "file": "t.py",
+        "line": 1,
+    },
+    "judge": {"question": "Is it polite?"},
+}
+
+
+def test_every_kind_keeps_its_tag_in_a_dump_without_defaults():
+    """`kind` is the union's tag: a spec dumped without its defaults (the native form) says
+    which kind it is, first, so it loads back: every kind, in Python and in JSON."""
+    from typing import get_args
+
+    from convlab.model.assertions import Assertion
+
+    for cls in get_args(get_args(Assertion)[0]):
+        tag = cls.model_fields["kind"].default
+        spec = parse_assertion({"kind": tag, **_ONE_OF_EACH_KIND.get(tag, {})})
+        dumped = spec.model_dump(exclude_defaults=True)
+        assert next(iter(dumped.items())) == ("kind", tag), (cls.__name__, dumped)
+        assert parse_assertion(dumped) == spec
+        assert spec.model_dump_json(exclude_defaults=True).startswith(f'{{"kind":"{tag}"')

@@ -26,6 +26,7 @@ from pydantic import (
     SerializeAsAny,
     SerializerFunctionWrapHandler,
     TypeAdapter,
+    field_serializer,
     field_validator,
     model_serializer,
     model_validator,
@@ -100,11 +101,12 @@ class _Spec(BaseModel):
     negate: bool = False
     """Invert the outcome (errors stay errors)."""
 
-    @model_serializer(mode="wrap")
-    def _keep_kind(self, handler: SerializerFunctionWrapHandler) -> Any:
-        # `kind` is the union's tag: keep it even when dumping with exclude_defaults
-        data = handler(self)
-        return {"kind": self.kind, **data} if isinstance(data, dict) else data
+    @field_serializer("kind")
+    def _keep_kind(self, kind: str) -> str:
+        # `kind` is the union's tag: a field serializer keeps it even when dumping with
+        # exclude_defaults (pydantic knows no default for a field it does not serialize
+        # itself). A model serializer that put it back cost 3x the spec's whole dump.
+        return kind
 
 
 class Equals(_Spec):
@@ -240,14 +242,13 @@ class Check(_Spec):
         return data
 
     @model_serializer(mode="wrap")
-    def _keep_kind(self, handler: SerializerFunctionWrapHandler) -> Any:
+    def _keep_value(self, handler: SerializerFunctionWrapHandler) -> Any:
         # `equals null` is a real operand: keep `value` even when dumping with
         # exclude_defaults, or the native form (to_json/to_yaml) would not load back.
         data = handler(self)
-        if isinstance(data, dict):
-            data = {"kind": self.kind, **data}
-            if self.operator not in ("exists", "absent") and "value" not in data:
-                data["value"] = self.value
+        keeps = self.operator not in ("exists", "absent")
+        if isinstance(data, dict) and keeps and "value" not in data:
+            data["value"] = self.value
         return data
 
 
