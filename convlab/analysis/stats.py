@@ -253,8 +253,11 @@ def tally_rows(
     a summary of a large run costs one pass over its results."""
     groups: dict[tuple[str, ...], Tally] = {}
     for row in rows:
-        key = tuple(str(v) for v in row[:n_keys])
-        groups.setdefault(key, Tally()).add(str(row[n_keys]), float(row[n_keys + 1]), row[-1])
+        key = (str(row[0]),) if n_keys == 1 else tuple(str(v) for v in row[:n_keys])
+        tally = groups.get(key)
+        if tally is None:
+            tally = groups[key] = Tally()
+        tally.add(str(row[n_keys]), float(row[n_keys + 1]), row[-1])
     rank = {cid: i for i, cid in enumerate(order or ())}
     first = {key: i for i, key in enumerate(groups)}
     ordered = sorted(groups, key=lambda key: (rank.get(key[0], len(rank)), first[key]))

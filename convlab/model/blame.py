@@ -173,8 +173,12 @@ def count_by_blame(statuses: Sequence[str], blames: Sequence[Any] | None) -> dic
     return counts
 
 
+_RANK: dict[str, int] = {b: i for i, b in enumerate(BLAMES)}
+
+
 def blame_text(counts: Mapping[str, int]) -> str:
     """`judge 1, infrastructure 2`: the non-zero counts, in BLAMES' order."""
-    rank: dict[str, int] = {b: i for i, b in enumerate(BLAMES)}
-    ordered = sorted(counts, key=lambda b: (rank.get(b, len(rank)), b))
+    if not counts:  # a case that always passed (a summary asks once per case)
+        return ""
+    ordered = sorted(counts, key=lambda b: (_RANK.get(b, len(_RANK)), b))
     return ", ".join(f"{b} {counts[b]}" for b in ordered if counts[b])
