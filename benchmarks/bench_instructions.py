@@ -32,7 +32,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -98,16 +99,18 @@ def count(tree: Path, kind: str, n: int) -> int:
 
 def per_case(
     pool: ThreadPoolExecutor, trees: list[Path], kinds: list[str], small: int, large: int
-) -> dict[tuple[Path, str], Future[float]]:
-    """Every count at once, as many at a time as the machine has cores (valgrind runs a
-    program on one): the figure of each tree and workload, when its two counts are in."""
+) -> Callable[[Path, str], float]:
+    """Start every count at once, as many at a time as the machine has cores (valgrind runs
+    a program on one); the figure of a tree and workload waits for its two counts."""
+    counts = {
+        (t, k, n): pool.submit(count, t, k, n) for k in kinds for t in trees for n in (large, small)
+    }
 
     def figure(tree: Path, kind: str) -> float:
-        counts = [pool.submit(count, tree, kind, n) for n in (large, small)]
-        return (counts[0].result() - counts[1].result()) / (large - small)
+        big, little = counts[tree, kind, large].result(), counts[tree, kind, small].result()
+        return (big - little) / (large - small)
 
-    figures = ThreadPoolExecutor(len(trees) * len(kinds))  # waits only: one thread each
-    return {(t, k): figures.submit(figure, t, k) for k in kinds for t in trees}
+    return figure
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -130,19 +133,20 @@ def main(argv: list[str] | None = None) -> int:
     print(f"instructions per case (callgrind; N={args.large} minus N={args.small})")
     ideal: float | None = None
     found: dict[str, float] = {}
-    pool = ThreadPoolExecutor(os.cpu_count() or 1)
-    pending = per_case(pool, trees, kinds, args.small, args.large)
-    for kind in kinds:
-        figures = [pending[tree, kind].result() for tree in trees]
-        found[kind] = figures[0]
-        if kind == "ideal":
-            ideal = figures[0]
-        line = f"  {kind:5} {figures[0]:>11,.0f}"
-        if ideal and kind != "ideal":
-            line += f" = {figures[0] / ideal:.1f}x the ideal"
-        if len(figures) > 1 and kind != "ideal":
-            line += f"; {trees[1]}: {figures[1]:,.0f} (this tree: {figures[0] / figures[1]:.3f}x)"
-        print(line, flush=True)
+    with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+        figure = per_case(pool, trees, kinds, args.small, args.large)
+        for kind in kinds:
+            figures = [figure(tree, kind) for tree in trees]
+            found[kind] = figures[0]
+            if kind == "ideal":
+                ideal = figures[0]
+            line = f"  {kind:5} {figures[0]:>11,.0f}"
+            if ideal and kind != "ideal":
+                line += f" = {figures[0] / ideal:.1f}x the ideal"
+            if len(figures) > 1 and kind != "ideal":
+                change = figures[0] / figures[1]
+                line += f"; {trees[1]}: {figures[1]:,.0f} (this tree: {change:.3f}x)"
+            print(line, flush=True)
     if args.parts:
         _print_parts(found)
     return 0

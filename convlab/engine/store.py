@@ -69,7 +69,7 @@ def _scan(
                         keys.append(key)
                     else:
                         status = status_of_line(rec)
-                    stop = len(raw) - (2 if raw[-2:-1] == b"\r" else 1)  # no "\n" (nor CR)
+                    stop = len(raw) - (2 if raw.endswith(b"\r\n") else 1)  # no "\n" (nor CR)
                     results.add(status, b"{", memoryview(raw)[body:stop])  # "{" + its body
                     continue
             except (ValueError, LookupError, TypeError) as exc:  # invalid, not a result

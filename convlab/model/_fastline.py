@@ -120,8 +120,8 @@ def _unless_none(out: dict[str, Any], d: dict[str, Any], names: tuple[str, ...])
         if value is not None:
             if type(value) in _PLAIN:
                 out[name] = value
-            elif value != None:  # noqa: E711 - as `_put`: whatever the value's `!=` says
-                out[name] = _any(value)
+            else:  # what pydantic's dump does with another value is `_put`'s to say
+                _put(out, name, value, None)
 
 
 def _turn(t: TurnResult, i: int, shared: str | None, counts: list[int]) -> dict[str, Any]:
