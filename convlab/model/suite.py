@@ -245,7 +245,6 @@ class Case(_Model):
     options: dict[str, Any] = Field(default_factory=dict)
     """Agent options passed through (JSONL `options`, `user`, `team`)."""
     repetitions: int = Field(default=1, ge=1)
-    source: Source | None = None
 
     input: list[Message] | None = None
     """Standard/dynamic/code: the first messages (a history is allowed)."""
@@ -254,6 +253,10 @@ class Case(_Model):
     turns: list[Turn] = Field(default_factory=list)
     simulator: SimulatorSpec | None = None
     checkpoints: list[Checkpoint] = Field(default_factory=list)
+    source: Source | None = None
+    """Where the case was read from. Last, as a results store's header writes it: one dump
+    of the case is then both the header's text and, without its end, the text the suite's
+    fingerprint hashes (`plan.suite_text`)."""
 
     @model_validator(mode="after")
     def _mode_fields(self) -> Case:
