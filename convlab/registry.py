@@ -78,6 +78,10 @@ class Registry(Generic[T]):
         except KeyError:
             raise self.unknown(name) from None
 
+    def find(self, name: str) -> T | None:
+        """The entry for `name`, or None (the per-check path: no exception to raise)."""
+        return self._items.get(name)
+
     def unknown(self, name: str) -> UnknownNameError:
         """Build the error for a name that is not registered."""
         close = difflib.get_close_matches(name, list(self._items), n=2, cutoff=0.6)

@@ -286,6 +286,24 @@ def incomplete_scope(ctx: CheckContext) -> str | None:
     return None
 
 
+def evaluate_now(spec: Assertion, ctx: CheckContext) -> AssertionResult | None:
+    """`evaluate`'s result for a check its kind decides at once (a built-in lean kind whose
+    outcome function returns an outcome), without a coroutine; None for any other (await
+    `evaluate`, which says how it went: an outcome function that raised runs again there,
+    as the built-in ones read only their spec and context)."""
+    if ctx.scope == "final":
+        return None
+    lean = _LEAN.get(spec.kind)
+    if lean is None or lean[0] is not KINDS.find(spec.kind):
+        return None
+    start = time.perf_counter()
+    try:
+        decided = lean[1](spec, ctx)
+    except Exception:
+        return None
+    return _lean_result(spec, decided, start) if type(decided) is tuple else None
+
+
 async def evaluate(spec: Assertion, ctx: CheckContext) -> AssertionResult:
     """Evaluate one assertion; never raises for a failing or crashing evaluator.
 

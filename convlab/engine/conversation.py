@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from convlab.agents.cache import Cassette
 from convlab.agents.calls import Attempts, RetryPolicy, call_agent
 from convlab.agents.protocol import Agent, AgentContext, AgentSession
-from convlab.checks import CheckContext, evaluate
+from convlab.checks import CheckContext, evaluate, evaluate_now
 from convlab.engine.codes import error_code, turn_code
 from convlab.engine.events import ConcurrencyChanged, Event, TurnCompleted
 from convlab.engine.replies import MAX_REPLY_BYTES, cap_reply, share_reply_text
@@ -264,7 +264,11 @@ class Conversation:
         if not specs:
             return []
         ctx = self.context(turn, scope, **extra)
-        return [await evaluate(spec, ctx) for spec in specs]
+        results = []
+        for spec in specs:
+            result = evaluate_now(spec, ctx)  # the usual text check: no coroutine
+            results.append(result if result is not None else await evaluate(spec, ctx))
+        return results
 
     def finish_turn(self, turn: TurnResult, results: list[AssertionResult]) -> None:
         """Record a turn's checks and tell the listeners."""

@@ -4,19 +4,20 @@ conversation got to, and its line (stored, when the run has a store)."""
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from convlab.engine.codes import case_code
-from convlab.engine.conversation import Conversation
+from convlab.engine.conversation import Conversation, kernel_repetition
 from convlab.engine.modes import Outcome
 from convlab.engine.replies import share_case_text
 from convlab.engine.store import ResultStore
-from convlab.model._codec import encode
-from convlab.model._trusted import assign, build
+from convlab.model._codec import decode, encode, encode_fields
+from convlab.model._trusted import assign, build, fields_of
 from convlab.model.blame import Blame, blame_of, case_blame
 from convlab.model.results import CaseResult
 from convlab.plan import Instance
 
-__all__ = ["Entry", "closed", "error_text", "kept", "result_of"]
+__all__ = ["Entry", "closed", "error_text", "kept", "passed_line", "result_of"]
 
 Entry = tuple[str, bytes] | CaseResult
 """A finished instance as the runner keeps it: its status and encoded line (lean), or the
@@ -34,29 +35,45 @@ def result_of(
     inst: Instance, conv: Conversation, outcome: Outcome, started: str, t0: float
 ) -> CaseResult:
     """The instance's result: its conversation's turns and what its mode concluded."""
-    result = build(  # built from the engine's own values: no validation needed
-        CaseResult,
-        case_id=inst.case.id,
-        variant=dict(inst.variant),
-        repetition=inst.repetition,
-        run=inst.run,
-        status=outcome.status,
-        reward=_reward(outcome),
-        turns=list(conv.turns),
-        assertions=list(outcome.assertions),
-        checkpoints=list(outcome.checkpoints),
-        error=outcome.error,
-        blame=outcome.blame,
-        duration_ms=int((time.perf_counter() - t0) * 1e6 + 0.5) / 1000,  # to the us
-        attempts=conv.attempts.calls or 1,
-        usage=conv.usage,
-        started_at=started,
-        finish_reason=outcome.finish_reason,
-    )
+    # built from the engine's own values: no validation needed
+    result = build(CaseResult, **_values(inst, conv, outcome, started, t0))
     # the blame CaseResult's validator would settle, and the code
     assign(result, blame=case_blame(result, outcome.blame), code=case_code(result))
     share_case_text(result)  # a long reply is stored once, on its turn
     return result
+
+
+def _values(
+    inst: Instance, conv: Conversation, outcome: Outcome, started: str, t0: float
+) -> dict[str, Any]:
+    return {
+        "case_id": inst.case.id,
+        "variant": dict(inst.variant),
+        "repetition": inst.repetition,
+        "run": inst.run,
+        "status": outcome.status,
+        "reward": _reward(outcome),
+        "turns": list(conv.turns),
+        "assertions": list(outcome.assertions),
+        "checkpoints": list(outcome.checkpoints),
+        "error": outcome.error,
+        "blame": outcome.blame,
+        "duration_ms": int((time.perf_counter() - t0) * 1e6 + 0.5) / 1000,  # to the us
+        "attempts": conv.attempts.calls or 1,
+        "usage": conv.usage,
+        "started_at": started,
+        "finish_reason": outcome.finish_reason,
+    }
+
+
+def passed_line(
+    inst: Instance, conv: Conversation, outcome: Outcome, started: str, t0: float
+) -> bytes:
+    """`encode(result_of(...))` of an instance whose mode passed it with no case-level check
+    (a standard case), without the CaseResult no one reads: a pass has no blame and no code,
+    and no case-level check holds a reply to share. The line is all the run keeps of it."""
+    fields = fields_of(CaseResult, _values(inst, conv, outcome, started, t0))
+    return encode_fields(fields, (conv.env.run_id, kernel_repetition(inst)), "")
 
 
 def _reward(outcome: Outcome) -> float:
@@ -77,24 +94,33 @@ def _lean(result: CaseResult, thread: tuple[str, int] | None) -> Entry:
 
 
 def kept(
-    store: ResultStore | None, result: CaseResult, thread: tuple[str, int]
-) -> tuple[CaseResult, Entry]:
-    """The result as finally recorded (stored, if there is a store) and its entry;
-    `thread`: what its thread id was made from (run id, kernel repetition)."""
-    entry = _lean(result, thread)
+    store: ResultStore | None, result: CaseResult | bytes, thread: tuple[str, int]
+) -> tuple[CaseResult | None, Entry]:
+    """The instance as finally recorded (stored, if there is a store) and its entry.
+
+    `result` is its CaseResult, or the line of an instance that passed (`passed_line`: the
+    model given back is then None, unless the store failed); `thread`: what its thread id
+    was made from (run id, kernel repetition)."""
+    model: CaseResult | None
+    entry: Entry
+    if isinstance(result, bytes):
+        model, entry = None, ("passed", result)
+    else:
+        model, entry = result, _lean(result, thread)
     if store is None:
-        return result, entry
+        return model, entry
     try:
-        store.append(result, entry[1] if isinstance(entry, tuple) else None)
+        store.append(entry[1] if isinstance(entry, tuple) else entry)
     except Exception as exc:
+        model = result if isinstance(result, CaseResult) else decode(result)
         why = f"results store {store.path}: could not write this instance ({error_text(exc)})"
-        if result.status == "passed":
-            failed = result.model_copy(update={"status": "error", "error": why})
+        if model.status == "passed":
+            failed = model.model_copy(update={"status": "error", "error": why})
         else:
-            failed = result.model_copy(update={"error": f"{result.error}; {why}"})
+            failed = model.model_copy(update={"error": f"{model.error}; {why}"})
         failed.blame = case_blame(failed, blame_of(exc, "infrastructure"))
         return failed, _lean(failed, thread)
-    return result, entry
+    return model, entry
 
 
 def closed(inst: Instance, status: str, why: str, blame: Blame | None = None) -> CaseResult:

@@ -26,7 +26,7 @@ from convlab.engine.events import (
     RunFinished,
     RunStarted,
 )
-from convlab.engine.finished import Entry, closed, error_text, kept, result_of
+from convlab.engine.finished import Entry, closed, error_text, kept, passed_line, result_of
 from convlab.engine.hooks import call_hook, resolve_hook
 from convlab.engine.modes import MODES, Outcome
 from convlab.engine.replies import MAX_REPLY_BYTES
@@ -304,16 +304,18 @@ class Runner:
                 else:
                     self._model_places[inst.key] = place  # run_instance kept what it got to
                 raise
-            result, entry = kept(store, result, (self.run.id, kernel_repetition(inst)))
+            model, entry = kept(store, result, (self.run.id, kernel_repetition(inst)))
             self._hold(inst.key, entry, place)
-            if self.listeners:
-                self.emit(CaseFinished(result, inst.label))
-            if self.settings.fail_fast and result.status in ("failed", "error", "timeout"):
+            if self.listeners and model is not None:  # (a line only when no one listens)
+                self.emit(CaseFinished(model, inst.label))
+            status = entry[0] if isinstance(entry, tuple) else entry.status
+            if self.settings.fail_fast and status in ("failed", "error", "timeout"):
                 self._stop_picking = True
 
-    async def run_instance(self, inst: Instance, watch: Deadline) -> CaseResult:
+    async def run_instance(self, inst: Instance, watch: Deadline) -> CaseResult | bytes:
         """Run one instance to a CaseResult within `watch`'s timeout; never raises (but for
-        cancellation)."""
+        cancellation). A standard case that passed, with no one listening, is only its line
+        (`passed_line`): the run keeps nothing else of it."""
         case = inst.case
         if case.skip:
             return closed(inst, "skipped", case.skip)
@@ -332,6 +334,8 @@ class Runner:
             stopped = Outcome("cancelled", why, checkpoints=conv.checkpoints)
             self.results[inst.key] = result_of(inst, conv, stopped, started, t0)
             raise
+        if outcome.status == "passed" and case.mode == "standard" and not self.listeners:
+            return passed_line(inst, conv, outcome, started, t0)
         return result_of(inst, conv, outcome, started, t0)
 
     async def _converse(self, conv: Conversation, timeout: float, watch: Deadline) -> Outcome:
@@ -345,11 +349,12 @@ class Runner:
         deadline = loop.time() + timeout
         site: Blame = "hook"  # whose code runs now: the before hook, then the agent's session
 
+        hooked = case.hooks.after is not None
+
         async def after(outcome: Outcome) -> None:
-            if case.hooks.after is None:
-                return
-            async with asyncio.timeout(timeout):
-                await call_hook(resolve_hook(case.hooks.after, near), case, outcome, data)
+            if hooked:
+                async with asyncio.timeout(timeout):
+                    await call_hook(resolve_hook(case.hooks.after, near), case, outcome, data)
 
         try:
             with watch.at(deadline):
@@ -382,6 +387,8 @@ class Runner:
             outcome = Outcome("error", str(exc), blame=blame_of(exc.original, "hook"))
         except BaseException as exc:  # SystemExit, KeyboardInterrupt, pytest's Failed ...
             outcome = Outcome("error", error_text(exc), blame=blame_of(exc, site))
+        if not hooked:
+            return outcome
         try:
             await after(outcome)
         except Exception as exc:

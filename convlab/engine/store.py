@@ -209,12 +209,11 @@ class ResultStore:
         self._fh.write(data)
         self._fh.flush()
 
-    def append(self, result: CaseResult, line: bytes | None = None) -> None:
-        """Write one finished instance (`line`: its encoding, when already made) and flush it
-        to the OS."""
+    def append(self, result: CaseResult | bytes) -> None:
+        """Write one finished instance (its model, or its line when already encoded) and
+        flush it to the OS."""
         # defaults come back on read, and so does what the line derives (convlab.model._codec)
-        if line is None:
-            line = _pydantic_line(result)
+        line = result if isinstance(result, bytes) else _pydantic_line(result)
         self._write_raw(RESULT_PREFIX + line[1:] + b"\n")
 
     def sync(self) -> None:

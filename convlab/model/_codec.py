@@ -34,7 +34,7 @@ from typing import Any, get_args
 import orjson
 from pydantic_core import to_jsonable_python
 
-from convlab.model._fastline import IDS, NO_EFFECTS, REPLY, line_of
+from convlab.model._fastline import IDS, NO_EFFECTS, REPLY, line_of_fields
 from convlab.model._ids import case_thread, trace_of, turn_id_of
 from convlab.model.records import Row, instance_row, why_not_passed
 from convlab.model.results import CaseResult, Status, TurnResult, variant_label
@@ -43,6 +43,7 @@ __all__ = [
     "case_thread",
     "decode",
     "encode",
+    "encode_fields",
     "expand",
     "head_of_line",
     "loads",
@@ -107,12 +108,17 @@ def _jsonable(value: Any) -> Any:
 def encode(result: CaseResult, thread: tuple[str, int] | None = None) -> bytes:
     """The compact line of `result` (without a trailing newline); `thread` is the (run id,
     kernel repetition) its thread id was made from, when the engine made it."""
-    shared = _shared_thread(result.turns)
-    plain, hint = line_of(result, shared)  # straight from the models' fields
+    return encode_fields(result.__dict__, thread, why_not_passed(result))
+
+
+def encode_fields(d: dict[str, Any], thread: tuple[str, int] | None, why: str) -> bytes:
+    """`encode` of a result's fields (`_fastline.line_of_fields`); `why`: its
+    `records.why_not_passed`."""
+    shared = _shared_thread(d["turns"])
+    plain, hint = line_of_fields(d, shared)  # straight from the models' fields
     if shared is not None:
-        made = thread and case_thread(thread[0], result.case_id, _items(result.variant), thread[1])
+        made = thread and case_thread(thread[0], d["case_id"], _items(d["variant"]), thread[1])
         plain["_th"] = [*thread] if thread and shared == made else shared
-    why = why_not_passed(result)
     if why:
         hint.append(why)
     else:  # trailing zeros are implied (a pass: usually every count but the checks')

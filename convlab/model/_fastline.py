@@ -23,13 +23,14 @@ from pydantic import TypeAdapter
 from convlab.model._ids import trace_of, turn_id_of
 from convlab.model._trusted import dumped
 from convlab.model.conversation import Message, Observation
-from convlab.model.records import usage_tokens
+from convlab.model.records import tokens_of
 from convlab.model.results import AssertionResult, CaseResult, TurnResult
 
-__all__ = ["IDS", "NO_EFFECTS", "REPLY", "line_of"]
+__all__ = ["IDS", "NO_EFFECTS", "REPLY", "line_of", "line_of_fields"]
 
 REPLY, IDS, NO_EFFECTS = 1, 2, 4
 """The observation's flags (`"_o"`, added up; `_codec`'s docstring says what each means)."""
+_USUAL = REPLY | IDS | NO_EFFECTS
 
 _PLAIN = frozenset({str, int, float, bool, type(None)})
 
@@ -53,8 +54,14 @@ def line_of(result: CaseResult, shared: str | None) -> tuple[dict[str, Any], lis
     """The line's dict of `result` (before `_th` and `_r`), and the counts of its row hint
     (`records.row_counts`). `shared`: the thread id every observation of the case holds
     (written once)."""
+    return line_of_fields(result.__dict__, shared)
+
+
+def line_of_fields(d: dict[str, Any], shared: str | None) -> tuple[dict[str, Any], list[Any]]:
+    """`line_of` of a result's fields (a CaseResult's `__dict__`, or the fields one would
+    be built from: the engine writes a passed instance's line without building it)."""
     counts = [0, 0, 0, 0, 0]  # checks, failed checks, checkpoints, reached, tool calls
-    return _case(result, shared, counts), [*counts, *usage_tokens(result)]
+    return _case(d, shared, counts), [*counts, *tokens_of(d["usage"], d["turns"])]
 
 
 def _put(out: dict[str, Any], name: str, value: Any, default: Any) -> None:
@@ -74,8 +81,7 @@ def _timing(out: dict[str, Any], name: str, value: Any, default: Any) -> None:
             out[name] = value if type(value) in _PLAIN else _any(value)
 
 
-def _case(r: CaseResult, shared: str | None, counts: list[int]) -> dict[str, Any]:
-    d = r.__dict__
+def _case(d: dict[str, Any], shared: str | None, counts: list[int]) -> dict[str, Any]:
     v = d["case_id"]
     out: dict[str, Any] = {"case_id": v if type(v) in _PLAIN else _any(v)}
     if d["variant"]:
@@ -148,6 +154,16 @@ def _turn(t: TurnResult, i: int, shared: str | None, counts: list[int]) -> dict[
 
 def _message(m: Message) -> dict[str, Any]:
     d = m.__dict__
+    content = d["content"]
+    if (  # the usual message: a role and a text
+        type(content) is str
+        and d["name"] is None
+        and d["tool_call_id"] is None
+        and d["tool_calls"] is None
+        and not m.__pydantic_extra__
+    ):
+        role = d["role"]
+        return {"content": content} if role == "user" else {"role": role, "content": content}
     if m.__pydantic_extra__ or d["tool_calls"] is not None or type(d["content"]) is list:
         return m.model_dump(exclude_defaults=True)  # pydantic's own: its extra keys too
     out: dict[str, Any] = {}
@@ -160,6 +176,32 @@ def _message(m: Message) -> dict[str, Any]:
 
 def _observation(obs: Observation, step: str, shared: str | None) -> dict[str, Any]:
     d = obs.__dict__
+    text, latency, messages = d["text"], d["latency_ms"], d["messages"]
+    if (  # the usual reply: its text and latency, all else the flags derive (one test)
+        type(text) is str
+        and type(latency) is float
+        and latency >= 0
+        and len(messages) == 1
+        and d["data"] is None
+        and not d["tool_calls"]
+        and d["status"] == "completed"
+        and d["interaction"] is None
+        and not d["facts"]
+        and d["effects"] == {}
+        and type(d["effects"]) is dict
+        and d["usage"] is None
+        and d["error"] is None
+        and d["outcome"] == "ok"
+        and d["truncated_from"] is None
+        and d["replayed"] is False
+        and not d["events"]
+        and shared
+        and d["thread_id"] == shared
+        and d["turn_id"] == turn_id_of(shared, step)
+        and d["trace_id"] == trace_of(d["turn_id"])
+        and _is_reply(messages[0], text)
+    ):
+        return {"text": text, "latency_ms": int(latency * 1000 + 0.5) / 1000, "_o": _USUAL}
     out: dict[str, Any] = {}
     flags = 0
     text = d["text"]

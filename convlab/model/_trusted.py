@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-__all__ = ["assign", "build", "copied", "dumped", "dumped_json"]
+__all__ = ["assign", "build", "copied", "dumped", "dumped_json", "fields_of"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -62,7 +62,18 @@ def build(cls: type[M], **values: Any) -> M:
     """`cls(**values)` for values already of the fields' types, without validating them
     (pydantic's validation of a result model costs 3-8 us); the fields given are its set
     fields, as they would be. No model validator runs: the caller settles what one would."""
-    template, makers, required, extra = _defaults(cls)
+    model = _new(cls)
+    _set(model, "__dict__", fields_of(cls, values))
+    _set(model, "__pydantic_fields_set__", set(values))
+    _set(model, "__pydantic_extra__", {} if _defaults(cls)[3] else None)
+    _set(model, "__pydantic_private__", None)
+    return model
+
+
+def fields_of(cls: type[BaseModel], values: dict[str, Any]) -> dict[str, Any]:
+    """The `__dict__` `build(cls, **values)` gives its model: every field, in the class's
+    order, the defaults filled in (the engine writes a line from it without the model)."""
+    template, makers, required, _ = _defaults(cls)
     data = template.copy()
     data.update(values)  # a field's place stays its place in the class
     if len(data) != len(template) or not required <= values.keys():
@@ -70,12 +81,7 @@ def build(cls: type[M], **values: Any) -> M:
     for name, make in makers:
         if name not in values:
             data[name] = make()
-    model = _new(cls)
-    _set(model, "__dict__", data)
-    _set(model, "__pydantic_fields_set__", set(values))
-    _set(model, "__pydantic_extra__", {} if extra else None)
-    _set(model, "__pydantic_private__", None)
-    return model
+    return data
 
 
 def _refuse(cls: type[BaseModel], values: dict[str, Any]) -> None:

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator, MutableSequence
 from typing import TYPE_CHECKING, Any, Literal, get_args, overload
 
 if TYPE_CHECKING:
+    from convlab.model.conversation import Usage
     from convlab.model.results import AssertionResult, CaseResult, TurnResult
 
 __all__ = [
@@ -110,9 +111,14 @@ def _n_calls(t: TurnResult) -> int:
 
 def usage_tokens(r: CaseResult) -> tuple[int, int, int]:
     """Token usage of an instance: its own record, else the sum over its turns."""
-    if r.usage is not None:
-        return (r.usage.prompt_tokens, r.usage.completion_tokens, r.usage.total_tokens)
-    used = [t.observation.usage for t in r.turns if t.observation and t.observation.usage]
+    return tokens_of(r.usage, r.turns)
+
+
+def tokens_of(usage: Usage | None, turns: list[TurnResult]) -> tuple[int, int, int]:
+    """`usage_tokens` of a result's `usage` and `turns`."""
+    if usage is not None:
+        return (usage.prompt_tokens, usage.completion_tokens, usage.total_tokens)
+    used = [t.observation.usage for t in turns if t.observation and t.observation.usage]
     if not used:
         return (0, 0, 0)
     return (
