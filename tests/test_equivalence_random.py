@@ -353,3 +353,41 @@ def test_jsonl_reload_keeps_unicode_line_separators(char: str, tmp_path: Path) -
         [again] = cl.load_run(path).results
         assert again.turns[0].observation is not None
         assert again.turns[0].observation.text == f"echo: {text}"
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(suite=suite(), use_async=st.booleans())
+def test_a_run_no_one_listens_to_keeps_what_a_watched_run_keeps(
+    suite: Suite, use_async: bool
+) -> None:
+    """With no listener, a standard instance that passed is kept as its line alone, never
+    built as a model (`finished.passed_line`); a listener makes the engine build every
+    result for its events. Both runs hold the same results and views, and the same lines."""
+    agent = async_agent if use_async else sync_agent
+    events: list[Any] = []
+    diffs: list[str] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        quiet = cl.run(suite, agent, progress=False, store=folder / "quiet.jsonl")
+        watched = cl.run(suite, agent, progress=events.append, store=folder / "watched.jsonl")
+        a = normalized(quiet, views(quiet))
+        b = normalized(watched, views(watched))
+        same(a, b, "watched run", diffs)
+        _, lines_a = read_store(folder / "quiet.jsonl")
+        _, lines_b = read_store(folder / "watched.jsonl")
+    finished = [e for e in events if type(e).__name__ == "CaseFinished"]
+    assert len(finished) == len(watched.results)
+    same(
+        [result_record(r, quiet.id, suite_repetitions(suite)) for r in lines_a],
+        in_order(
+            [result_record(r, quiet.id, suite_repetitions(suite)) for r in lines_a],
+            [result_record(r, watched.id, suite_repetitions(suite)) for r in lines_b],
+        ),
+        "stored results",
+        diffs,
+    )
+    assert not diffs, explain(diffs, f"random suite of {len(suite.cases)} case(s)")
