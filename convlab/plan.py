@@ -20,7 +20,7 @@ from convlab.model.suite import Case, Selection, Suite, Turn
 __all__ = ["Instance", "SelectionError", "expand", "fingerprint", "resolve_selection", "suite_text"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Instance:
     """One concrete conversation to run."""
 
@@ -38,21 +38,38 @@ class Instance:
     label: str = field(init=False, repr=False, compare=False)
     """A readable, unique name for the instance (also used as its thread id)."""
 
-    def __post_init__(self) -> None:
-        # made once here: every instance reads both, and 3.11's cached_property takes a lock
-        key = (self.case.id, variant_label(self.variant), self.repetition, self.run)
-        case_id, variant, rep, run = key
-        parts = [case_id] + ([variant] if variant else [])
-        parts += [f"rep={rep}"] if self.case.repetitions > 1 else []
-        object.__setattr__(self, "key", key)
-        object.__setattr__(self, "label", " ".join(parts) + (f" #{run}" if run else ""))
+    def __init__(
+        self,
+        case: Case,
+        variant: dict[str, str] | None = None,
+        repetition: int = 0,
+        run: int = 0,
+        turns: tuple[Turn, ...] = (),
+        blocked: str | None = None,
+    ) -> None:
+        # the fields in one call (a frozen dataclass's own __init__ sets each through
+        # object.__setattr__: 3.4 us an instance, a run plans one per case); the key and
+        # label are made once here: every instance reads both
+        variant = {} if variant is None else variant
+        label = variant_label(variant) if variant else ""
+        key = (case.id, label, repetition, run)
+        parts = [case.id, label] if label else [case.id]
+        if case.repetitions > 1:
+            parts.append(f"rep={repetition}")
+        self.__dict__.update(
+            case=case,
+            variant=variant,
+            repetition=repetition,
+            run=run,
+            turns=turns,
+            blocked=blocked,
+            key=key,
+            label=" ".join(parts) + (f" #{run}" if run else ""),
+        )
 
 
 def _combinations(case: Case) -> Iterator[tuple[dict[str, str], tuple[Turn, ...]]]:
-    """Every variant combination of a case (step order), with the inputs replaced."""
-    if not any(t.variants for t in case.turns):  # most cases: the one combination there is
-        yield {}, tuple(case.turns)
-        return
+    """Every variant combination of a case with variants (step order), the inputs replaced."""
     slots = [
         [(t.id or str(i), v) for v in t.variants] if t.variants else [None]
         for i, t in enumerate(case.turns)
@@ -79,9 +96,15 @@ def expand(suite: Suite, runs: int = 1, allow_external_writes: bool = False) -> 
                     "EXTERNAL_WRITES_NOT_AUTHORIZED: this case may change external records; "
                     "pass allow_external_writes=True to run it"
                 )
-            for variant, turns in _combinations(case):
-                for rep in range(case.repetitions):
-                    yield Instance(case, variant, rep, run, turns, blocked)
+            turns = case.turns
+            if turns and any(t.variants for t in turns):
+                for variant, chosen in _combinations(case):
+                    for rep in range(case.repetitions):
+                        yield Instance(case, variant, rep, run, chosen, blocked)
+                continue
+            whole = tuple(turns)  # most cases: the one combination there is
+            for rep in range(case.repetitions):
+                yield Instance(case, {}, rep, run, whole, blocked)
 
 
 def count(suite: Suite, runs: int = 1) -> int:
@@ -110,6 +133,8 @@ class SuiteText:
 
 
 _NO_SOURCE = frozenset({"source"})
+_NULL_SOURCE = ',"source":null}'
+"""How a case read from no file ends (every case of a suite built in Python)."""
 
 
 def suite_text(suite: Suite) -> SuiteText:
@@ -126,8 +151,8 @@ def suite_text(suite: Suite) -> SuiteText:
     placed = []
     cases = []
     for case in suite.cases:  # a big JSONL suite reads its cases on demand: once
-        whole = dumped_json(case)
-        end = f',"source":{dumped_json(case.source) if case.source else "null"}}}'
+        whole, source = dumped_json(case), case.source
+        end = _NULL_SOURCE if source is None else f',"source":{dumped_json(source)}}}'
         if whole.endswith(end):
             cases.append(whole[: -len(end)] + "}")
         else:  # a source dumped otherwise inside its case (never seen): dump it apart

@@ -12,7 +12,7 @@ from convlab.engine.modes import Outcome
 from convlab.engine.replies import share_case_text
 from convlab.engine.store import ResultStore
 from convlab.model._codec import decode, encode, encode_fields
-from convlab.model._trusted import assign, build, fields_of
+from convlab.model._trusted import assign, build
 from convlab.model.blame import Blame, blame_of, case_blame
 from convlab.model.results import CaseResult
 from convlab.plan import Instance
@@ -72,7 +72,8 @@ def passed_line(
     """`encode(result_of(...))` of an instance whose mode passed it with no case-level check
     (a standard case), without the CaseResult no one reads: a pass has no blame and no code,
     and no case-level check holds a reply to share. The line is all the run keeps of it."""
-    fields = fields_of(CaseResult, _values(inst, conv, outcome, started, t0))
+    fields = _values(inst, conv, outcome, started, t0)
+    fields.update(code=None, metadata={})  # the rest of a CaseResult's fields, as built
     return encode_fields(fields, (conv.env.run_id, kernel_repetition(inst)), "")
 
 
