@@ -60,7 +60,7 @@ async def run_standard(conv: Conversation) -> Outcome:
         return Outcome("error", str(exc), blame=exc.blame)
     results = await conv.check(case.assertions, turn, "turn")
     conv.finish_turn(turn, results)
-    status = status_of(results)
+    status = turn.status  # the checks' (the agent answered)
     return Outcome(status, None if status == "passed" else _first_problem(results))
 
 

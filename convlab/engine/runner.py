@@ -343,7 +343,7 @@ class Runner:
         (whatever it raises, a blocked loop) end in this case's outcome, never the run."""
         case = conv.case
         near = case.source.file if case.source else None
-        outcome = Outcome("error", "not run")
+        outcome: Outcome  # every way out of the try below sets it
         data = None
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
