@@ -25,12 +25,12 @@ class Instance:
     """One concrete conversation to run."""
 
     case: Case
-    variant: dict[str, str] = field(default_factory=dict)
-    repetition: int = 0
-    run: int = 0
-    turns: tuple[Turn, ...] = ()
+    variant: dict[str, str]
+    repetition: int
+    run: int
+    turns: tuple[Turn, ...]
     """The case's turns with each variant's input applied (a variant replaces the input)."""
-    blocked: str | None = None
+    blocked: str | None
     """Why the instance may not start (e.g. external writes not allowed)."""
 
     key: tuple[str, str, int, int] = field(init=False, repr=False, compare=False)
@@ -51,7 +51,7 @@ class Instance:
         # object.__setattr__: 3.4 us an instance, a run plans one per case); the key and
         # label are made once here: every instance reads both
         variant = {} if variant is None else variant
-        label = variant_label(variant) if variant else ""
+        label = variant_label(variant)
         key = (case.id, label, repetition, run)
         parts = [case.id, label] if label else [case.id]
         if case.repetitions > 1:
@@ -97,7 +97,7 @@ def expand(suite: Suite, runs: int = 1, allow_external_writes: bool = False) -> 
                     "pass allow_external_writes=True to run it"
                 )
             turns = case.turns
-            if turns and any(t.variants for t in turns):
+            if any(t.variants for t in turns):
                 for variant, chosen in _combinations(case):
                     for rep in range(case.repetitions):
                         yield Instance(case, variant, rep, run, chosen, blocked)

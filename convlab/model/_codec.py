@@ -209,10 +209,9 @@ def head_of_line(data: dict[str, Any]) -> tuple[Key, str]:
     """The instance key and status of a decoded line (`loads(line)`), checked: enough to
     resume a store or hold a result, without its row."""
     status, case_id = status_of_line(data), data["case_id"]
-    variant = data.get("variant")
     key = (
         case_id,
-        variant_label(variant) if variant else "",
+        variant_label(data.get("variant") or {}),
         data.get("repetition", 0),
         data.get("run", 0),
     )

@@ -169,6 +169,8 @@ class CaseResult(BaseModel):
 
 def variant_label(variant: dict[str, str]) -> str:
     """Variant ids joined as `step=variant,...` (empty when none)."""
+    if not variant:  # most instances: no generator to run (a run labels each one)
+        return ""
     return ",".join(f"{k}={v}" for k, v in variant.items())
 
 
