@@ -21,7 +21,7 @@ from convlab.engine.api import RunHandle, ask_once, build_runner
 from convlab.engine.events import Listener
 from convlab.engine.runner import Runner
 from convlab.model.answer import Answer
-from convlab.model.results import Run
+from convlab.model.run import Run
 from convlab.model.suite import Suite
 
 __all__ = ["RUN_DEFAULTS", "RunHandle", "RunOptions", "arun", "ask", "run", "start"]

@@ -6,66 +6,52 @@ the results store recognises work already done when a run resumes.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from convlab.errors import SelectionError
-from convlab.model._trusted import dumped_json
-from convlab.model.results import variant_label
+from convlab.model.records import variant_label
 from convlab.model.suite import Case, Selection, Suite, Turn
 
-__all__ = ["Instance", "SelectionError", "expand", "fingerprint", "resolve_selection", "suite_text"]
+__all__ = [
+    "Instance",
+    "SelectionError",
+    "expand",
+    "fingerprint",
+    "resolve_selection",
+    "write_suite",
+]
 
 
-@dataclass(frozen=True, init=False)
+@dataclass(frozen=True)
 class Instance:
     """One concrete conversation to run."""
 
     case: Case
-    variant: dict[str, str]
-    repetition: int
-    run: int
-    turns: tuple[Turn, ...]
+    variant: dict[str, str] = field(default_factory=dict)
+    repetition: int = 0
+    run: int = 0
+    turns: tuple[Turn, ...] = ()
     """The case's turns with each variant's input applied (a variant replaces the input)."""
-    blocked: str | None
+    blocked: str | None = None
     """Why the instance may not start (e.g. external writes not allowed)."""
 
-    key: tuple[str, str, int, int] = field(init=False, repr=False, compare=False)
-    """(case id, `step=variant,...`, repetition, run index)."""
-    label: str = field(init=False, repr=False, compare=False)
-    """A readable, unique name for the instance (also used as its thread id)."""
+    @functools.cached_property
+    def key(self) -> tuple[str, str, int, int]:
+        """(case id, `step=variant,...`, repetition, run index)."""
+        return (self.case.id, variant_label(self.variant), self.repetition, self.run)
 
-    def __init__(
-        self,
-        case: Case,
-        variant: dict[str, str] | None = None,
-        repetition: int = 0,
-        run: int = 0,
-        turns: tuple[Turn, ...] = (),
-        blocked: str | None = None,
-    ) -> None:
-        # the fields in one call (a frozen dataclass's own __init__ sets each through
-        # object.__setattr__: 3.4 us an instance, a run plans one per case); the key and
-        # label are made once here: every instance reads both
-        variant = {} if variant is None else variant
-        label = variant_label(variant)
-        key = (case.id, label, repetition, run)
-        parts = [case.id, label] if label else [case.id]
-        if case.repetitions > 1:
-            parts.append(f"rep={repetition}")
-        self.__dict__.update(
-            case=case,
-            variant=variant,
-            repetition=repetition,
-            run=run,
-            turns=turns,
-            blocked=blocked,
-            key=key,
-            label=" ".join(parts) + (f" #{run}" if run else ""),
-        )
+    @functools.cached_property
+    def label(self) -> str:
+        """A readable, unique name for the instance (also used as its thread id)."""
+        parts = [self.case.id, self.key[1]] if self.key[1] else [self.case.id]
+        if self.case.repetitions > 1:
+            parts.append(f"rep={self.repetition}")
+        return " ".join(parts) + (f" #{self.run}" if self.run else "")
 
 
 def _combinations(case: Case) -> Iterator[tuple[dict[str, str], tuple[Turn, ...]]]:
@@ -120,50 +106,49 @@ def count(suite: Suite, runs: int = 1) -> int:
 
 def fingerprint(suite: Suite) -> str:
     """A hash of the suite's definition (cases and assertions, not where it was read from)."""
-    return suite_text(suite).fingerprint
+    return write_suite(suite, None)
 
 
-@dataclass(frozen=True)
-class SuiteText:
-    """A suite's fingerprint and its JSON as a store's header holds it, from one dump."""
+def write_suite(suite: Suite, write: Callable[[bytes], object] | None) -> str:
+    """Write `suite`'s JSON through `write` a case at a time (never the whole suite's text at
+    once), and give back its fingerprint; `write=None` only hashes.
 
-    fingerprint: str
-    json: str
-    """`suite.model_dump_json()` but for the order of keys: `source` ends each case."""
+    What is hashed is the suite's JSON without where it was read from (its `sources`, and
+    each case's `source`): exactly `suite.model_dump_json(exclude={"sources": True, "cases":
+    {"__all__": {"source"}}})`. A case's `source` is its last field, so one dump of a case
+    gives both the text written and, cut before its source, the text hashed.
+    """
+    sha = hashlib.sha256()
+    head = suite.model_dump_json(exclude={"sources", "cases", "assertions"})[:-1]
+    start = f'{head},"cases":['.encode()
+    sha.update(start)
+    if write is not None:
+        write(start)
+    for n, case in enumerate(suite.cases):  # a big JSONL suite reads its cases on demand
+        whole = case.model_dump_json()
+        source = case.source
+        end = _NULL_SOURCE if source is None else f',"source":{source.model_dump_json()}}}'
+        if whole.endswith(end):
+            bare = whole[: -len(end)] + "}"
+        else:  # a source dumped otherwise inside its case (never seen): dump it apart
+            bare = case.model_dump_json(exclude=_NO_SOURCE)
+            whole = bare[:-1] + end
+        comma = "," if n else ""
+        sha.update(f"{comma}{bare}".encode())
+        if write is not None:
+            write(f"{comma}{whole}".encode())
+    checks = suite.model_dump_json(include={"assertions"})[len('{"assertions":') : -1]
+    tail = f'],"assertions":{checks}'
+    sha.update(f"{tail}}}".encode())
+    if write is not None:
+        sources = suite.model_dump_json(include={"sources"})[len('{"sources":') : -1]
+        write(f'{tail},"sources":{sources}}}'.encode())
+    return sha.hexdigest()[:16]
 
 
-_NO_SOURCE = frozenset({"source"})
+_NO_SOURCE = {"source"}
 _NULL_SOURCE = ',"source":null}'
 """How a case read from no file ends (every case of a suite built in Python)."""
-
-
-def suite_text(suite: Suite) -> SuiteText:
-    """The fingerprint and the header's JSON of `suite`, each case dumped once.
-
-    Where the suite was read from (paths, lines) does not change what it asks: the text
-    hashed is exactly `suite.model_dump_json(exclude={"sources": True, "cases": {"__all__":
-    {"source"}}})`, put together from per-case dumps. A case's `source` is its last field, so
-    its dump is the header's text, and that dump without its source at the end is the
-    hashed one: pydantic's per-item exclude cost a case 60% more than its whole dump, and
-    dumping the suite a second time cost a 10,000-case run with a store 0.4-0.8 s.
-    """
-    head = suite.model_dump_json(exclude={"sources", "cases", "assertions"})[:-1]
-    placed = []
-    cases = []
-    for case in suite.cases:  # a big JSONL suite reads its cases on demand: once
-        whole, source = dumped_json(case), case.source
-        end = _NULL_SOURCE if source is None else f',"source":{dumped_json(source)}}}'
-        if whole.endswith(end):
-            cases.append(whole[: -len(end)] + "}")
-        else:  # a source dumped otherwise inside its case (never seen): dump it apart
-            cases.append(dumped_json(case, exclude=_NO_SOURCE))
-            whole = cases[-1][:-1] + end
-        placed.append(whole)
-    checks = suite.model_dump_json(include={"assertions"})[len('{"assertions":') : -1]
-    body = f'{head},"cases":[{",".join(cases)}],"assertions":{checks}}}'
-    sources = suite.model_dump_json(include={"sources"})[len('{"sources":') : -1]
-    full = f'{head},"cases":[{",".join(placed)}],"assertions":{checks},"sources":{sources}}}'
-    return SuiteText(hashlib.sha256(body.encode()).hexdigest()[:16], full)
 
 
 def resolve_selection(selection: Selection, interaction: dict[str, Any] | None) -> dict[str, Any]:

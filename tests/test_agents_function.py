@@ -105,7 +105,8 @@ def test_tool_turn_messages_carry_arguments_and_results() -> None:
 def test_a_plain_reply_becomes_the_same_observation_as_a_validated_one() -> None:
     """str and dict replies skip the Reply model and the Observation's validation: what comes
     out is still equal, field for field and in the fields it says were set."""
-    from convlab.model.conversation import Message, Observation, Reply
+    from convlab.model.conversation import Message, Reply
+    from convlab.model.records import Observation
 
     for value in ["hello", "", {"total": 3, "items": [1, None]}]:
         reply = Reply(text=value) if isinstance(value, str) else Reply(data=value)

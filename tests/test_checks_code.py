@@ -15,8 +15,8 @@ from convlab.agents.protocol import as_agent
 from convlab.checks import CheckContext, GraderContext, GraderResult, TestContext, evaluate
 from convlab.checks.code import build_test_context
 from convlab.model.assertions import Grader, PythonTest
-from convlab.model.conversation import Message, Observation, ToolCall
-from convlab.model.results import AssertionResult, TurnResult
+from convlab.model.conversation import Message, ToolCall
+from convlab.model.records import AssertionResult, Observation, TurnResult
 from convlab.model.suite import Case, Turn, TurnInput
 
 # ---------------------------------------------------------------- Python tests

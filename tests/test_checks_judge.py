@@ -15,8 +15,8 @@ from convlab.checks import CheckContext, evaluate
 from convlab.checks.judge import parse_score, parse_yesno
 from convlab.errors import AgentHTTPError
 from convlab.model.assertions import parse_assertion
-from convlab.model.conversation import Message, Observation
-from convlab.model.results import AssertionResult
+from convlab.model.conversation import Message
+from convlab.model.records import AssertionResult, Observation
 from convlab.model.suite import Case
 
 

@@ -14,8 +14,8 @@ from convlab.checks import CheckContext, evaluate
 from convlab.checks._textmetrics import bleu, meteor, rouge
 from convlab.checks.metrics import graded_text, parse_number
 from convlab.model.assertions import parse_assertion
-from convlab.model.conversation import Message, Observation
-from convlab.model.results import AssertionResult
+from convlab.model.conversation import Message
+from convlab.model.records import AssertionResult, Observation
 from convlab.model.suite import Case, Turn, TurnInput
 
 

@@ -16,8 +16,7 @@ from convlab.checks import CheckContext, evaluate
 from convlab.checks._extract import extract_json, extract_path
 from convlab.checks.structured import at, operate
 from convlab.model.assertions import parse_assertion
-from convlab.model.conversation import Observation
-from convlab.model.results import AssertionResult, TurnResult
+from convlab.model.records import AssertionResult, Observation, TurnResult
 from convlab.model.suite import Case, Turn, TurnInput
 
 

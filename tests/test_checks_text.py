@@ -16,8 +16,8 @@ import pytest
 from convlab.checks import CheckContext, evaluate
 from convlab.checks._values import go_json, go_v, output_of, to_text
 from convlab.model.assertions import parse_assertion
-from convlab.model.conversation import Message, Observation, ToolCall
-from convlab.model.results import AssertionResult
+from convlab.model.conversation import Message, ToolCall
+from convlab.model.records import AssertionResult, Observation
 from convlab.model.suite import Case, TurnInput
 
 

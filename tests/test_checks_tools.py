@@ -21,8 +21,8 @@ from convlab.checks.toolargs import (
 )
 from convlab.checks.tools import match_tool_name
 from convlab.model.assertions import ArgMatcher, ExpectedTool, parse_assertion
-from convlab.model.conversation import Observation, ToolCall
-from convlab.model.results import AssertionResult
+from convlab.model.conversation import ToolCall
+from convlab.model.records import AssertionResult, Observation
 
 
 def ev(spec: dict[str, Any], calls: list[ToolCall], text: str = "") -> AssertionResult:

@@ -15,7 +15,7 @@ import pytest
 import convlab as cl
 from convlab.engine.events import CaseFinished, CaseStarted, Event
 from convlab.model import Case, Message, Suite
-from convlab.model.results import Run
+from convlab.model.run import Run
 from convlab.model.suite import Turn, TurnInput
 from convlab.report._console_render import instance
 from convlab.report._console_text import ASCII, UNICODE, Style, clean

@@ -14,7 +14,8 @@ import convlab as cl
 from convlab.agents.demos.catalog import SelectionError
 from convlab.agents.protocol import AgentContext, as_agent
 from convlab.agents.scripted import ScriptedSimulator, SimulatorTurn
-from convlab.model.conversation import Message, Observation
+from convlab.model.conversation import Message
+from convlab.model.records import Observation
 from convlab.model.suite import Selection, TurnInput
 
 

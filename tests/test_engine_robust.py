@@ -300,7 +300,7 @@ def test_sync_user_code_calling_sys_exit_is_that_cases_error(register_evaluator)
 
 
 def test_results_stay_lean_until_read_and_then_stay_the_same_objects():
-    from convlab.model.records import Results
+    from convlab.model.results import Results
 
     suite = Suite(id="s", cases=[std("a"), std("b")])
     run = cl.run(suite, lambda m: "ok", progress=False)

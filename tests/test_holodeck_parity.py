@@ -20,7 +20,7 @@ import convlab as cl
 from convlab.checks.toolargs import match_fuzzy
 from convlab.checks.tools import holodeck_arguments
 from convlab.errors import SuiteError
-from convlab.model.results import CaseResult
+from convlab.model.records import CaseResult
 
 
 def write(folder: Path, text: str, name: str = "agent.yaml") -> Path:

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 import convlab
 from convlab.checks import CheckContext, evaluate
 from convlab.errors import SuiteError
-from convlab.model.conversation import Observation
+from convlab.model.records import Observation
 
 SECONDS = 2.0
 MEGABYTES = 500

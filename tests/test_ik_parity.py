@@ -18,7 +18,8 @@ import convlab as cl
 from convlab.engine.codes import CODES, case_code
 from convlab.engine.suite_checks import SUMMARY_KEYS, suite_summary
 from convlab.errors import SelectionError
-from convlab.model.results import CaseResult, Run
+from convlab.model.records import CaseResult
+from convlab.model.run import Run
 from convlab.model.suite import Selection
 
 TWO_LAMPS = {

@@ -11,7 +11,8 @@ import pytest
 
 import convlab as cl
 from convlab.engine.events import CaseFinished, CaseStarted, RunFinished, RunStarted
-from convlab.model.results import CaseResult, Run
+from convlab.model.records import CaseResult
+from convlab.model.run import Run
 from convlab.notebook.progress import LiveTree
 
 EXPENSE = "examples/expense"

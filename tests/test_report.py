@@ -14,8 +14,9 @@ import pytest
 
 import convlab as cl
 from convlab.cli import main
-from convlab.model.conversation import Observation, ToolCall
-from convlab.model.results import AssertionResult, CaseResult, Run, TurnResult
+from convlab.model.conversation import ToolCall
+from convlab.model.records import AssertionResult, CaseResult, Observation, TurnResult
+from convlab.model.run import Run
 from convlab.report.html import run_html_report
 from convlab.report.junit import run_junit
 from convlab.report.markdown import cell, run_markdown

@@ -25,7 +25,7 @@ from markdown_it import MarkdownIt
 
 import convlab as cl
 from convlab.agents.protocol import as_agent
-from convlab.model.results import Run
+from convlab.model.run import Run
 from convlab.model.suite import Suite
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -8,14 +8,15 @@ import pandas as pd
 import pytest
 
 import convlab as cl
-from convlab.model.conversation import Observation, ToolCall, Usage
-from convlab.model.results import (
+from convlab.model.conversation import ToolCall, Usage
+from convlab.model.records import (
     AssertionResult,
     CaseResult,
     CheckpointResult,
-    Run,
+    Observation,
     TurnResult,
 )
+from convlab.model.run import Run
 
 FRAMES = ("df", "turns_df", "assertions_df", "checkpoints_df", "tool_calls_df")
 

@@ -20,7 +20,8 @@ from convlab.analysis.stats import (
     summary,
     wilson,
 )
-from convlab.model.results import CaseResult, Run
+from convlab.model.records import CaseResult
+from convlab.model.run import Run
 
 
 def frame(**cases: list[str] | list[tuple[str, float]]) -> pd.DataFrame:

@@ -22,7 +22,8 @@ import pytest
 import convlab as cl
 from convlab.analysis._intervals import betainc, betaincinv, jeffreys, prob_in_zone
 from convlab.analysis.stats import pass_pow_k
-from convlab.model.results import CaseResult, Run
+from convlab.model.records import CaseResult
+from convlab.model.run import Run
 from convlab.notebook.charts import pass_rates
 
 STATUS = {"P": "passed", "F": "failed", "D": "error", "E": "error"}

@@ -25,7 +25,8 @@ from convlab.agents.protocol import as_agent
 from convlab.checks import CheckContext, TestContext, evaluate
 from convlab.checks.code import build_test_context
 from convlab.model.assertions import PythonTest
-from convlab.model.conversation import Message, Observation, ToolCall
+from convlab.model.conversation import Message, ToolCall
+from convlab.model.records import Observation
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "cloud_drive"
 

@@ -27,7 +27,8 @@ from convlab.checks._extract import (
     trim_comments,
 )
 from convlab.checks.tools import match_tool_name
-from convlab.model.conversation import Observation, ToolCall
+from convlab.model.conversation import ToolCall
+from convlab.model.records import Observation
 
 DOC = json.loads((Path(__file__).parent / "data" / "yao_parity.json").read_text("utf-8"))
 ROWS: list[dict[str, Any]] = DOC["rows"]

@@ -24,7 +24,8 @@ from convlab.agents._transport import HTTPClient, Secret, dumps, loads, safe_url
 from convlab.agents.function import observation
 from convlab.agents.protocol import AgentContext, AgentSession
 from convlab.errors import AgentResponseError
-from convlab.model.conversation import Message, Observation, Reply, ToolCall, message_dict
+from convlab.model.conversation import Message, Reply, ToolCall, message_dict
+from convlab.model.records import Observation
 
 __all__ = ["DEFAULT_REQUEST", "DEFAULT_TEXT_PATHS", "HTTPAgent", "get_path", "render"]
 

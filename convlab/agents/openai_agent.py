@@ -26,8 +26,8 @@ from convlab.agents.cache import replaying
 from convlab.agents.protocol import AgentContext, AgentSession
 from convlab.agents.tools import Tool, ToolFailed, as_tools
 from convlab.errors import AgentError, AgentResponseError
-from convlab.model._trusted import build
-from convlab.model.conversation import Message, Observation, ToolCall, Usage, message_dict
+from convlab.model.conversation import Message, ToolCall, Usage, message_dict
+from convlab.model.records import Observation
 
 __all__ = ["DEFAULT_BASE_URL", "DEFAULT_MAX_PASSES", "OpenAIAgent", "message_text"]
 
@@ -204,8 +204,7 @@ class _OpenAISession(AgentSession):
             if n == passes - 1:
                 status = "incomplete"
         usage = None if tokens is None else Usage(**dict(zip(_USAGE_KEYS, tokens, strict=True)))
-        return build(  # of values checked above: pydantic would only check them again
-            Observation,
+        return Observation(
             text=text,
             data=self._data(text),
             tool_calls=calls,

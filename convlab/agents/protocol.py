@@ -16,7 +16,8 @@ from convlab.errors import UnknownNameError
 from convlab.registry import Registry
 
 if TYPE_CHECKING:
-    from convlab.model.conversation import Message, Observation
+    from convlab.model.conversation import Message
+    from convlab.model.records import Observation
     from convlab.model.suite import Case, TurnInput
 
 __all__ = [

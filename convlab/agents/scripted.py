@@ -28,7 +28,8 @@ from typing import Any
 from convlab.agents.demos._base import asks_confirmation, chat_of
 from convlab.agents.protocol import Agent, AgentContext, AgentSession
 from convlab.agents.simulator import SimulatorTurn
-from convlab.model.conversation import Message, Observation
+from convlab.model.conversation import Message
+from convlab.model.records import Observation
 
 __all__ = ["ScriptedSimulator", "SimulatorTurn"]
 

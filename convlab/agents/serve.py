@@ -37,7 +37,8 @@ from convlab.agents.demos import get as demo_agent
 from convlab.agents.demos import names as demo_names
 from convlab.agents.protocol import Agent, AgentContext, as_agent
 from convlab.errors import MissingDependencyError, UnknownNameError
-from convlab.model.conversation import Message, Observation
+from convlab.model.conversation import Message
+from convlab.model.records import Observation
 
 __all__ = ["DemoApp", "DemoServer", "main", "serve"]
 
@@ -175,7 +176,7 @@ def _completion(obs: Observation, model: str, messages: list[Message], n: int) -
     prompt = sum(len(m.text().split()) for m in messages)
     answer = len((content or "").split()) + len(obs.tool_calls)
     usage = (
-        obs.usage.model_dump()
+        obs.usage.to_dict()
         if obs.usage is not None
         else {
             "prompt_tokens": prompt,

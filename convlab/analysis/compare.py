@@ -16,7 +16,7 @@ import pandas as pd
 from convlab.analysis.stats import Tally, classify, counting_mode, fisher_exact, tally
 
 if TYPE_CHECKING:
-    from convlab.model.results import Run
+    from convlab.model.run import Run
 
 __all__ = ["COMPARE_COLUMNS", "Comparison", "compare"]
 

@@ -15,8 +15,10 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from convlab.engine._gc import paused_gc
-from convlab.model.records import KEY, ROW_FIELDS, Results, Row, instance_row, why_not_passed
-from convlab.model.results import AssertionResult, CaseResult, Run, TurnResult
+from convlab.model.records import AssertionResult, CaseResult, TurnResult
+from convlab.model.results import Results
+from convlab.model.rows import InstanceRow, instance_row, why_not_passed
+from convlab.model.run import Run
 from convlab.model.suite import Suite
 
 if TYPE_CHECKING:
@@ -45,7 +47,7 @@ __all__ = [
 
 _T = TypeVar("_T")
 KEY_COLUMNS = ("case_id", "variant", "repetition", "run")
-INSTANCE_COLUMNS = ROW_FIELDS
+INSTANCE_COLUMNS = InstanceRow._fields
 TURN_COLUMNS = (
     *KEY_COLUMNS,
     "turn",
@@ -109,14 +111,14 @@ def instances(run: Run) -> list[CaseResult]:
     return _ordered(run, latest)
 
 
-def instance_rows(run: Run) -> list[Row]:
-    """`instances` as their `Run.df` rows: a run the engine made or a store read back
-    (convlab.model.records.Results) gives them without building one model."""
+def instance_rows(run: Run) -> list[InstanceRow]:
+    """`instances` as their `Run.df` rows (a run's `Results` decodes a line for its row
+    without keeping the record)."""
     results = run.results
     rows = results.rows() if isinstance(results, Results) else map(instance_row, results)
-    latest: dict[tuple[str, str, int, int], Row] = {}
+    latest: dict[tuple[str, str, int, int], InstanceRow] = {}
     for row in rows:
-        latest[row[KEY]] = row
+        latest[row.key] = row
     return _ordered(run, latest)
 
 
@@ -143,7 +145,7 @@ def _n_calls(t: TurnResult) -> int:
     return len(t.observation.tool_calls) if t.observation else 0
 
 
-def _frame(rows: list[tuple[Any, ...]], columns: tuple[str, ...]) -> pd.DataFrame:
+def _frame(rows: Iterable[tuple[Any, ...]], columns: tuple[str, ...]) -> pd.DataFrame:
     import pandas as pd
 
     return pd.DataFrame.from_records(rows, columns=list(columns))
@@ -293,7 +295,7 @@ def run_pass_k_table(
 
 def case_rollup(
     run: Run, count_errors_as: str = "failed"
-) -> tuple[list[Row], dict[str, dict[str, Any]]]:
+) -> tuple[list[InstanceRow], dict[str, dict[str, Any]]]:
     """The latest `Run.df` row per instance and each case's `case_row` (counts, pass rate,
     class), with no DataFrame: the same figures as `Run.stability()`, in one pass, so
     `Run.summary` and the summary cards of big runs stay cheap."""
@@ -301,7 +303,9 @@ def case_rollup(
 
     mode = counting_mode(count_errors_as)
     latest = instance_rows(run)
-    tallies = tally_rows(((r[0], r[4], r[6], r[10]) for r in latest), 1, suite_order(run))
+    tallies = tally_rows(
+        ((r.case_id, r.status, r.duration_ms, r.blame) for r in latest), 1, suite_order(run)
+    )
     return latest, {key[0]: case_row(t, mode) for key, t in tallies.items()}
 
 
@@ -311,10 +315,10 @@ def run_summary(run: Run, count_errors_as: str = "failed") -> dict[str, Any]:
 
     latest, rows = case_rollup(run, count_errors_as)
     return summary_of(
-        [r[4] for r in latest],
+        [r.status for r in latest],
         list(rows.values()),
         counting_mode(count_errors_as),
-        [r[10] for r in latest],
+        [r.blame for r in latest],
     )
 
 

@@ -9,9 +9,9 @@ jq scripts written for `yao agent test -o report.json` keep working and nothing 
      "metadata": {"started_at", "completed_at", "version"},
      ...every other Run field (format_version, suite, agent, settings, status, ...)}
 
-It is indented, with each result on one line (pydantic writes them: 10x faster than an
-indenting `json.dumps` on a big run, and one line per instance greps well). The seed's keys are
-derived (from `results`), so `load_run` drops them and validates the rest as the Run model;
+It is indented, with each result on one line (its record's encoding, convlab.model.codec: one
+line per instance greps well). The seed's keys are derived (from `results`), so `load_run`
+drops them and checks the rest as the Run;
 a `.json` holding only the Run model (older convlab) loads too, and so does a seed report
 (results keyed by `id`, read as in `.jsonl`). The seed's `environment` block is left out:
 convlab has no user/team/locale context to report.
@@ -20,7 +20,7 @@ The `.jsonl` layout keeps seed 004's line types (CONFORMANCE.md §1.9), so `jq '
 "summary")'` works, and adds what a lossless reload needs:
 
     {"type": "start", "timestamp", "agent_id", "total_cases", "run": {the Run without results}}
-    {"type": "result", "id": <case id>, ...every CaseResult field..., "output": <last reply>}
+    {"type": "result", "id": <case id>, "output": <last reply>, ...every CaseResult field...}
     {"type": "stability", "id", "runs", "passed", "failed", "pass_rate", "stable", ...} per case
     {"type": "summary", "total", "passed", "failed", "skipped", "errors", "timeouts", ...}
 
@@ -43,16 +43,17 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
+import msgspec
 
 from convlab.engine._gc import paused_gc
-from convlab.engine.store import END_FIELDS, RESULT_PREFIX
+from convlab.engine.store import END_FIELDS, RESULT_PREFIX, result_line
 from convlab.errors import SuiteError
 from convlab.formats import Problems
-from convlab.model._codec import expand, loads, status_of_line
-from convlab.model.conversation import REPLY_ONCE
-from convlab.model.records import Results
-from convlab.model.results import CaseResult, Run
+from convlab.model._legacy import upgrade
+from convlab.model.codec import FORMAT, check_format, convert, encode
+from convlab.model.records import CaseResult
+from convlab.model.results import Results
+from convlab.model.run import Run
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -157,20 +158,17 @@ def _version() -> str:
         return ""
 
 
-def _first_input(r: CaseResult) -> Any:
-    """Seed 002's `input`: the messages the first turn sent."""
-    if not r.turns:
-        return None
-    return [m.model_dump(mode="json", exclude_none=True) for m in r.turns[0].messages]
+def with_fields(head: dict[str, Any], record: CaseResult) -> str:
+    """One result as a save writes it: `head`'s keys (a `type`, the seed's `id`, ...), then
+    the record's own encoding."""
+    return (encode(head)[:-1] + b"," + encode(record)[1:]).decode()
 
 
-def _json_result_line(r: CaseResult, once: bool = True) -> str:
-    """One `.json` result on one line: seed 002's `id`/`input`/`output`, then the CaseResult
-    as pydantic serialises it (10x faster than `json.dumps(indent=...)` on big runs). `once`:
-    a long reply's text is written once (see `REPLY_ONCE`)."""
-    seed = {"id": r.case_id, "input": _first_input(r), "output": _output(r)}
-    body = r.model_dump_json(context=REPLY_ONCE if once else None)
-    return f"{_dumps(seed)[:-1]}, {body[1:]}"
+def _seed_keys(r: CaseResult) -> dict[str, Any]:
+    """Seed 002's `id`, `input` (the messages the first turn sent) and `output`."""
+    first = r.turns[0].messages if r.turns else None
+    sent = None if first is None else [m.model_dump(mode="json", exclude_none=True) for m in first]
+    return {"id": r.case_id, "input": sent, "output": _output(r)}
 
 
 def _json_head(run: Run) -> dict[str, Any]:
@@ -191,23 +189,23 @@ def _json_head(run: Run) -> dict[str, Any]:
         "completed_at": run.finished_at,
         "version": _version(),
     }
-    return out | run.model_dump(mode="json", exclude={"results"})
+    return out | run.to_dict(results=False)
 
 
 def json_text(run: Run) -> str:
     """The `.json` file: indented, with one result per line."""
     marker = f"results-{uuid.uuid4().hex}"
     head = json.dumps({**_json_head(run), "results": marker}, ensure_ascii=False, indent=2)
-    lines = ",\n".join("    " + _json_result_line(r) for r in run.results)
+    lines = ",\n".join("    " + with_fields(_seed_keys(r), r) for r in run.results)
     results = f"[\n{lines}\n  ]" if run.results else "[]"
     return head.replace(f'"{marker}"', results, 1) + "\n"
 
 
 def json_report(run: Run) -> dict[str, Any]:
-    """The `.json` object: seed 002's `summary`/`results`/`metadata` keys plus the Run model."""
+    """The `.json` object: seed 002's `summary`/`results`/`metadata` keys plus the Run."""
     return {
         **_json_head(run),
-        "results": [json.loads(_json_result_line(r, once=False)) for r in run.results],
+        "results": [json.loads(with_fields(_seed_keys(r), r)) for r in run.results],
     }
 
 
@@ -261,14 +259,6 @@ def _summary_record(run: Run, df: pd.DataFrame, summ: dict[str, Any]) -> dict[st
     return {"type": "summary", **summ, **extra}
 
 
-def _result_line(r: CaseResult) -> str:
-    """`{"type": "result", "id", ...CaseResult..., "output"}`, serialised by pydantic (fast)."""
-    body = r.model_dump_json(context=REPLY_ONCE)[1:-1]
-    out = json.dumps(_output(r), ensure_ascii=False, default=str)
-    cid = json.dumps(r.case_id, ensure_ascii=False)
-    return f'{{"type": "result", "id": {cid}, {body}, "output": {out}}}'
-
-
 def jsonl_lines(run: Run) -> list[str]:
     """The `.jsonl` lines of a run: start, one result per record, stability per case, summary."""
     from convlab.analysis.frames import instances_frame, suite_order
@@ -276,12 +266,16 @@ def jsonl_lines(run: Run) -> list[str]:
 
     df = instances_frame(run)
     stab = stability(df, order=suite_order(run))
-    header = run.model_dump(mode="json", exclude={"results"})
+    header = run.to_dict(results=False)
     start = {"type": "start", "timestamp": run.started_at, "agent_id": run.agent}
     first = {**start, "total_cases": int(df["case_id"].nunique()), "run": header}
     tail = [_stability_record(row) for row in stab.to_dict("records")]
     tail.append(_summary_record(run, df, summary(df, stab)))
-    return [_dumps(first), *(_result_line(r) for r in run.results), *map(_dumps, tail)]
+    results = (
+        with_fields({"type": "result", "id": r.case_id, "output": _output(r)}, r)
+        for r in run.results
+    )
+    return [_dumps(first), *results, *map(_dumps, tail)]
 
 
 @register_saver(".jsonl")
@@ -331,52 +325,64 @@ def _parse(p: Path, text: str) -> Run:
 def _from_json(path: Path, data: Any) -> Run:
     problems = Problems(str(path))
     if not isinstance(data, dict):
-        problems.add(1, "", "a saved run is a JSON object (the Run model)")
+        problems.add(1, "", "a saved run is a JSON object (the Run)")
         problems.raise_if_any()
+    version = check_format(data.get("format_version"), str(path))
     data = {k: v for k, v in data.items() if k not in _SEED_JSON_KEYS}
-    if isinstance(data.get("results"), list):
-        data["results"] = [_json_result(r) for r in data["results"]]
+    results = Results()
+    raw = data.pop("results", [])
+    if not isinstance(raw, list):
+        problems.add(None, "results", "must be a list of results")
+        raw = []
+    for n, rec in enumerate(raw):
+        result = _result(rec, version, None, problems, f"results[{n}]")
+        if result is not None:
+            results.append(result)
+    run = _run(data, None, problems, "")
+    problems.raise_if_any()
+    assert run is not None
+    run.results = results
+    return run
+
+
+def _run(data: dict[str, Any], line: int | None, problems: Problems, where: str) -> Run | None:
+    """The Run `data` describes (without results), checked; None when it has problems."""
     try:
-        return Run.model_validate(data)
-    except ValidationError as exc:
-        problems.add_validation(exc, None)
-        raise SuiteError(problems.items) from None
+        run = convert({**data, "results": []}, Run)
+    except msgspec.ValidationError as exc:
+        _add_invalid(problems, line, where, exc)
+        return None
+    run.format_version = FORMAT  # it holds results as this code's records now
+    return run
 
 
-def _json_result(rec: Any) -> Any:
-    """A `.json` result without the seed's derived keys; a Yao result mapped as in `.jsonl`."""
+def _add_invalid(problems: Problems, line: int | None, where: str, exc: Exception) -> None:
+    """A decode error as a problem at its field (`... - at `$.turns[0].status``)."""
+    text = str(exc)
+    message, _, at = text.rpartition(" - at `")
+    path = at.rstrip("`").removeprefix("$").lstrip(".") if message else ""
+    field = ".".join(p for p in (where, path) if p)
+    problems.add(line, field, message or text)
+
+
+def _result(
+    rec: Any, version: int, line: int | None, problems: Problems, where: str = ""
+) -> CaseResult | None:
+    """The record a saved result describes (a convlab result, or a Yao one without a
+    `case_id`), checked; None when it has problems (recorded)."""
     if not isinstance(rec, dict):
-        return rec
-    if "case_id" in rec:
-        return {k: v for k, v in rec.items() if k not in _SEED_RESULT_KEYS}
-    return _yao_body(rec)
-
-
-def _header(rec: dict[str, Any], line: int, problems: Problems) -> Run | None:
-    """The Run a `start`/`header` record describes (without results)."""
-    body = rec.get("run")
-    if body is None:  # a seed-style start line: only the agent and the time
-        return Run(agent=str(rec.get("agent_id") or ""), started_at=rec.get("timestamp"))
-    if not isinstance(body, dict):
-        problems.add(line, "run", "must be an object (the Run without results)")
+        problems.add(line, where, "a result is a JSON object")
         return None
-    try:
-        return Run.model_validate({**body, "results": []})
-    except ValidationError as exc:
-        problems.add_validation(exc, line, "run")
-        return None
-
-
-def _result(rec: dict[str, Any], line: int, problems: Problems) -> CaseResult | None:
     if "case_id" in rec:
-        rec = expand(rec)  # what a compact store line derives (convlab.model._codec)
-        body = {k: v for k, v in rec.items() if k in CaseResult.model_fields}
+        body = {k: v for k, v in rec.items() if k not in _SEED_RESULT_KEYS and k != "type"}
+        if version != FORMAT:
+            body = upgrade(body)
     else:
         body = _yao_body(rec)
     try:
-        return CaseResult.model_validate(body)
-    except ValidationError as exc:
-        problems.add_validation(exc, line)
+        return convert(body, CaseResult)
+    except msgspec.ValidationError as exc:
+        _add_invalid(problems, line, where, exc)
         return None
 
 
@@ -390,6 +396,7 @@ def _yao_body(rec: dict[str, Any]) -> dict[str, Any]:
 def _from_lines(path: Path, text: str) -> Run:
     problems = Problems(str(path))
     header: Run | None = None
+    version = FORMAT
     end: tuple[int, dict[str, Any]] | None = None
     results = Results()
     # JSON Lines end at "\n" only: str.splitlines would also break inside a JSON string
@@ -398,22 +405,36 @@ def _from_lines(path: Path, text: str) -> Run:
     for n, raw in enumerate(lines, 1):
         if not raw.strip():
             continue
+        if raw.startswith(_TORN):  # a store's result line: its record, as the store reads it
+            try:
+                result, encoded = result_line(raw.encode(), version)
+            except json.JSONDecodeError:
+                if n != len(lines) - (1 if text.endswith("\n") else 0):
+                    problems.add(n, "", "not JSON: a result line cut short")
+                continue  # a torn last record is a crash mid-write (the engine skips it too)
+            except (msgspec.ValidationError, msgspec.DecodeError, ValueError) as exc:
+                _add_invalid(problems, n, "", exc)
+                continue
+            results.add_line(encoded, result.status)
+            continue
         try:
-            rec = loads(raw)
+            rec = json.loads(raw)
         except json.JSONDecodeError as exc:
-            torn = raw.startswith(_TORN) or (n == len(lines) and not text.endswith("\n"))
-            if not torn:  # a torn store record is a crash mid-write (the engine skips it too)
+            torn = n == len(lines) and not text.endswith("\n")
+            if not torn:
                 problems.add(n, "", f"not JSON: {exc.msg} (column {exc.colno})")
             continue
         kind = rec.get("type") if isinstance(rec, dict) else None
         if kind in ("start", "header"):
-            header = header or _header(rec, n, problems)
-        elif kind == "result" and "_r" in rec and raw.startswith(_TORN):
-            _lean_result(results, rec, raw, n, problems)
+            if header is None:
+                body = rec.get("run")
+                if isinstance(body, dict):
+                    version = check_format(body.get("format_version"), f"{path}:{n}")
+                header = _header(rec, n, problems)
         elif kind == "result":
-            result = _result(rec, n, problems)
-            if result:
-                results.append(result)
+            found = _result(rec, version, n, problems)
+            if found is not None:
+                results.append(found)
         elif kind == "summary" and isinstance(rec.get("run"), dict):
             end = (n, rec["run"])  # a store's end: how its run ended (the last one counts)
         elif kind not in _DERIVED:
@@ -423,28 +444,26 @@ def _from_lines(path: Path, text: str) -> Run:
     if end is not None:
         _ended(run, *end, problems)
     problems.raise_if_any()
-    run.results = results  # type: ignore[assignment]  # a list to its readers
+    run.results = results
     return run
+
+
+def _header(rec: dict[str, Any], line: int, problems: Problems) -> Run | None:
+    """The Run a `start`/`header` record describes (without results)."""
+    body = rec.get("run")
+    if body is None:  # a seed-style start line: only the agent and the time
+        return Run(agent=str(rec.get("agent_id") or ""), started_at=rec.get("timestamp"))
+    if not isinstance(body, dict):
+        problems.add(line, "run", "must be an object (the Run without results)")
+        return None
+    return _run(body, line, problems, "run")
 
 
 def _ended(run: Run, line: int, end: dict[str, Any], problems: Problems) -> None:
     """Put a store's end record (`ResultStore.close`) over the header's run fields."""
     fields = {k: v for k, v in end.items() if k in END_FIELDS}
-    try:
-        ended = Run.model_validate(fields)
-    except ValidationError as exc:
-        problems.add_validation(exc, line, "run")
+    ended = _run(fields, line, problems, "run")
+    if ended is None:
         return
     for name in fields:
         setattr(run, name, getattr(ended, name))
-
-
-def _lean_result(
-    results: Results, rec: dict[str, Any], raw: str, n: int, problems: Problems
-) -> None:
-    """A store line as convlab writes it: kept as its row and line, its model built when read."""
-    line = ("{" + raw[len(_TORN) :]).encode()
-    try:
-        results.add(status_of_line(rec), line)
-    except (ValueError, LookupError, TypeError) as exc:
-        problems.add(n, "", f"not a result: {exc}")

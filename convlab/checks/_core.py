@@ -11,15 +11,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from convlab.model.assertions import EVALUATORS
-from convlab.model.blame import BLAMES, Blame, blame_of
-from convlab.model.conversation import Message, Observation
-from convlab.model.results import AssertionResult
+from convlab.model.blame import Blame, blame_of
+from convlab.model.conversation import Message
+from convlab.model.records import AssertionResult, Observation
 from convlab.registry import Registry
 
 if TYPE_CHECKING:
     from convlab.agents.protocol import Agent
     from convlab.model.assertions import Assertion
-    from convlab.model.results import TurnResult
+    from convlab.model.records import TurnResult
     from convlab.model.suite import Case, TurnInput
 
 __all__ = [
@@ -93,17 +93,9 @@ _LEAN: dict[str, tuple[CheckFn, LeanFn]] = {}
 
 
 def lean_kind(name: str) -> Callable[[LeanFn], CheckFn]:
-    """Register a built-in kind that decides with an Outcome instead of building a result.
-
-    (A rare branch may still return a whole AssertionResult, e.g. one without `actual`.)
-
-    KINDS gets a function that builds the AssertionResult from the outcome (what direct
-    callers and `describe_kinds` see); `evaluate` calls the outcome function itself and
-    builds the one result it returns, negation and custom message applied, with no
-    validation pass (every value is one the kind made) and no copy. A kind registered over
-    it (`KINDS.registered`) is evaluated as any other: the lean path is taken only while
-    KINDS holds the function registered here.
-    """
+    """Register a built-in kind whose function says what it decided as an `Outcome`
+    (passed, message, expected, actual, details) rather than building the result itself;
+    a rare branch may still return a whole AssertionResult (e.g. one without `actual`)."""
 
     def deco(lean: LeanFn) -> CheckFn:
         @functools.wraps(lean)
@@ -112,13 +104,11 @@ def lean_kind(name: str) -> Callable[[LeanFn], CheckFn]:
             if isinstance(out, AssertionResult):
                 return out
             passed, message, expected, actual, details = out
-            if details is None:
-                return result(spec, passed, message, expected=expected, actual=actual)
-            kw = {"expected": expected, "actual": actual, "details": details}
-            return result(spec, passed, message, **kw)
+            return result(
+                spec, passed, message, expected=expected, actual=actual, details=details or {}
+            )
 
         KINDS.register(name)(fn)
-        _LEAN[name] = (fn, lean)
         return fn
 
     return deco
@@ -161,79 +151,9 @@ def evaluator(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     return EVALUATORS.register(name)
 
 
-_new = object.__new__
-_set = object.__setattr__
-_STATUSES = frozenset(("passed", "failed", "error", "skipped"))
-_BLAMES = frozenset(BLAMES)
-_HEAD = frozenset(("kind", "id", "label", "status", "message"))
-_OPTIONAL = frozenset(("expected", "actual", "error", "blame", "score", "children", "details"))
-
-
-def _valid(given: dict[str, Any]) -> bool:
-    """Whether `given` holds only values AssertionResult's validation would keep as they are.
-
-    Anything else (a wrong type, an unknown field, a score to coerce) goes through pydantic,
-    which coerces or raises exactly as before.
-    """
-    if not _OPTIONAL.issuperset(given.keys() - _HEAD):
-        return False
-    for name in ("id", "label", "error"):
-        v = given.get(name)
-        if v is not None and type(v) is not str:
-            return False
-    score = given.get("score")
-    kids = given.get("children", ())
-    details = given.get("details", {})
-    return (
-        type(given["kind"]) is str
-        and given["status"] in _STATUSES
-        and type(given["message"]) is str
-        and (given.get("blame") is None or given["blame"] in _BLAMES)
-        and (score is None or type(score) is float)
-        and type(kids) in (list, tuple)
-        and all(type(k) is AssertionResult for k in kids)
-        and type(details) is dict
-        and all(type(k) is str for k in details)
-    )
-
-
-def _make(**given: Any) -> AssertionResult:
-    """AssertionResult(**given), without the validation pass when nothing needs validating.
-
-    The object is the one pydantic would build: the same values, fresh `children` and
-    `details` containers, the given names as its fields-set.
-    """
-    if not _valid(given):
-        return AssertionResult(**given)
-    res = _new(AssertionResult)
-    _set(
-        res,
-        "__dict__",
-        {
-            "kind": given["kind"],
-            "id": given["id"],
-            "label": given["label"],
-            "status": given["status"],
-            "message": given["message"],
-            "expected": given.get("expected"),
-            "actual": given.get("actual"),
-            "error": given.get("error"),
-            "blame": given.get("blame"),
-            "score": given.get("score"),
-            "duration_ms": 0.0,
-            "children": list(given.get("children", ())),
-            "details": dict(given.get("details", {})),
-        },
-    )
-    _set(res, "__pydantic_fields_set__", set(given))
-    _set(res, "__pydantic_extra__", None)
-    _set(res, "__pydantic_private__", None)
-    return res
-
-
 def result(spec: Any, passed: bool, message: str = "", **kw: Any) -> AssertionResult:
     """Build a pass/fail result for `spec`."""
-    return _make(
+    return AssertionResult(
         kind=spec.kind,
         id=spec.id,
         label=spec.label,
@@ -249,7 +169,7 @@ def error_result(spec: Any, message: str, blame: Blame = "suite", **kw: Any) -> 
     `blame` says whose fault that is (convlab.model.blame): the suite's by default (a bad
     path, regex or test), `judge` where the judge call failed, or the caught exception's.
     """
-    return _make(
+    return AssertionResult(
         kind=spec.kind,
         id=spec.id,
         label=spec.label,
@@ -263,7 +183,7 @@ def error_result(spec: Any, message: str, blame: Blame = "suite", **kw: Any) -> 
 
 def skipped_result(spec: Any, message: str, **kw: Any) -> AssertionResult:
     """Build a `skipped` result: the check does not apply here (never counted as a pass)."""
-    return _make(
+    return AssertionResult(
         kind=spec.kind, id=spec.id, label=spec.label, status="skipped", message=message, **kw
     )
 
@@ -286,109 +206,42 @@ def incomplete_scope(ctx: CheckContext) -> str | None:
     return None
 
 
-def evaluate_now(spec: Assertion, ctx: CheckContext) -> AssertionResult | None:
-    """`evaluate`'s result for a check its kind decides at once (a built-in lean kind whose
-    outcome function returns an outcome), without a coroutine; None for any other (await
-    `evaluate`, which says how it went: an outcome function that raised runs again there,
-    as the built-in ones read only their spec and context)."""
-    if ctx.scope == "final":
-        return None
-    lean = _LEAN.get(spec.kind)
-    if lean is None or lean[0] is not KINDS.find(spec.kind):
-        return None
-    start = time.perf_counter()
-    try:
-        decided = lean[1](spec, ctx)
-    except Exception:
-        return None
-    return _lean_result(spec, decided, start) if type(decided) is tuple else None
-
-
 async def evaluate(spec: Assertion, ctx: CheckContext) -> AssertionResult:
     """Evaluate one assertion; never raises for a failing or crashing evaluator.
 
-    The engine calls this once per assertion per turn, so the common kinds take a lean path
-    (`lean_kind`): the kind decides, and the one result object is built here.
+    The kind's result is built once, by the kind; here its negation and custom failure
+    message are applied, and its duration set.
     """
     start = time.perf_counter()
-    if ctx.scope == "final":
-        why = incomplete_scope(ctx)
-        if why is not None:
-            return skipped_result(spec, why)
+    why = incomplete_scope(ctx)
+    if why is not None:
+        return skipped_result(spec, why)
     try:
-        fn = KINDS.get(spec.kind)
-        lean = _LEAN.get(spec.kind)
-        if lean is not None and lean[0] is fn:
-            decided = lean[1](spec, ctx)
-            if type(decided) is tuple:
-                return _lean_result(spec, decided, start)
-            out: Any = decided
-        else:
-            out = fn(spec, ctx)
-        if type(out) is AssertionResult:
-            res = out
-        else:
-            res = await out if inspect.isawaitable(out) else out
+        out = KINDS.get(spec.kind)(spec, ctx)
+        res = await out if inspect.isawaitable(out) else out
+        if not isinstance(res, AssertionResult):
+            raise TypeError(
+                f"the {spec.kind!r} check returned {type(res).__name__}, not an AssertionResult"
+            )
     except Exception as exc:
         tb = traceback.format_exc(limit=5)
         res = error_result(spec, f"{type(exc).__name__}: {exc}", blame_of(exc, "suite"))
         res.details["traceback"] = tb
-    res = _apply_common(spec, res)
+    _apply_common(spec, res)
     res.duration_ms = (time.perf_counter() - start) * 1000
     return res
 
 
-_LEAN_FIELDS = frozenset(
-    ("kind", "id", "label", "status", "message", "expected", "actual", "duration_ms")
-)
-_LEAN_DETAILED = _LEAN_FIELDS | {"details"}
-
-
-def _lean_result(spec: Any, outcome: Outcome, start: float) -> AssertionResult:
-    """The result `result()` + `_apply_common` + the duration would give, built once."""
-    passed, message, expected, actual, details = outcome
-    if spec.negate:
-        passed = not passed
-        message = "negated assertion passed" if passed else f"negated: {message}"
-    if not passed and spec.message:
-        message = spec.message
-    res = _new(AssertionResult)
-    _set(
-        res,
-        "__dict__",
-        {
-            "kind": spec.kind,
-            "id": spec.id,
-            "label": spec.label,
-            "status": "passed" if passed else "failed",
-            "message": message,
-            "expected": expected,
-            "actual": actual,
-            "error": None,
-            "blame": None,
-            "score": None,
-            "duration_ms": (time.perf_counter() - start) * 1000,
-            "children": [],
-            "details": {} if details is None else details,
-        },
-    )
-    _set(res, "__pydantic_fields_set__", set(_LEAN_FIELDS if details is None else _LEAN_DETAILED))
-    _set(res, "__pydantic_extra__", None)
-    _set(res, "__pydantic_private__", None)
-    return res
-
-
-def _apply_common(spec: Any, res: AssertionResult) -> AssertionResult:
+def _apply_common(spec: Any, res: AssertionResult) -> None:
     """Apply `negate` and the custom failure `message` (errors and skips stay as they are)."""
     if res.status in ("error", "skipped"):
-        return res
+        return
     if spec.negate:
-        # Yao agent/test/assert.go evaluateAssertion: a negated check that now passes reads
-        # "negated assertion passed"; one that now fails keeps the inner message, prefixed
-        # "negated: ", so the failure still says what was found.
+        # Yao's evaluateAssertion: a negated check that now passes reads "negated assertion
+        # passed"; one that now fails keeps the inner message, prefixed "negated: ", so the
+        # failure still says what was found.
         passed = res.status != "passed"
-        msg = "negated assertion passed" if passed else f"negated: {res.message}"
-        res = res.model_copy(update={"status": "passed" if passed else "failed", "message": msg})
+        res.status = "passed" if passed else "failed"
+        res.message = "negated assertion passed" if passed else f"negated: {res.message}"
     if res.status == "failed" and spec.message:
-        res = res.model_copy(update={"message": spec.message})
-    return res
+        res.message = spec.message

@@ -12,7 +12,8 @@ import math
 from decimal import Decimal
 from typing import Any
 
-from convlab.model.conversation import Observation, ToolCall
+from convlab.model.conversation import ToolCall
+from convlab.model.records import Observation
 
 __all__ = [
     "combined_output",

@@ -20,8 +20,8 @@ from convlab.checks._core import EVALUATORS, KINDS, CheckContext, evaluate
 from convlab.checks._values import output_of
 from convlab.errors import Problem, SuiteError
 from convlab.model.assertions import Assertion, parse_assertion
-from convlab.model.conversation import Message, Observation
-from convlab.model.results import AssertionResult
+from convlab.model.conversation import Message
+from convlab.model.records import AssertionResult, Observation
 
 if TYPE_CHECKING:
     from convlab.model.suite import Suite

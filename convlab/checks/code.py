@@ -36,7 +36,7 @@ from convlab.checks.judge import TestJudge, transcript
 from convlab.model.assertions import PythonTest
 from convlab.model.blame import blame_of
 from convlab.model.conversation import Message
-from convlab.model.results import AssertionResult
+from convlab.model.records import AssertionResult
 
 __all__ = ["TestContext", "build_test_context", "python_test"]
 

@@ -24,7 +24,7 @@ from convlab.checks._values import reply_text
 from convlab.checks.tools import holodeck_arguments
 from convlab.model.assertions import Grader
 from convlab.model.blame import blame_of
-from convlab.model.results import AssertionResult
+from convlab.model.records import AssertionResult
 
 __all__ = ["GraderContext", "GraderResult", "ToolInvocation", "grader", "grader_context"]
 

@@ -26,7 +26,7 @@ from convlab.errors import ConvlabError
 from convlab.model.assertions import AgentValidator, Judge
 from convlab.model.blame import Blame, blame_of
 from convlab.model.conversation import Message
-from convlab.model.results import AssertionResult
+from convlab.model.records import AssertionResult
 
 __all__ = [
     "NO_AGENTS_PREFIX",

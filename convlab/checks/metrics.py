@@ -33,7 +33,7 @@ from convlab.checks._values import reply_text, show
 from convlab.checks.judge import ask, parse_score
 from convlab.model.assertions import Metric
 from convlab.model.blame import Blame, blame_of
-from convlab.model.results import AssertionResult
+from convlab.model.records import AssertionResult
 from convlab.model.suite import Turn
 
 __all__ = ["graded_text", "ground_truth_of", "metric", "parse_number"]

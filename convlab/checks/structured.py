@@ -12,6 +12,8 @@ import asyncio
 import traceback
 from typing import Any
 
+import msgspec
+
 from convlab._util import call_user, positional_arity
 from convlab.checks._core import (
     EVALUATORS,
@@ -31,7 +33,7 @@ from convlab.checks.text import structured
 from convlab.errors import UnknownNameError
 from convlab.model.assertions import All, Any_, Check, Custom, JsonPath, Not
 from convlab.model.blame import Blame, assertion_blame, blame_of
-from convlab.model.results import AssertionResult
+from convlab.model.records import AssertionResult
 
 __all__ = ["at", "check", "custom", "json_path", "matches", "operate", "scope_view"]
 
@@ -286,8 +288,7 @@ async def _call_evaluator(fn: Any, ctx: CheckContext, parameters: dict[str, Any]
 def _from_evaluator(spec: Custom, value: Any, expected: dict[str, Any]) -> AssertionResult:
     name = spec.evaluator
     if isinstance(value, AssertionResult):
-        update = {"kind": spec.kind, "id": spec.id, "label": spec.label}
-        return value.model_copy(update=update)
+        return msgspec.structs.replace(value, kind=spec.kind, id=spec.id, label=spec.label)
     if isinstance(value, bool):
         msg = f"evaluator {name!r} {'passed' if value else 'failed'}"
         return result(spec, value, msg, expected=expected)

@@ -17,7 +17,7 @@ from convlab.checks._core import CheckContext, Outcome, error_result, kind, lean
 from convlab.checks._extract import extract_json, extract_path
 from convlab.checks._values import deep_equal, json_safe, json_type, output_of, show, to_text
 from convlab.model.assertions import Contains, Equals, NotContains, Regex, Script, TypeOf
-from convlab.model.results import AssertionResult
+from convlab.model.records import AssertionResult
 
 __all__ = ["contains", "equals", "input_of", "not_contains", "regex", "script", "type_of"]
 

@@ -29,7 +29,7 @@ from convlab.checks._core import CheckContext, kind, result
 from convlab.checks.tools import holodeck_arguments
 from convlab.model.assertions import ArgMatcher, ExpectedTool, ExpectedTools
 from convlab.model.conversation import ToolCall
-from convlab.model.results import AssertionResult
+from convlab.model.records import AssertionResult
 
 __all__ = [
     "evaluate_entry",

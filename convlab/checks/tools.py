@@ -16,7 +16,7 @@ from convlab.checks._core import CheckContext, Outcome, lean_kind, result
 from convlab.checks._values import deep_equal, go_v
 from convlab.model.assertions import ToolCalled, ToolExpectation, ToolResult
 from convlab.model.conversation import ToolCall
-from convlab.model.results import AssertionResult
+from convlab.model.records import AssertionResult
 
 __all__ = [
     "holodeck_arguments",

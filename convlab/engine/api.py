@@ -22,7 +22,8 @@ from convlab.engine.runner import Runner, Settings
 from convlab.errors import SuiteError
 from convlab.model.answer import Answer
 from convlab.model.conversation import Message
-from convlab.model.results import CaseResult, Run
+from convlab.model.records import CaseResult
+from convlab.model.run import Run
 from convlab.model.suite import Suite
 from convlab.plan import count
 

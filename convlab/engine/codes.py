@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from convlab.model.results import AssertionResult, CaseResult, TurnResult
+from convlab.model.records import AssertionResult, CaseResult, TurnResult
 
 __all__ = ["CODES", "assertion_code", "case_code", "code_in", "error_code", "turn_code"]
 

@@ -16,15 +16,20 @@ from typing import TYPE_CHECKING, Any
 from convlab.agents.cache import Cassette
 from convlab.agents.calls import Attempts, RetryPolicy, call_agent
 from convlab.agents.protocol import Agent, AgentContext, AgentSession
-from convlab.checks import CheckContext, evaluate, evaluate_now
+from convlab.checks import CheckContext, evaluate
 from convlab.engine.codes import error_code, turn_code
 from convlab.engine.events import ConcurrencyChanged, Event, TurnCompleted
 from convlab.engine.replies import MAX_REPLY_BYTES, cap_reply, share_reply_text
 from convlab.model._ids import case_thread, trace_of, turn_id_of
-from convlab.model._trusted import assign, build
 from convlab.model.blame import Blame, blame_of
-from convlab.model.conversation import Message, Observation, Usage
-from convlab.model.results import AssertionResult, CheckpointResult, TurnResult
+from convlab.model.conversation import Message, Usage
+from convlab.model.records import (
+    AssertionResult,
+    AssertionStatus,
+    CheckpointResult,
+    Observation,
+    TurnResult,
+)
 
 if TYPE_CHECKING:
     from convlab.model.assertions import Assertion
@@ -135,7 +140,7 @@ def resolve_simulator(simulator: Any) -> Any:
     return as_simulator(obj)
 
 
-def status_of(results: Sequence[AssertionResult]) -> str:
+def status_of(results: Sequence[AssertionResult]) -> AssertionStatus:
     """error if any check errored, failed if any failed, else passed (skips ignored)."""
     statuses = {r.status for r in results}
     if "error" in statuses:
@@ -189,7 +194,7 @@ class Conversation:
         self.ctx.turn, self.ctx.input = index, inp
         self.ctx.metadata = dict(meta) if meta else {}
         self.messages.extend(user)
-        turn = build(TurnResult, index=index, step_id=step_id, input=inp, messages=list(user))
+        turn = TurnResult(index=index, step_id=step_id, input=inp, messages=list(user))
         self.turns.append(turn)
         start = time.perf_counter()
         try:
@@ -214,16 +219,13 @@ class Conversation:
         if effects is None:  # agents that copy the world themselves are trusted with it
             world = self.ctx.world
             effects = copy.deepcopy(world) if world else {}
-        assign(
-            obs,
-            thread_id=self.thread_id,
-            turn_id=turn_id,
-            trace_id=obs.trace_id or trace_of(turn_id),
-            effects=effects,
-        )
+        obs.thread_id, obs.turn_id = self.thread_id, turn_id
+        obs.trace_id = obs.trace_id or trace_of(turn_id)
+        obs.effects = effects
         self.messages.extend(obs.messages)
         self._add_usage(obs)
-        assign(turn, observation=obs, duration_ms=(time.perf_counter() - start) * 1000)
+        turn.observation = obs
+        turn.duration_ms = (time.perf_counter() - start) * 1000
         return turn
 
     def _add_usage(self, obs: Observation) -> None:
@@ -264,18 +266,14 @@ class Conversation:
         if not specs:
             return []
         ctx = self.context(turn, scope, **extra)
-        results = []
-        for spec in specs:
-            result = evaluate_now(spec, ctx)  # the usual text check: no coroutine
-            results.append(result if result is not None else await evaluate(spec, ctx))
-        return results
+        return [await evaluate(spec, ctx) for spec in specs]
 
     def finish_turn(self, turn: TurnResult, results: list[AssertionResult]) -> None:
         """Record a turn's checks and tell the listeners."""
-        status = "error" if turn.status == "error" else status_of(results)
-        assign(turn, assertions=results, status=status)
+        turn.assertions = results
+        turn.status = "error" if turn.status == "error" else status_of(results)
         share_reply_text(turn)
-        assign(turn, code=turn_code(turn))
+        turn.code = turn_code(turn)
         if self.env.listening:
             self.env.emit(TurnCompleted(self.inst.key, turn))
 

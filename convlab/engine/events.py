@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from convlab.model.results import CaseResult, Run, TurnResult
+    from convlab.model.records import CaseResult, TurnResult
+    from convlab.model.run import Run
 
 __all__ = [
     "CaseFinished",

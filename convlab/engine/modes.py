@@ -15,10 +15,9 @@ from pathlib import Path
 from convlab.engine.codes import code_in
 from convlab.engine.conversation import Conversation, TurnFailed, status_of
 from convlab.engine.events import CheckpointReached
-from convlab.model._trusted import copied
 from convlab.model.blame import Blame, assertion_blame, blame_of
 from convlab.model.conversation import Message
-from convlab.model.results import AssertionResult, CheckpointResult
+from convlab.model.records import AssertionResult, CheckpointResult
 from convlab.model.suite import Turn, TurnInput
 from convlab.plan import SelectionError, resolve_selection
 
@@ -52,7 +51,7 @@ def _first_problem(results: list[AssertionResult]) -> str | None:
 async def run_standard(conv: Conversation) -> Outcome:
     """One call with the case's input (a history is allowed), then its checks."""
     case = conv.case
-    user = [copied(m) for m in case.input or []]
+    user = [m.model_copy() for m in case.input or []]
     try:
         turn = await conv.send(user)
     except TurnFailed as exc:
@@ -156,7 +155,7 @@ def _goes_on(conv: Conversation, results: list[AssertionResult]) -> bool:
 
 
 def _stop_with(conv: Conversation, step: Turn, error: str, blame: Blame) -> Outcome:
-    from convlab.model.results import TurnResult
+    from convlab.model.records import TurnResult
 
     turn = TurnResult(
         index=len(conv.turns),
@@ -223,7 +222,7 @@ async def run_dynamic(conv: Conversation) -> Outcome:
         sim = None if case.input else _simulator(conv)
         for n in range(1, max_turns + 1):
             if n == 1 and case.input:
-                user = [copied(m) for m in case.input]
+                user = [m.model_copy() for m in case.input]
             else:
                 sim = sim or _simulator(conv)
                 reached = [k for k, v in checkpoints.items() if v.reached]
@@ -307,7 +306,7 @@ async def _check_checkpoints(
 async def run_code(conv: Conversation) -> Outcome:
     """The query, a simulated user while `user_context` is set, then the Python test."""
     case = conv.case
-    user = [copied(m) for m in case.input or []]
+    user = [m.model_copy() for m in case.input or []]
     if case.metadata.get("format_query"):
         user = [_format(m, conv) for m in user]
     finish = "no_user_llm"

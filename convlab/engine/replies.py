@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from convlab.model.conversation import Observation
-from convlab.model.results import AssertionResult, CaseResult, TurnResult
+from convlab.model.records import AssertionResult, CaseResult, Observation, TurnResult
 
 __all__ = ["MAX_REPLY_BYTES", "cap_reply", "share_case_text", "share_reply_text"]
 

@@ -15,9 +15,8 @@ from typing import Any
 
 from convlab.agents.cache import recording
 from convlab.engine._clock import now as _now
-from convlab.engine._deadline import Deadline
 from convlab.engine._gc import quiet_gc
-from convlab.engine.conversation import Conversation, Env, kernel_repetition, stopping
+from convlab.engine.conversation import Conversation, Env, stopping
 from convlab.engine.events import (
     CaseFinished,
     CaseStarted,
@@ -26,16 +25,17 @@ from convlab.engine.events import (
     RunFinished,
     RunStarted,
 )
-from convlab.engine.finished import Entry, closed, error_text, kept, passed_line, result_of
+from convlab.engine.finished import closed, error_text, kept, result_of
 from convlab.engine.hooks import call_hook, resolve_hook
 from convlab.engine.modes import MODES, Outcome
 from convlab.engine.replies import MAX_REPLY_BYTES
 from convlab.engine.store import ResultStore
 from convlab.engine.suite_checks import suite_checks
 from convlab.model.blame import Blame, blame_of
-from convlab.model.records import Results
-from convlab.model.results import CaseResult, Run
-from convlab.plan import Instance, count, expand, suite_text
+from convlab.model.records import CaseResult
+from convlab.model.results import Results
+from convlab.model.run import Run
+from convlab.plan import Instance, count, expand
 
 __all__ = ["Runner", "Settings"]
 
@@ -76,61 +76,48 @@ class Runner:
     env: Env
     settings: Settings
     listeners: list[Listener] = field(default_factory=list)
-    results: dict[tuple[str, str, int, int], int | CaseResult] = field(default_factory=dict)
-    """Finished instances by key: a model, or where `lines` holds the instance's line."""
-    lines: Results = field(default_factory=Results)
-    """Finished instances' lines, in the order they finished, end to end in one buffer: a
-    line held as a bytes object of its own until the run ends would be the small-object
-    allocator's, whose arenas stay resident after it is freed."""
+    results: dict[tuple[str, str, int, int], int] = field(default_factory=dict)
+    """Finished instances by key: their place in `kept`."""
+    kept: Results = field(default_factory=Results)
+    """Finished instances in the order they finished, as their encoded lines."""
     run: Run = field(default_factory=Run)
     _stop_picking: bool = False
     _warned: set[int] = field(default_factory=set)
     _store_problem: str | None = None
     _places: array[int] = field(default_factory=lambda: array("q"))
-    """Each line's place in the plan (the Run lists results in plan order), beside `lines`:
-    8 bytes a result, where a dict of every planned key cost about 80; -1: not planned."""
-    _model_places: dict[tuple[str, str, int, int], int] = field(default_factory=dict)
-    """The plan places of the instances held as models (the few a line cannot hold)."""
+    """Each kept result's place in the plan (the Run lists results in plan order), beside
+    `kept`; -1: not planned."""
     _planned_count: int = 0
+    _stopped: dict[tuple[str, str, int, int], CaseResult] = field(default_factory=dict)
+    """What an instance stopped mid-way got to (its worker records it as cancelled)."""
     _failure_blame: Blame = "hook"
     """Whose fault the run-level failure is (the run's before hook, unless it says otherwise)."""
 
     def finished(self) -> Results:
-        """The instances finished so far (a model is built when one is read: a poll of a
+        """The instances finished so far (a record is decoded when one is read: a poll of a
         big run's count or last result decodes no other)."""
         return self._collect(list(self.results))
 
-    def _hold(self, key: tuple[str, str, int, int], entry: Entry, place: int) -> None:
-        if isinstance(entry, CaseResult):
-            self.results[key] = entry
-            self._model_places[key] = place
+    def _hold(
+        self, key: tuple[str, str, int, int], result: CaseResult, line: bytes | None, place: int
+    ) -> None:
+        """Keep a finished instance: as its line, or as its record when it has none."""
+        self.results[key] = len(self.kept)
+        if line is None:
+            self.kept.append(result)
         else:
-            self.results[key] = len(self.lines)
-            self.lines.add(*entry)
-            self._places.append(place)
-
-    def _place_of(self, key: tuple[str, str, int, int], place: int) -> None:
-        """Note where a held instance (one read back from the store) is in the plan."""
-        held = self.results[key]
-        if isinstance(held, int):
-            self._places[held] = place
-        else:
-            self._model_places[key] = place
+            self.kept.add_line(line, result.status)
+        self._places.append(place)
 
     def _place(self, key: tuple[str, str, int, int]) -> int:
-        held = self.results[key]
-        place = self._places[held] if isinstance(held, int) else self._model_places.get(key, -1)
+        place = self._places[self.results[key]]
         return place if place >= 0 else 1 << 60  # not in this plan: last
 
     def _collect(self, keys: Iterable[tuple[str, str, int, int]]) -> Results:
         """The finished instances of `keys`, in that order."""
         results = Results()
         for key in keys:
-            held = self.results[key]
-            if isinstance(held, int):
-                results.add_from(self.lines, held)
-            else:
-                results.append(held)
+            results.add_from(self.kept, self.results[key])
         return results
 
     def emit(self, event: Event) -> None:
@@ -158,7 +145,6 @@ class Runner:
     async def _execute(self) -> Run:
         self.env.emit, self.env.listening = self.emit, bool(self.listeners)
         suite, s = self.env.suite, self.settings
-        text = suite_text(suite) if s.store else None  # only a store checks and keeps it
         self.run = Run(
             id=uuid.uuid4().hex[:12],
             suite=suite,
@@ -166,18 +152,15 @@ class Runner:
             settings=s.public(),
             started_at=_now(),
             status="running",
-            fingerprint=text.fingerprint if text else "",
         )
         self.env.run_id = self.run.id
         try:
-            store = None
-            if s.store and text:
-                store = ResultStore(s.store, self.run, s.resume, text.json)
+            store = ResultStore(s.store, self.run, s.resume) if s.store else None
         except BaseException:
             await self.env.aclose()
             raise
         if store is not None:
-            self.lines = store.stored  # the run goes on from the lines read back
+            self.kept = store.stored  # the run goes on from the lines read back
             self._places = array("q", [-1]) * len(store.stored)
             self.results.update(store.done)
             if store.skipped:  # never re-run them without a word
@@ -240,12 +223,12 @@ class Runner:
             for n, inst in enumerate(expand(suite, s.runs, s.allow_external_writes)):
                 if inst.key not in self.results:
                     status = "error" if failure else "cancelled"
-                    self._hold(inst.key, closed(inst, status, why, self._failure_blame), n)
+                    self._keep(inst.key, closed(inst, status, why, self._failure_blame), n)
                 else:
-                    self._place_of(inst.key, n)
+                    self._places[self.results[inst.key]] = n
         ordered = sorted(self.results, key=self._place)
         results = self._collect(ordered)
-        self.run.results = results  # type: ignore[assignment]  # a list to its readers
+        self.run.results = results
         self.run.status = "failed" if failure else "cancelled" if cancelled else "completed"
         self.run.error = failure
         if suite.assertions:
@@ -273,49 +256,46 @@ class Runner:
         for n, inst in enumerate(expand(self.env.suite, s.runs, s.allow_external_writes)):
             self._planned_count = n + 1
             if inst.key in self.results:
-                self._place_of(inst.key, n)
+                self._places[self.results[inst.key]] = n
             else:
                 yield n, inst
 
     async def _worker(
         self, todo: Iterator[tuple[int, Instance]], store: ResultStore | None
     ) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        watch = Deadline(task)  # one timer watches every case this worker runs
-        try:
-            await self._work(todo, store, watch)
-        finally:
-            watch.close()
-
-    async def _work(
-        self, todo: Iterator[tuple[int, Instance]], store: ResultStore | None, watch: Deadline
-    ) -> None:
         for place, inst in todo:
             if self._stop_picking:
                 return
             try:
-                result = await self.run_instance(inst, watch)
+                result = await self.run_instance(inst)
             except asyncio.CancelledError:
                 if inst.key not in self.results:
-                    self._hold(
-                        inst.key, closed(inst, "cancelled", "run stopped while it ran"), place
-                    )
-                else:
-                    self._model_places[inst.key] = place  # run_instance kept what it got to
+                    stopped = self._stopped.pop(inst.key, None)
+                    why = "run stopped while it ran"
+                    self._keep(inst.key, stopped or closed(inst, "cancelled", why), place)
                 raise
-            model, entry = kept(store, result, (self.run.id, kernel_repetition(inst)))
-            self._hold(inst.key, entry, place)
-            if self.listeners and model is not None:  # (a line only when no one listens)
-                self.emit(CaseFinished(model, inst.label))
-            status = entry[0] if isinstance(entry, tuple) else entry.status
-            if self.settings.fail_fast and status in ("failed", "error", "timeout"):
+            result = self._keep(inst.key, result, place, store)
+            if self.listeners:
+                self.emit(CaseFinished(result, inst.label))
+            if self.settings.fail_fast and result.status in ("failed", "error", "timeout"):
                 self._stop_picking = True
 
-    async def run_instance(self, inst: Instance, watch: Deadline) -> CaseResult | bytes:
-        """Run one instance to a CaseResult within `watch`'s timeout; never raises (but for
-        cancellation). A standard case that passed, with no one listening, is only its line
-        (`passed_line`): the run keeps nothing else of it."""
+    def _keep(
+        self,
+        key: tuple[str, str, int, int],
+        result: CaseResult,
+        place: int,
+        store: ResultStore | None = None,
+    ) -> CaseResult:
+        """Record a finished instance: encoded, stored when there is a store, and kept; its
+        result as finally recorded."""
+        final, line = kept(store, result)
+        self._hold(key, final, line, place)
+        return final
+
+    async def run_instance(self, inst: Instance) -> CaseResult:
+        """Run one instance to its CaseResult within its timeout; never raises (but for
+        cancellation, when what it got to is left in `_stopped`)."""
         case = inst.case
         if case.skip:
             return closed(inst, "skipped", case.skip)
@@ -328,17 +308,15 @@ class Runner:
         timeout = case.limits.timeout_s or self.env.timeout_s
         try:
             with recording(self.env.cassette, *inst.key):
-                outcome = await self._converse(conv, timeout, watch)
+                outcome = await self._converse(conv, timeout)
         except asyncio.CancelledError:  # keep what the conversation got to
             why = "run stopped while it ran" + (f"; {conv.hook_error}" if conv.hook_error else "")
             stopped = Outcome("cancelled", why, checkpoints=conv.checkpoints)
-            self.results[inst.key] = result_of(inst, conv, stopped, started, t0)
+            self._stopped[inst.key] = result_of(inst, conv, stopped, started, t0)
             raise
-        if outcome.status == "passed" and case.mode == "standard" and not self.listeners:
-            return passed_line(inst, conv, outcome, started, t0)
         return result_of(inst, conv, outcome, started, t0)
 
-    async def _converse(self, conv: Conversation, timeout: float, watch: Deadline) -> Outcome:
+    async def _converse(self, conv: Conversation, timeout: float) -> Outcome:
         """The hooks and the conversation, within the per-case timeout; user code's faults
         (whatever it raises, a blocked loop) end in this case's outcome, never the run."""
         case = conv.case
@@ -357,7 +335,7 @@ class Runner:
                     await call_hook(resolve_hook(case.hooks.after, near), case, outcome, data)
 
         try:
-            with watch.at(deadline):
+            async with asyncio.timeout_at(deadline):
                 try:
                     if case.hooks.before is not None:
                         data = await call_hook(resolve_hook(case.hooks.before, near), case)

@@ -14,6 +14,7 @@ never lock. A store whose header line is torn is refused rather than resumed unc
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import IO, Any
@@ -25,12 +26,16 @@ try:
 except ImportError:  # pragma: no cover - Windows: no OS lock, one writer is up to the user
     fcntl = None  # type: ignore[assignment]
 from convlab.engine._gc import paused_gc
-from convlab.model._codec import Key, encode, head_of_line, loads, status_of_line
-from convlab.model.records import Results
-from convlab.model.results import CaseResult, Run
+from convlab.model._legacy import upgrade
+from convlab.model.codec import FORMAT, check_format, convert, decode_as, encode
+from convlab.model.records import CaseResult
+from convlab.model.results import Results
+from convlab.model.run import Run
+from convlab.plan import write_suite
 
 __all__ = ["END_FIELDS", "RESULT_PREFIX", "ResultStore", "StoreError", "read_store"]
 
+Key = tuple[str, str, int, int]
 
 RESULT_PREFIX = b'{"type":"result",'
 """How every result line starts (written by `ResultStore.append`); one that is not valid
@@ -45,41 +50,49 @@ class StoreError(ConvlabError):
     """The results store cannot be used (another suite's store, unreadable file)."""
 
 
+def result_line(raw: bytes, version: int) -> tuple[CaseResult, bytes]:
+    """The record a store's result line holds (`{"type": "result", ...}`, written in format
+    `version`), checked, and the record's line in this code's format (without the `type`);
+    a `ValueError` says what is wrong with it."""
+    line = b"{" + raw[len(RESULT_PREFIX) :].rstrip(b"\r\n")
+    if version == FORMAT:
+        return decode_as(line, CaseResult), line
+    result = convert(upgrade(json.loads(line)), CaseResult)  # an earlier format, converted
+    return result, encode(result)
+
+
 def _scan(
-    path: str | Path, problems: list[str] | None, keyed: bool = True
+    path: str | Path, problems: list[str] | None
 ) -> tuple[dict[str, Any] | None, list[Key], Results]:
     """The header's run dict (with how the run ended, if the store says), and every complete
-    result line: its instance key (`keyed`: a resume needs them, a reader does not), and the
-    line in `Results` (no model is built). A torn last line is skipped; other lines that
-    cannot be read are skipped too, each described in `problems` if given."""
+    result line, checked: its instance key, and the line kept in `Results`. A torn last line
+    is skipped; other lines that cannot be read are skipped too, each described in
+    `problems` if given. A store written in a format this code does not read is refused."""
     header: dict[str, Any] | None = None
     end: dict[str, Any] = {}
     keys: list[Key] = []
     results = Results()
-    body = len(RESULT_PREFIX)
+    version = FORMAT
     with paused_gc(), open(path, "rb") as fh:
         for n, raw in enumerate(fh, 1):
             if not raw.endswith(b"\n"):
                 break  # a torn last line from a crash
             try:
-                rec = loads(raw)  # JSON allows the newline (and a CR) after the object
                 if raw.startswith(RESULT_PREFIX):
-                    if keyed:
-                        key, status = head_of_line(rec)
-                        keys.append(key)
-                    else:
-                        status = status_of_line(rec)
-                    stop = len(raw) - (2 if raw.endswith(b"\r\n") else 1)  # no "\n" (nor CR)
-                    results.add(status, b"{", memoryview(raw)[body:stop])  # "{" + its body
+                    result, line = result_line(raw, version)
+                    keys.append(result.key)
+                    results.add_line(line, result.status)
                     continue
+                rec = json.loads(raw)
             except (ValueError, LookupError, TypeError) as exc:  # invalid, not a result
                 if problems is not None:
                     problems.append(f"line {n}: {' '.join(str(exc).split())[:300]}")
                 continue
             if not isinstance(rec, dict):
                 continue
-            if rec.get("type") == "header":
-                header = rec.get("run")
+            if rec.get("type") == "header" and isinstance(rec.get("run"), dict):
+                header = rec["run"]
+                version = check_format(header.get("format_version"), str(path))
             elif rec.get("type") == "summary" and isinstance(rec.get("run"), dict):
                 end = rec["run"]  # how the run ended (the last one, after a resume)
     if isinstance(header, dict) and end:
@@ -90,19 +103,11 @@ def _scan(
 def read_store(
     path: str | Path, problems: list[str] | None = None
 ) -> tuple[dict[str, Any] | None, Results]:
-    """The header's run dict and every complete result line as `Results` (models built
+    """The header's run dict and every complete result line as `Results` (records decoded
     when read). A torn last line is skipped, and so is any other line that cannot be read,
     each described in `problems` if given."""
-    header, _, results = _scan(path, problems, keyed=False)
+    header, _, results = _scan(path, problems)
     return header, results
-
-
-def _pydantic_line(result: CaseResult) -> bytes:
-    """A result the compact encoding cannot hold, as pydantic writes it (it may raise)."""
-    try:
-        return encode(result)
-    except Exception:
-        return result.model_dump_json(exclude_defaults=True).encode()
 
 
 def _lock_path(path: Path) -> Path:
@@ -142,10 +147,9 @@ class _StoreLock:
 class ResultStore:
     """Appends results to a JSONL file, one flushed line per finished instance."""
 
-    def __init__(
-        self, path: str | Path, run: Run, resume: bool, suite_json: str | None = None
-    ) -> None:
-        """`suite_json`: the run's suite as JSON, when already made (`plan.suite_text`)."""
+    def __init__(self, path: str | Path, run: Run, resume: bool) -> None:
+        """Open the store for `run` (a new one: its header is written and the run's
+        `fingerprint` set; `resume`: the lines already there are read back)."""
         self.path = Path(path)
         self.stored = Results()
         """The lines already in the store when resumed (the run goes on appending to it)."""
@@ -157,24 +161,29 @@ class ResultStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = _StoreLock(self.path)
         try:
-            self._open(run, resume, suite_json)
+            self._open(run, resume)
         except BaseException:
             self._lock.release()
             raise
 
-    def _open(self, run: Run, resume: bool, suite_json: str | None) -> None:
+    def _open(self, run: Run, resume: bool) -> None:
         if resume and self.path.exists() and self.path.stat().st_size:
+            if run.suite is not None:
+                run.fingerprint = write_suite(run.suite, None)
             self._load_existing(run)
             self._fh = open(self.path, "ab")  # noqa: SIM115 - kept open
             self._repair_tail()
         else:
-            self._fh = open(self.path, "wb")  # noqa: SIM115 - kept open
-            if suite_json is None or run.suite is None:
-                header = run.model_dump_json(exclude={"results"}).encode()
-            else:  # the suite's dump is the one its fingerprint was made from
-                rest = run.model_dump_json(exclude={"results", "suite"})
-                header = f'{rest[:-1]},"suite":{suite_json}}}'.encode()
-            self._write_raw(b'{"type":"header","run":' + header + b"}\n")
+            self._fh = fh = open(self.path, "wb")  # noqa: SIM115 - kept open
+            head = run.to_dict(results=False)
+            for name in ("suite", "fingerprint"):
+                del head[name]
+            fh.write(b'{"type":"header","run":' + encode(head)[:-1])
+            if run.suite is not None:  # written a case at a time, hashed as it goes
+                fh.write(b',"suite":')
+                run.fingerprint = write_suite(run.suite, fh.write)
+            fh.write(b',"fingerprint":' + encode(run.fingerprint) + b"}}\n")
+            fh.flush()
 
     def _load_existing(self, run: Run) -> None:
         header, keys, self.stored = _scan(self.path, self.skipped)
@@ -209,11 +218,8 @@ class ResultStore:
         self._fh.write(data)
         self._fh.flush()
 
-    def append(self, result: CaseResult | bytes) -> None:
-        """Write one finished instance (its model, or its line when already encoded) and
-        flush it to the OS."""
-        # defaults come back on read, and so does what the line derives (convlab.model._codec)
-        line = result if isinstance(result, bytes) else _pydantic_line(result)
+    def append(self, line: bytes) -> None:
+        """Write one finished instance's encoded record and flush it to the OS."""
         self._write_raw(RESULT_PREFIX + line[1:] + b"\n")
 
     def sync(self) -> None:
@@ -236,7 +242,8 @@ class ResultStore:
             if fh is not None:
                 try:
                     if run is not None:
-                        end = run.model_dump_json(include=set(END_FIELDS)).encode()
+                        ended = run.to_dict(results=False)
+                        end = encode({k: ended[k] for k in END_FIELDS})
                         fh.write(b'{"type":"summary","run":' + end + b"}\n")
                     fh.flush()
                     os.fsync(fh.fileno())

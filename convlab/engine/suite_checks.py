@@ -6,14 +6,15 @@ from __future__ import annotations
 from typing import Any
 
 from convlab.checks import CheckContext, evaluate
-from convlab.model.results import CaseResult, Run
+from convlab.model.records import CaseResult
+from convlab.model.run import Run
 
 __all__ = ["SUMMARY_KEYS", "suite_checks", "suite_summary"]
 
 
 async def suite_checks(run: Run) -> list[Any]:
     """Suite-scope assertions see `{summary, status}` (seed 001) and every case result."""
-    summary = suite_summary(run.results)
+    summary = suite_summary(list(run.results))
     ctx = CheckContext(
         scope="suite", summary=summary, cases=list(run.results), extra={"status": run.status}
     )

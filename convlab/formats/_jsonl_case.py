@@ -21,7 +21,6 @@ from convlab._util import parse_duration
 from convlab.formats._base import Problems, did_you_mean, json_type
 from convlab.formats._jsonl_assert import assertions_from
 from convlab.formats._jsonl_dynamic import DynamicFields, shown
-from convlab.model._compact import FieldSets
 from convlab.model.assertions import Equals
 from convlab.model.conversation import Message
 from convlab.model.suite import Case, Hooks, Limits, Source
@@ -49,9 +48,6 @@ class CaseReader(DynamicFields):
         self.file = str(path)
         self.path = path
         self.line = 0
-        self.sets = FieldSets()
-        self.compact = True
-        """Share fields-sets among the cases built (off when each case is checked and let go)."""
 
     @functools.cached_property
     def folder(self) -> Path:
@@ -95,20 +91,7 @@ class CaseReader(DynamicFields):
         except ValidationError as exc:
             self.problems.add_validation(exc, line)
             return None
-        if self.compact:
-            self._compact(case)
         return case
-
-    def _compact(self, case: Case) -> None:
-        share = self.sets.share
-        share(case)
-        share(case.source)  # type: ignore[arg-type]
-        share(case.limits)
-        share(case.hooks)
-        for message in case.input or ():
-            share(message)
-        for spec in case.assertions:
-            share(spec)
 
     def _unknown_keys(self, obj: dict[str, Any]) -> None:
         for key in [k for k in obj if k not in CASE_KEYS]:

@@ -1,16 +1,19 @@
-"""The model: suites and cases, conversations, assertion specs and result records."""
+"""The model: suites and cases, conversations and assertion specs (pydantic: what users
+write), and result records (msgspec structs: what the engine makes)."""
 
 from convlab.model.answer import Answer
 from convlab.model.assertions import Assertion, parse_assertion
-from convlab.model.conversation import Message, Observation, Reply, ToolCall, Usage
-from convlab.model.results import (
+from convlab.model.conversation import Message, Reply, ToolCall, Usage
+from convlab.model.records import (
     AssertionResult,
     CaseResult,
     CheckpointResult,
-    Run,
-    Summary,
+    Observation,
     TurnResult,
 )
+from convlab.model.results import Results
+from convlab.model.rows import InstanceRow
+from convlab.model.run import Run, Summary
 from convlab.model.suite import (
     Case,
     Checkpoint,
@@ -38,10 +41,12 @@ __all__ = [
     "Defaults",
     "FileRef",
     "Hooks",
+    "InstanceRow",
     "Limits",
     "Message",
     "Observation",
     "Reply",
+    "Results",
     "Run",
     "Selection",
     "SimulatorSpec",

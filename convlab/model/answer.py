@@ -4,29 +4,28 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+import msgspec
 
-from convlab.model.conversation import Message, Observation, ToolCall
-from convlab.model.results import AssertionResult
+from convlab.model._record import Record
+from convlab.model.conversation import Message, ToolCall
+from convlab.model.records import AssertionResult, Observation
 
 __all__ = ["Answer"]
 
 
-class Answer(BaseModel):
+class Answer(Record, kw_only=True):
     """An agent's answer to one message, with each assertion's result.
 
     In a notebook it renders as a chat transcript: the history, the user message, the agent's
     reply with its tool calls (arguments and results), and a pass/fail mark per assertion.
     """
 
-    model_config = ConfigDict(extra="forbid")
-
     agent: str = ""
     """The agent's description (never a secret)."""
-    messages: list[Message] = Field(default_factory=list)
+    messages: list[Message] = []
     """What the agent was sent: the history, then the user message."""
-    observation: Observation = Field(default_factory=Observation)
-    results: list[AssertionResult] = Field(default_factory=list)
+    observation: Observation = msgspec.field(default_factory=Observation)
+    results: list[AssertionResult] = []
     duration_ms: float = 0.0
 
     @property

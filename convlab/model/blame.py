@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 from convlab.errors import AgentError
 
 if TYPE_CHECKING:
-    from convlab.model.results import AssertionResult, CaseResult
+    from convlab.model.records import AssertionResult, CaseResult
 
 __all__ = [
     "BLAMED_STATUSES",

@@ -1,328 +1,164 @@
-"""Result records: what one assertion, turn, checkpoint and case instance produced.
+"""A run's results: a list of `CaseResult` to its reader, held as encoded lines.
 
-Frames and statistics are derived views over these records (the convlab.analysis package).
+A finished instance is kept as its record's encoding (convlab.model.codec), end to end in one
+buffer with the others, and decoded the first time it is read; the record is then kept, so
+it is the same object on every read and a change to it sticks. One buffer rather than a
+bytes object per line: lines that size would be the small-object allocator's, whose arenas
+the run's short-lived objects share and keep resident.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from array import array
+from collections.abc import Iterable, Iterator, MutableSequence
+from typing import Any, overload
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    SerializerFunctionWrapHandler,
-    field_serializer,
-    model_validator,
-)
+import msgspec
 
-from convlab.model.blame import BLAMED_STATUSES, Blame, case_blame
-from convlab.model.conversation import Message, Observation, Usage
-from convlab.model.records import Results, Status
-from convlab.model.suite import Suite, TurnInput
+from convlab.model.codec import decode_as, encode
+from convlab.model.records import CaseResult
+from convlab.model.rows import InstanceRow, instance_row
 
-if TYPE_CHECKING:
-    import os
-    from collections.abc import Iterable
-    from pathlib import Path
-
-    import pandas as pd
-
-__all__ = [
-    "AssertionResult",
-    "CaseResult",
-    "CheckpointResult",
-    "Run",
-    "Status",
-    "Summary",
-    "TurnResult",
-]
-
-AssertionStatus = Literal["passed", "failed", "error", "skipped"]
+__all__ = ["Results"]
 
 
-class AssertionResult(BaseModel):
-    """The outcome of one assertion: pass/fail, what was expected, what was found, and where."""
+class Results(MutableSequence[CaseResult]):
+    """Case results kept as lines until read. It compares equal to the list of its results,
+    pickles and deep-copies as that list, and encodes as it (its lines as they are)."""
 
-    model_config = ConfigDict(extra="forbid")
+    __slots__ = ("_buf", "_ends", "_objs", "_starts", "_status")
 
-    kind: str
-    id: str | None = None
-    label: str | None = None
-    status: AssertionStatus = "passed"
-    message: str = ""
-    expected: Any = None
-    actual: Any = None
-    error: str | None = None
-    """Why the evaluator could not decide (crash, bad config, no judge); never a pass."""
-    blame: Blame | None = None
-    """Whose fault an `error` is (`judge`, `suite`, `infrastructure`; convlab.model.blame)."""
-    score: float | None = None
-    duration_ms: float = 0.0
-    children: list[AssertionResult] = Field(default_factory=list)
-    details: dict[str, Any] = Field(default_factory=dict)
+    def __init__(self, results: Iterable[CaseResult] = ()) -> None:
+        self._buf = bytearray()
+        self._starts = array("q")
+        """Where each result's line starts in `_buf`; -1: the result is held as a record."""
+        self._ends = array("q")
+        self._status: list[str] = []
+        self._objs: list[CaseResult | None] = []
+        for r in results:
+            self.append(r)
 
-    @property
-    def passed(self) -> bool:
-        """True only for a pass (errors and skips are not passes)."""
-        return self.status == "passed"
+    def add_line(self, line: bytes | memoryview, status: str) -> None:
+        """Keep a result as its encoded line (not decoded until read) and its status."""
+        buf = self._buf
+        self._starts.append(len(buf))
+        buf += line
+        self._ends.append(len(buf))
+        self._status.append(status)
+        self._objs.append(None)
 
-    def __repr__(self) -> str:
-        head = {"passed": "PASS", "failed": "FAIL", "error": "ERROR", "skipped": "SKIP"}[
-            self.status
+    def add_from(self, other: Results, i: int) -> None:
+        """Keep `other`'s result `i` as `other` holds it (its line copied, or its record)."""
+        obj = other._objs[i]
+        if obj is not None:
+            self.append(obj)
+        else:
+            view = memoryview(other._buf)[other._starts[i] : other._ends[i]]
+            self.add_line(view, other._status[i])
+
+    def _line(self, i: int) -> bytes:
+        return bytes(self._buf[self._starts[i] : self._ends[i]])
+
+    def _get(self, i: int) -> CaseResult:
+        obj = self._objs[i]
+        if obj is None:
+            obj = self._objs[i] = decode_as(self._line(i), CaseResult)
+            self._starts[i] = -1  # the record holds it now (and may be changed)
+        return obj
+
+    @overload
+    def __getitem__(self, i: int) -> CaseResult: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[CaseResult]: ...
+    def __getitem__(self, i: int | slice) -> CaseResult | list[CaseResult]:
+        if isinstance(i, slice):
+            return [self._get(j) for j in range(*i.indices(len(self._objs)))]
+        return self._get(range(len(self._objs))[i])
+
+    @overload
+    def __setitem__(self, i: int, value: CaseResult) -> None: ...
+    @overload
+    def __setitem__(self, i: slice, value: Iterable[CaseResult]) -> None: ...
+    def __setitem__(self, i: int | slice, value: Any) -> None:
+        if isinstance(i, slice):
+            items = list(self)
+            items[i] = value
+            self._hold(items)
+            return
+        j = range(len(self._objs))[i]
+        self._objs[j], self._status[j], self._starts[j] = value, value.status, -1
+
+    def __delitem__(self, i: int | slice) -> None:
+        del self._objs[i], self._status[i], self._starts[i], self._ends[i]
+
+    def insert(self, index: int, value: CaseResult) -> None:
+        self._objs.insert(index, value)
+        self._status.insert(index, value.status)
+        self._starts.insert(index, -1)
+        self._ends.insert(index, -1)
+
+    def _hold(self, items: list[CaseResult]) -> None:
+        """Hold exactly `items` (records, as given)."""
+        self._objs = list(items)
+        self._status = [r.status for r in items]
+        self._buf = bytearray()
+        self._starts = array("q", [-1]) * len(items)
+        self._ends = array("q", [-1]) * len(items)
+
+    def __len__(self) -> int:
+        return len(self._objs)
+
+    def __iter__(self) -> Iterator[CaseResult]:
+        for i in range(len(self._objs)):
+            yield self._get(i)
+
+    def rows(self) -> Iterator[InstanceRow]:
+        """Every result's row; a line not yet read is decoded for it and not kept."""
+        for i, obj in enumerate(self._objs):
+            yield instance_row(decode_as(self._line(i), CaseResult) if obj is None else obj)
+
+    def statuses(self) -> list[str]:
+        """Every result's status, without decoding a line."""
+        return [
+            status if obj is None else obj.status
+            for status, obj in zip(self._status, self._objs, strict=True)
         ]
-        name = self.label or self.id or self.kind
-        lines = [f"{head} {name}" + (f": {self.message}" if self.message else "")]
-        if self.status != "passed":
-            lines += [f"  expected: {self.expected!r}", f"  actual:   {self.actual!r}"]
-        if self.error:
-            lines.append(f"  error: {self.error}")
-        return "\n".join(lines)
 
-    def _repr_html_(self) -> str:
-        import html
+    def lines(self) -> Iterator[bytes]:
+        """Each result's encoded line (a record read and perhaps changed is encoded anew)."""
+        for i, obj in enumerate(self._objs):
+            yield self._line(i) if obj is None else encode(obj)
 
-        return f"<pre>{html.escape(repr(self))}</pre>"
+    def __encoded_items__(self) -> list[Any]:
+        """What the encoder writes for this sequence: each line as it is (msgspec.Raw) or
+        the record read from it."""
+        return [
+            msgspec.Raw(self._line(i)) if obj is None else obj for i, obj in enumerate(self._objs)
+        ]
 
+    def copy(self) -> list[CaseResult]:
+        """The results as a plain list (as `list.copy`)."""
+        return list(self)
 
-class TurnResult(BaseModel):
-    """One user turn: what was sent, what the agent did, what the checks said."""
+    def sort(self, *, key: Any = None, reverse: bool = False) -> None:
+        """Sort in place, as `list.sort` (every result is read)."""
+        self._hold(sorted(self, key=key, reverse=reverse))
 
-    model_config = ConfigDict(extra="forbid")
+    def __add__(self, other: Iterable[CaseResult]) -> list[CaseResult]:
+        return [*self, *other]
 
-    index: int
-    step_id: str | None = None
-    variant: str | None = None
-    input: TurnInput | None = None
-    messages: list[Message] = Field(default_factory=list)
-    """The user messages sent in this turn (simulated users included)."""
-    observation: Observation | None = None
-    assertions: list[AssertionResult] = Field(default_factory=list)
-    status: AssertionStatus = "passed"
-    duration_ms: float = 0.0
-    error: str | None = None
-    code: str | None = None
-    """The turn's error code (intention-kernel's turn `errorCode`), None unless it erred."""
+    def __radd__(self, other: Iterable[CaseResult]) -> list[CaseResult]:
+        return [*other, *self]
 
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Results | list):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
 
-class CheckpointResult(BaseModel):
-    """Whether a dynamic case reached a checkpoint, and when."""
+    __hash__ = None  # type: ignore[assignment]
 
-    model_config = ConfigDict(extra="forbid")
-
-    id: str
-    reached: bool = False
-    reached_at_turn: int | None = None
-    required: bool = True
-    passed: bool = False
-    message: str | None = None
-
-
-class CaseResult(BaseModel):
-    """One executed case instance, keyed by (case id, variant ids, repetition, run index)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    case_id: str
-    variant: dict[str, str] = Field(default_factory=dict)
-    """Chosen variant id per step id."""
-    repetition: int = 0
-    run: int = 0
-    status: Status
-    reward: float = 0.0
-    turns: list[TurnResult] = Field(default_factory=list)
-    assertions: list[AssertionResult] = Field(default_factory=list)
-    """Case-scope assertions (standard checks, final checks, the Python test)."""
-    checkpoints: list[CheckpointResult] = Field(default_factory=list)
-    error: str | None = None
-    code: str | None = None
-    """A stable code for why the instance did not pass or fail on its own checks:
-    intention-kernel's codes (EVALUATION_TRANSPORT_FAILED, EVALUATOR_FAILED,
-    EXTERNAL_WRITES_NOT_AUTHORIZED, ...; convlab.engine.codes lists them), for every
-    format. None for a pass or a plain failure. Runs saved before it existed load as None."""
-    blame: Blame | None = None
-    """Whose fault it is that the instance did not pass (None when it passed, was skipped,
-    blocked or cancelled); see convlab.model.blame. Inferred when a saved run lacks it."""
-    duration_ms: float = 0.0
-    attempts: int = 1
-    usage: Usage | None = None
-    started_at: str | None = None
-    finish_reason: str | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
-
-    @model_validator(mode="after")
-    def _settle_blame(self) -> CaseResult:
-        # runs saved before blame existed get it inferred from their records; only a
-        # non-pass verdict has one
-        if self.status not in BLAMED_STATUSES:
-            if self.blame is not None:
-                self.blame = None
-        elif self.blame is None:
-            self.blame = case_blame(self)
-        return self
-
-    @property
-    def key(self) -> tuple[str, str, int, int]:
-        """The instance key: (case id, variant ids joined, repetition, run index)."""
-        return (self.case_id, variant_label(self.variant), self.repetition, self.run)
-
-
-def variant_label(variant: dict[str, str]) -> str:
-    """Variant ids joined as `step=variant,...` (empty when none)."""
-    if not variant:  # most instances: no generator to run (a run labels each one)
-        return ""
-    return ",".join(f"{k}={v}" for k, v in variant.items())
-
-
-class Run(BaseModel):
-    """A whole run: the suite, the agent, the settings and every case instance's result.
-
-    Frames (`df`, `turns_df`, ...), statistics (`stability()`, `summary`) and `save()` are
-    derived views, added by convlab.analysis.frames and convlab.analysis.stats.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    format_version: int = 1
-    id: str = ""
-    suite: Suite | None = None
-    agent: str = ""
-    """The agent's description (never a secret)."""
-    settings: dict[str, Any] = Field(default_factory=dict)
-    """runs, parallel, timeout_s, ... as given to run()."""
-    results: list[CaseResult] = Field(default_factory=list)
-    suite_assertions: list[AssertionResult] = Field(default_factory=list)
-    started_at: str | None = None
-    finished_at: str | None = None
-    status: Literal["running", "completed", "cancelled", "failed"] = "completed"
-    error: str | None = None
-    """Why the run did not complete normally (a run-level hook failed)."""
-    fingerprint: str = ""
-    """Hash of the suite definition; a resumed store must match it."""
-
-    @field_serializer("results", mode="wrap")
-    def _results_as_list(self, results: Any, handler: SerializerFunctionWrapHandler) -> Any:
-        """A run the engine made holds its results lean (convlab.model.records.Results):
-        dumped as the list they stand for."""
-        return handler(results if type(results) is list else list(results))
-
-    # Derived views, computed from `results` on every call (the convlab.analysis package).
-
-    @property
-    def df(self) -> pd.DataFrame:
-        """One row per case instance: case_id, variant, repetition, run, status, error, ..."""
-        from convlab.analysis.frames import instances_frame
-
-        return instances_frame(self)
-
-    @property
-    def turns_df(self) -> pd.DataFrame:
-        """One row per user turn: input, response, status, tool calls, assertion counts."""
-        from convlab.analysis.frames import turns_frame
-
-        return turns_frame(self)
-
-    @property
-    def assertions_df(self) -> pd.DataFrame:
-        """One row per assertion result (turn, case and suite scope)."""
-        from convlab.analysis.frames import assertions_frame
-
-        return assertions_frame(self)
-
-    @property
-    def checkpoints_df(self) -> pd.DataFrame:
-        """One row per checkpoint of every dynamic instance."""
-        from convlab.analysis.frames import checkpoints_frame
-
-        return checkpoints_frame(self)
-
-    @property
-    def tool_calls_df(self) -> pd.DataFrame:
-        """One row per tool call the agent made."""
-        from convlab.analysis.frames import tool_calls_frame
-
-        return tool_calls_frame(self)
-
-    def stability(
-        self,
-        k: int | None = None,
-        count_errors_as: str = "failed",
-        by_variant: bool = False,
-        interval: str = "wilson",
-    ) -> pd.DataFrame:
-        """Per-case pass rate, class, pass^k (unbiased and thinkingbox's (c/n)^k), the
-        `interval` ("wilson" or "jeffreys"), goldilocks zone, durations (analysis.stats)."""
-        from convlab.analysis.frames import run_stability
-
-        return run_stability(self, k, count_errors_as, by_variant, interval)
-
-    def pass_k_table(
-        self, ks: Iterable[int] | None = None, count_errors_as: str = "failed"
-    ) -> pd.DataFrame:
-        """pass^k and pass@k per case for each k in `ks` (default thinkingbox's grid
-        {1, 5, 10, 20, 50, 100}, k <= runs)."""
-        from convlab.analysis.frames import run_pass_k_table
-
-        return run_pass_k_table(self, ks, count_errors_as)
-
-    @property
-    def summary(self) -> Summary:
-        """Totals by status, overall pass rate (mean of case rates), stable/unstable counts."""
-        from convlab.analysis.frames import run_summary
-
-        return Summary(run_summary(self))
-
-    def table(self, kind: str = "instances") -> Any:
-        """An interactive table (sortable, searchable, offline) of one of the run's frames.
-
-        kind: `instances`, `cases`, `stability`, `turns`, `assertions`, `checkpoints` or
-        `tool_calls`.
-        """
-        from convlab.notebook.tables import run_table
-
-        return run_table(self, kind)
-
-    @property
-    def plot(self) -> Any:
-        """Plotly figures of this run: `pass_rates()`, `stability()`, `durations()`, ..."""
-        from convlab.notebook.charts import RunPlots
-
-        return RunPlots(self)
-
-    def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write the run; the suffix picks the format (`.json`, `.jsonl`, ...)."""
-        from convlab.analysis.io import save
-
-        return save(self, path)
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (list, (list(self),))
 
     def __repr__(self) -> str:
-        # cheap on purpose: asyncio and debuggers repr results freely; str() has the card
-        counts: dict[str, int] = {}
-        results = self.results
-        statuses = (
-            results.statuses() if isinstance(results, Results) else (r.status for r in results)
-        )
-        for status in statuses:
-            counts[status] = counts.get(status, 0) + 1
-        parts = ", ".join(f"{k}={v}" for k, v in sorted(counts.items()))
-        return f"<Run {self.id or '-'} {self.status}: {len(self.results)} results ({parts})>"
-
-    def __str__(self) -> str:
-        from convlab.notebook.display import run_text
-
-        return run_text(self)
-
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        from convlab.notebook.display import run_bundle
-
-        return run_bundle(self)
-
-
-class Summary(dict[str, Any]):
-    """`Run.summary`: a plain dict (total, passed, failed, errors, ..., pass_rate) that a
-    notebook shows as a card."""
-
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        from convlab.notebook.display import summary_bundle
-
-        return summary_bundle(self)
+        return repr(list(self))

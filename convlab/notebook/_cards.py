@@ -16,7 +16,7 @@ from convlab._util import shorten
 from convlab.notebook._style import CSS, GLYPHS, STATUS_COLORS
 
 if TYPE_CHECKING:
-    from convlab.model.results import Run
+    from convlab.model.run import Run
 
 __all__ = ["run_card", "run_html", "run_text", "summary_html", "summary_text"]
 
@@ -48,18 +48,16 @@ def _views(run: Run) -> tuple[dict[str, Any], Worst]:
     from convlab.analysis.frames import case_rollup
     from convlab.analysis.stats import summary_of
 
-    latest, rows = case_rollup(
-        run
-    )  # Run.df rows: (case_id, ..., status 4, ..., why 8, .., blame 10)
-    statuses, blames = [r[4] for r in latest], [r[10] for r in latest]
+    latest, rows = case_rollup(run)
+    statuses, blames = [r.status for r in latest], [r.blame for r in latest]
     summary = summary_of(statuses, list(rows.values()), "failed", blames)
     bad = [(cid, row) for cid, row in rows.items() if row["runs"] > 0 and row["pass_rate"] < 100]
     bad = sorted(bad, key=lambda item: item[1]["pass_rate"])[:_WORST]  # stable: suite order
     wanted = {cid for cid, _ in bad}
     reasons: dict[str, str] = {}
     for r in latest:  # the pass rate counts the agent's failures: so do the reasons
-        if r[0] in wanted and r[0] not in reasons and r[10] == "agent":
-            reasons[r[0]] = r[8]
+        if r.case_id in wanted and r.case_id not in reasons and r.blame == "agent":
+            reasons[r.case_id] = r.error
     worst = [
         (
             cid,

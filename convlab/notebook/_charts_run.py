@@ -13,7 +13,7 @@ from statistics import median
 from typing import TYPE_CHECKING, Any
 
 from convlab.analysis.stats import EXCLUDED_STATUSES, classify
-from convlab.model.results import Run
+from convlab.model.run import Run
 from convlab.notebook._charts_base import (
     NO_VERDICT_COLOR,
     TOP_AXIS_AT,

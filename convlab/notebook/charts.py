@@ -17,7 +17,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from convlab.analysis.stats import INTERVALS
-from convlab.model.results import Run
+from convlab.model.run import Run
 from convlab.notebook._charts_base import (
     CLASS_LABELS,
     NO_VERDICT,

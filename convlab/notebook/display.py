@@ -17,7 +17,7 @@ from convlab.notebook._style import CSS
 
 if TYPE_CHECKING:
     from convlab.model.assertions import Assertion
-    from convlab.model.results import Run
+    from convlab.model.run import Run
     from convlab.model.suite import Case, Suite
 
 __all__ = [

@@ -40,7 +40,8 @@ from convlab.engine.events import (
 from convlab.notebook._style import CSS, GLYPHS, STATUS_COLORS
 
 if TYPE_CHECKING:
-    from convlab.model.results import CaseResult, Run, TurnResult
+    from convlab.model.records import CaseResult, TurnResult
+    from convlab.model.run import Run
 
 __all__ = ["LiveTree", "in_kernel", "widget_frontend"]
 

@@ -69,7 +69,7 @@ from convlab.notebook._style import (
 
 if TYPE_CHECKING:
     from convlab.analysis.compare import Comparison
-    from convlab.model.results import Run
+    from convlab.model.run import Run
     from convlab.model.suite import Suite
 
 __all__ = [

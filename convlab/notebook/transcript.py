@@ -22,7 +22,7 @@ from convlab.notebook._style import CSS, GLYPHS, STATUS_COLORS, TRANSCRIPT_CSS
 if TYPE_CHECKING:
     from convlab.model.answer import Answer
     from convlab.model.conversation import Message, ToolCall
-    from convlab.model.results import AssertionResult
+    from convlab.model.records import AssertionResult
 
 __all__ = ["answer_bundle", "answer_html", "answer_text"]
 

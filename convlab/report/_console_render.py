@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 from convlab.report._console_text import Glyphs, Style, clean, clip
 
 if TYPE_CHECKING:
-    from convlab.model.results import AssertionResult, CaseResult, Run, TurnResult
+    from convlab.model.records import AssertionResult, CaseResult, TurnResult
+    from convlab.model.run import Run
 
 __all__ = ["WIDTH", "header", "instance", "stability_table", "summary_block"]
 

@@ -20,8 +20,8 @@ from convlab._util import cut_noted
 from convlab.analysis.io import register_saver, write_atomic
 
 if TYPE_CHECKING:
-    from convlab.model.conversation import Observation
-    from convlab.model.results import AssertionResult, CaseResult, Run
+    from convlab.model.records import AssertionResult, CaseResult, Observation
+    from convlab.model.run import Run
 
 __all__ = ["Failures", "failures_html", "run_html_report"]
 
@@ -96,7 +96,7 @@ def _reply_html(obs: Observation) -> str:
 
 def instance_html(r: CaseResult) -> str:
     """One instance as a conversation: user turns, replies, tool calls and failed checks."""
-    from convlab.model.results import variant_label
+    from convlab.model.records import variant_label
     from convlab.notebook._style import STATUS_COLORS
 
     color = STATUS_COLORS.get(r.status, "#57606a")

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING
 from convlab.analysis.io import register_saver, write_atomic
 
 if TYPE_CHECKING:
-    from convlab.model.results import AssertionResult, CaseResult, Run
+    from convlab.model.records import AssertionResult, CaseResult
+    from convlab.model.run import Run
 
 __all__ = ["run_junit"]
 
@@ -37,7 +38,7 @@ def _clean(text: object, limit: int | None = None) -> str:
 
 
 def _name(r: CaseResult, repeated: bool) -> str:
-    from convlab.model.results import variant_label
+    from convlab.model.records import variant_label
 
     name = r.case_id + (f"[{variant_label(r.variant)}]" if r.variant else "")
     rep = f", rep {r.repetition}" if r.repetition else ""

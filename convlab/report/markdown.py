@@ -18,7 +18,7 @@ from convlab.analysis.io import register_saver, write_atomic
 from convlab.notebook._cards import cases_rated
 
 if TYPE_CHECKING:
-    from convlab.model.results import Run
+    from convlab.model.run import Run
 
 __all__ = ["cell", "run_markdown"]
 

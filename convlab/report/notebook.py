@@ -29,7 +29,7 @@ from convlab.errors import ConvlabError, MissingDependencyError
 if TYPE_CHECKING:
     from nbformat import NotebookNode
 
-    from convlab.model.results import Run
+    from convlab.model.run import Run
 
 __all__ = [
     "DISPLAY_PRIORITY",

@@ -23,7 +23,8 @@ import yaml
 from parity.scripted_openai import JOIN, Step
 
 import convlab as cl
-from convlab.model.results import AssertionResult, CaseResult, Run
+from convlab.model.records import AssertionResult, CaseResult
+from convlab.model.run import Run
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent

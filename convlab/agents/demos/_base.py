@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from convlab.agents.protocol import Agent, AgentContext, AgentSession
-from convlab.model.conversation import Message, Observation, ToolCall
+from convlab.model.conversation import Message, ToolCall
+from convlab.model.records import Observation
 
 __all__ = [
     "Answer",

@@ -1,0 +1,192 @@
+"""A whole run: the suite, the agent, the settings and every case instance's result."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, MutableSequence
+from typing import TYPE_CHECKING, Any, Literal
+
+import msgspec
+
+from convlab.model.codec import FORMAT
+from convlab.model.records import AssertionResult, CaseResult
+from convlab.model.results import Results
+from convlab.model.suite import Suite
+
+if TYPE_CHECKING:
+    import os
+    from pathlib import Path
+
+    import pandas as pd
+
+__all__ = ["Run", "RunStatus", "Summary"]
+
+RunStatus = Literal["running", "completed", "cancelled", "failed"]
+
+
+class Run(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """A whole run: the suite, the agent, the settings and every case instance's result.
+
+    Frames (`df`, `turns_df`, ...), statistics (`stability()`, `summary`) and `save()` are
+    derived views, added by convlab.analysis.frames and convlab.analysis.stats. A run
+    encodes (convlab.model.codec) as one JSON object, its results as their records.
+    """
+
+    format_version: int = FORMAT
+    """The version of the encoding its results were written in (convlab.model.codec)."""
+    id: str = ""
+    suite: Suite | None = None
+    agent: str = ""
+    """The agent's description (never a secret)."""
+    settings: dict[str, Any] = {}
+    """runs, parallel, timeout_s, ... as given to run()."""
+    results: MutableSequence[CaseResult] = msgspec.field(default_factory=Results)
+    """Every instance's result, in plan order (a run the engine made or a store read back
+    holds them as `Results`: lines until read)."""
+    suite_assertions: list[AssertionResult] = []
+    started_at: str | None = None
+    finished_at: str | None = None
+    status: RunStatus = "completed"
+    error: str | None = None
+    """Why the run did not complete normally (a run-level hook failed)."""
+    fingerprint: str = ""
+    """Hash of the suite definition; a resumed store must match it."""
+
+    def to_dict(self, *, results: bool = True) -> dict[str, Any]:
+        """The run as JSON-ready builtins; `results=False` leaves its results out."""
+        from convlab.model.codec import to_builtins
+
+        out: dict[str, Any] = to_builtins(self if results else self.without_results())
+        if not results:
+            del out["results"]
+        return out
+
+    def to_json(self) -> str:
+        """The run's JSON text (its results as their records)."""
+        from convlab.model.codec import encode
+
+        return encode(self).decode()
+
+    def without_results(self) -> Run:
+        """A copy of the run holding no results (what a store's header says)."""
+        return msgspec.structs.replace(self, results=[])
+
+    # Derived views, computed from `results` on every call (the convlab.analysis package).
+
+    @property
+    def df(self) -> pd.DataFrame:
+        """One row per case instance: case_id, variant, repetition, run, status, error, ..."""
+        from convlab.analysis.frames import instances_frame
+
+        return instances_frame(self)
+
+    @property
+    def turns_df(self) -> pd.DataFrame:
+        """One row per user turn: input, response, status, tool calls, assertion counts."""
+        from convlab.analysis.frames import turns_frame
+
+        return turns_frame(self)
+
+    @property
+    def assertions_df(self) -> pd.DataFrame:
+        """One row per assertion result (turn, case and suite scope)."""
+        from convlab.analysis.frames import assertions_frame
+
+        return assertions_frame(self)
+
+    @property
+    def checkpoints_df(self) -> pd.DataFrame:
+        """One row per checkpoint of every dynamic instance."""
+        from convlab.analysis.frames import checkpoints_frame
+
+        return checkpoints_frame(self)
+
+    @property
+    def tool_calls_df(self) -> pd.DataFrame:
+        """One row per tool call the agent made."""
+        from convlab.analysis.frames import tool_calls_frame
+
+        return tool_calls_frame(self)
+
+    def stability(
+        self,
+        k: int | None = None,
+        count_errors_as: str = "failed",
+        by_variant: bool = False,
+        interval: str = "wilson",
+    ) -> pd.DataFrame:
+        """Per-case pass rate, class, pass^k (unbiased and thinkingbox's (c/n)^k), the
+        `interval` ("wilson" or "jeffreys"), goldilocks zone, durations (analysis.stats)."""
+        from convlab.analysis.frames import run_stability
+
+        return run_stability(self, k, count_errors_as, by_variant, interval)
+
+    def pass_k_table(
+        self, ks: Iterable[int] | None = None, count_errors_as: str = "failed"
+    ) -> pd.DataFrame:
+        """pass^k and pass@k per case for each k in `ks` (default thinkingbox's grid
+        {1, 5, 10, 20, 50, 100}, k <= runs)."""
+        from convlab.analysis.frames import run_pass_k_table
+
+        return run_pass_k_table(self, ks, count_errors_as)
+
+    @property
+    def summary(self) -> Summary:
+        """Totals by status, overall pass rate (mean of case rates), stable/unstable counts."""
+        from convlab.analysis.frames import run_summary
+
+        return Summary(run_summary(self))
+
+    def table(self, kind: str = "instances") -> Any:
+        """An interactive table (sortable, searchable, offline) of one of the run's frames.
+
+        kind: `instances`, `cases`, `stability`, `turns`, `assertions`, `checkpoints` or
+        `tool_calls`.
+        """
+        from convlab.notebook.tables import run_table
+
+        return run_table(self, kind)
+
+    @property
+    def plot(self) -> Any:
+        """Plotly figures of this run: `pass_rates()`, `stability()`, `durations()`, ..."""
+        from convlab.notebook.charts import RunPlots
+
+        return RunPlots(self)
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the run; the suffix picks the format (`.json`, `.jsonl`, ...)."""
+        from convlab.analysis.io import save
+
+        return save(self, path)
+
+    def __repr__(self) -> str:
+        # cheap on purpose: asyncio and debuggers repr results freely; str() has the card
+        counts: dict[str, int] = {}
+        results = self.results
+        statuses = (
+            results.statuses() if isinstance(results, Results) else [r.status for r in results]
+        )
+        for status in statuses:
+            counts[status] = counts.get(status, 0) + 1
+        parts = ", ".join(f"{k}={v}" for k, v in sorted(counts.items()))
+        return f"<Run {self.id or '-'} {self.status}: {len(self.results)} results ({parts})>"
+
+    def __str__(self) -> str:
+        from convlab.notebook.display import run_text
+
+        return run_text(self)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        from convlab.notebook.display import run_bundle
+
+        return run_bundle(self)
+
+
+class Summary(dict[str, Any]):
+    """`Run.summary`: a plain dict (total, passed, failed, errors, ..., pass_rate) that a
+    notebook shows as a card."""
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        from convlab.notebook.display import summary_bundle
+
+        return summary_bundle(self)
