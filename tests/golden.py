@@ -34,7 +34,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import yaml
+from pydantic import BaseModel
 
 import convlab as cl
 from convlab.agents.protocol import as_agent
@@ -128,16 +130,30 @@ def _turn(t: dict[str, Any], thread: str | None) -> dict[str, Any]:
     return out
 
 
+def every_field(value: Any) -> Any:
+    """A record as JSON data with every field, defaults included (records encode without
+    them), in declaration order; a pydantic model as its own `model_dump(mode="json")`."""
+    if isinstance(value, msgspec.Struct):
+        return {f.name: every_field(getattr(value, f.name)) for f in msgspec.structs.fields(value)}
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, list | tuple):
+        return [every_field(v) for v in value]
+    if isinstance(value, dict):
+        return {k: every_field(v) for k, v in value.items()}
+    return value
+
+
 def result_record(
     result: cl.CaseResult, run_id: str, repetitions: dict[str, int] | None = None
 ) -> dict[str, Any]:
-    """One CaseResult, every field (`model_dump(mode="json")`), clocks and ids normalized.
+    """One CaseResult, every field (`every_field`), clocks and ids normalized.
 
     `repetitions` (the suite's per-case repetitions) lets the thread id be checked against
     the kernel's formula, the run index counting as repetitions; without it, or when the id
     does not match, the thread and turn ids are kept as they are (and so differ).
     """
-    r = result.model_dump(mode="json")
+    r = every_field(result)
     r["duration_ms"] = _ms(r["duration_ms"])
     r["started_at"] = _time(r["started_at"])
     thread = None
@@ -191,7 +207,9 @@ def masked(record: dict[str, Any]) -> dict[str, Any]:
 
 def run_fields(run: cl.Run) -> dict[str, Any]:
     """The Run's own fields but its results and suite (the fingerprint stands for it)."""
-    fields = run.model_dump(mode="json", exclude={"results", "suite"})
+    fields = every_field(run)
+    for name in ("results", "suite"):
+        del fields[name]
     fields["id"] = RUN_ID if re.fullmatch(r"[0-9a-f]{12}", run.id) else run.id
     fields["started_at"] = _time(fields["started_at"])
     fields["finished_at"] = _time(fields["finished_at"])

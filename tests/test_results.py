@@ -17,6 +17,8 @@ from convlab.model.records import (
     TurnResult,
 )
 from convlab.model.run import Run
+from convlab.model.suite import TurnInput
+from convlab.plan import fingerprint
 
 FRAMES = ("df", "turns_df", "assertions_df", "checkpoints_df", "tool_calls_df")
 
@@ -54,7 +56,7 @@ def _suite() -> cl.Suite:
 
 
 def _turn(i: int, text: str, reply: str, **kw: object) -> TurnResult:
-    return TurnResult(index=i, input={"text": text}, observation=Observation(text=reply), **kw)
+    return TurnResult(index=i, input=TurnInput(text=text), observation=Observation(text=reply), **kw)
 
 
 def make_run() -> Run:
@@ -119,7 +121,7 @@ def make_run() -> Run:
                     index=1,
                     step_id="s2",
                     variant="v",
-                    input={"text": "2"},
+                    input=TurnInput(text="2"),
                     observation=tools,
                     assertions=[composite],
                     status="failed",
@@ -290,14 +292,16 @@ def test_loads_an_engine_results_store(tmp_path):
     from convlab.engine.store import ResultStore
 
     run = make_run()
-    header = run.model_copy(update={"results": []})
+    header = run.without_results()
     store = ResultStore(tmp_path / "store.jsonl", header, resume=False)
     for r in run.results:
-        store.append(r)
+        store.append(r.to_json().encode())
     store.close()
     with open(tmp_path / "store.jsonl", "a") as fh:  # a crash mid-write
         fh.write('{"type":"result","case_id":"std","sta')
     back = cl.load_run(tmp_path / "store.jsonl")
+    assert header.fingerprint == fingerprint(run.suite)  # the store hashes the suite it holds
+    run.fingerprint = header.fingerprint
     assert back == run
     _same_views(run, back)
 

@@ -77,8 +77,8 @@ _REPORTS |= {".ipynb": "notebook", ".xml": "junit"}
 """Suffix -> the convlab.report module that registers its saver, imported on first use: the
 report modules pull in plotly, itables and nbclient, which `import convlab` must not."""
 _DERIVED = ("stability", "summary")
-_TORN = RESULT_PREFIX.decode()
-"""How a store's result line starts; one that is not valid JSON was cut short by a crash."""
+_STORED = RESULT_PREFIX.decode() + '"case_id":'
+"""How a store's result line starts (a `.jsonl` save's names the seed's `id` first)."""
 _YAO_EXTRAS = ("output", "trace", "input", "expected", "options", "metadata")
 _SEED_JSON_KEYS = ("summary", "environment", "stability_results", "metadata")
 """Seed 002's report keys in `.json`: derived from the results, dropped on reading."""
@@ -402,18 +402,19 @@ def _from_lines(path: Path, text: str) -> Run:
     # JSON Lines end at "\n" only: str.splitlines would also break inside a JSON string
     # holding U+2028, U+0085 or a form feed, which json.dumps writes as they are
     lines = [line.removesuffix("\r") for line in text.split("\n")]
+    last = len(lines) - (1 if text.endswith("\n") else 0)
     for n, raw in enumerate(lines, 1):
         if not raw.strip():
             continue
-        if raw.startswith(_TORN):  # a store's result line: its record, as the store reads it
+        if raw.startswith(_STORED):  # a store's result line: its record, as the store reads it
             try:
                 result, encoded = result_line(raw.encode(), version)
-            except json.JSONDecodeError:
-                if n != len(lines) - (1 if text.endswith("\n") else 0):
-                    problems.add(n, "", "not JSON: a result line cut short")
-                continue  # a torn last record is a crash mid-write (the engine skips it too)
-            except (msgspec.ValidationError, msgspec.DecodeError, ValueError) as exc:
+            except msgspec.ValidationError as exc:
                 _add_invalid(problems, n, "", exc)
+                continue
+            except (msgspec.DecodeError, json.JSONDecodeError) as exc:
+                if n < last:  # a torn last record is a crash mid-write (the engine skips it)
+                    problems.add(n, "", f"not JSON: {exc}")
                 continue
             results.add_line(encoded, result.status)
             continue
