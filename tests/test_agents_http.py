@@ -206,7 +206,7 @@ def test_credentials_in_the_url_never_show():
     run = cl.run(suite, url, retries=0, progress=False)
     [row] = run.df.to_dict("records")
     assert row["status"] == "error" and "key=***" in row["error"]
-    shown = run.agent + row["error"] + run.model_dump_json()
+    shown = run.agent + row["error"] + run.to_json()
     assert URL_KEY not in shown and URL_PW not in shown
     with pytest.raises(ValueError) as bad:
         cl.agents.http(f"ftp://user:{URL_PW}@host/x?key={URL_KEY}")

@@ -310,7 +310,7 @@ def test_the_key_never_shows(server):
     assert KEY not in str(err) and KEY not in err.body and KEY not in repr(err)
     assert "bad key: Bearer ***" in str(err)
     obs = ask(agent, "Hello")
-    assert KEY not in obs.model_dump_json()
+    assert KEY not in obs.to_json()
 
 
 def test_credentials_in_the_base_url_never_show(server):

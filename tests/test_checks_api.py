@@ -323,17 +323,17 @@ def test_results_of_every_format_serialize_to_json() -> None:
     ]
     for spec, kind, status, expected, actual in cases:
         result = cl.check(reply, spec)
-        dumped = result.model_dump_json()
+        dumped = result.to_json()
         data = json.loads(dumped)
-        got = (data["kind"], data["status"], data["expected"], data["actual"])
+        got = (data["kind"], data.get("status", "passed"), data.get("expected"), data.get("actual"))
         assert got == (kind, status, expected, actual), spec
         assert data["message"] == result.message and data["message"]
-        assert type(result).model_validate_json(dumped) == result  # nothing lost on the way
-    nested = json.loads(cl.check(reply, cases[3][0]).model_dump_json())
-    assert [(c["id"], c["kind"], c["status"]) for c in nested["children"]] == [
+        assert type(result).from_json(dumped) == result  # nothing lost on the way
+    nested = json.loads(cl.check(reply, cases[3][0]).to_json())
+    assert [(c["id"], c["kind"], c.get("status", "passed")) for c in nested["children"]] == [
         ("b", "check", "passed")
     ]
-    judged = json.loads(cl.check(reply, cases[-1][0]).model_dump_json())
+    judged = json.loads(cl.check(reply, cases[-1][0]).to_json())
     assert judged["message"].startswith("no judge is configured")
 
 

@@ -369,7 +369,7 @@ def test_details_stay_storable_whatever_the_test_keeps() -> None:
     res = run_test("test_t", code=code)
     assert res.passed and res.details["metadata"]["n"] == 1
     assert res.details["metadata"]["obj"].startswith("<object object")
-    res.model_dump_json()  # a run is saved as JSON
+    res.to_json()  # a run is saved as JSON
 
 
 # ---------------------------------------------------------------- in a run

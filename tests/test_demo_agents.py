@@ -412,7 +412,7 @@ def test_every_demo_conversation_is_deterministic() -> None:
             ("finance", SEED_003),
         ]:
             chat = Chat(name)
-            out += [chat.say(line).model_dump() for line in lines]
+            out += [chat.say(line).to_dict() for line in lines]
         return out
 
     assert transcript() == transcript()

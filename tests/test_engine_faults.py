@@ -49,7 +49,7 @@ def test_each_fault_ends_as_its_own_case_status(server):
     assert by["slow"].status == "timeout"
     assert by["badjson"].status == "error" and "JSON" in by["badjson"].error
     assert by["empty"].status == "error" and "choices" in by["empty"].error
-    dumped = run.model_dump_json()
+    dumped = run.to_json()
     assert "sk-test-secret" not in dumped and "sk-test-secret" not in repr(agent)
     assert json.loads(dumped)["results"][0]["usage"]["total_tokens"] == 5
 

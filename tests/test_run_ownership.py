@@ -127,7 +127,7 @@ def test_max_reply_bytes_is_recorded_and_on_the_cli(tmp_path: Path) -> None:
     assert main([*args, "-3"]) == 2  # a usage error, not a run
 
 
-def test_a_long_reply_is_stored_once_in_case_level_checks_and_checkpoints(tmp_path: Path) -> None:
+def test_a_long_reply_is_not_copied_into_case_level_checks_and_checkpoints(tmp_path: Path) -> None:
     checks = [{"kind": "contains", "value": "nope"}, {"kind": "equals", "value": "nope"}]
     cases = [
         Case(
@@ -152,11 +152,12 @@ def test_a_long_reply_is_stored_once_in_case_level_checks_and_checkpoints(tmp_pa
     )
     cut = BIG.encode()[:cap].decode()
     for result in run.results:
-        line = result.model_dump_json(context={"reply_once": True})
+        line = result.to_json()
         kept = json.loads(line)
-        assert line.count(cut[:5000]) == len(result.turns), result.case_id  # once per reply
+        # each reply twice (its text and the message holding it), never in its checks
+        assert line.count(cut[:5000]) == 2 * len(result.turns), result.case_id
         assert all(len(t["observation"]["messages"][0]["content"]) <= cap for t in kept["turns"])
     text = store.read_text()
-    assert text.count(cut[:5000]) == sum(len(r.turns) for r in run.results)
+    assert text.count(cut[:5000]) == 2 * sum(len(r.turns) for r in run.results)
     [turns, _] = run.results
     assert all("see the turn's observation text" in a.actual for a in turns.assertions)
