@@ -56,7 +56,9 @@ def _suite() -> cl.Suite:
 
 
 def _turn(i: int, text: str, reply: str, **kw: object) -> TurnResult:
-    return TurnResult(index=i, input=TurnInput(text=text), observation=Observation(text=reply), **kw)
+    return TurnResult(
+        index=i, input=TurnInput(text=text), observation=Observation(text=reply), **kw
+    )
 
 
 def make_run() -> Run:
