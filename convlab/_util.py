@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import re
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -12,6 +13,7 @@ from convlab._threads import DaemonPool
 __all__ = [
     "VARIADIC",
     "call_user",
+    "elapsed_ms",
     "import_callable",
     "in_daemon_thread",
     "is_async_callable",
@@ -159,3 +161,9 @@ def show_controls(text: str, keep_cr: bool = True) -> str:
     never drive a terminal. Tab and newline stay; carriage return too unless `keep_cr` is off."""
     out = _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
     return out if keep_cr else out.replace("\r", "\\x0d")
+
+
+def elapsed_ms(start: float) -> float:
+    """Milliseconds since `start` (a `time.perf_counter()` reading), to the microsecond:
+    what results record of a duration or a latency."""
+    return round((time.perf_counter() - start) * 1000, 3)

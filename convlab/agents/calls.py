@@ -7,6 +7,7 @@ import random
 import time
 from dataclasses import dataclass
 
+from convlab._util import elapsed_ms
 from convlab.agents.cache import active, calling
 from convlab.agents.protocol import AgentContext, AgentSession
 from convlab.errors import AgentError
@@ -75,6 +76,6 @@ async def call_agent(
             await asyncio.sleep(policy.delay(attempt + 1, getattr(exc, "retry_after", None)))
             continue
         if obs.latency_ms is None:
-            obs.latency_ms = (time.perf_counter() - start) * 1000
+            obs.latency_ms = elapsed_ms(start)
         return obs
     raise AssertionError("unreachable")

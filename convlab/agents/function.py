@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from convlab._threads import DaemonPool
-from convlab._util import import_callable, is_async_callable, positional_arity
+from convlab._util import elapsed_ms, import_callable, is_async_callable, positional_arity
 from convlab.agents.cache import active, function_call, is_cached
 from convlab.agents.protocol import Agent, AgentContext, AgentSession
 from convlab.model.conversation import Message, Reply, ToolCall, message_dict
@@ -119,7 +119,7 @@ class _FunctionSession(AgentSession):
             obs = await self._through_cache(payload, ctx)
         else:
             obs = await self._call(payload, ctx)
-        obs.latency_ms = (time.perf_counter() - start) * 1000
+        obs.latency_ms = elapsed_ms(start)
         return obs
 
     async def _call(self, payload: list[dict[str, Any]], ctx: AgentContext) -> Observation:

@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx
 
+from convlab._util import elapsed_ms
 from convlab.agents._http_base import HTTPBackedAgent
 from convlab.agents._transport import HTTPClient, Secret, dumps, loads, safe_url, url_secrets
 from convlab.agents.function import observation
@@ -221,5 +222,5 @@ class _HTTPSession(AgentSession):
         response = await agent._http.post(str(agent.url), body)
         # parsed straight into the Observation: no Reply model in between
         obs = observation(*agent._parts(response.body, response.headers.get("content-type", "")))
-        obs.latency_ms = (time.perf_counter() - start) * 1000
+        obs.latency_ms = elapsed_ms(start)
         return obs

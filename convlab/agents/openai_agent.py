@@ -20,6 +20,7 @@ import urllib.parse
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from convlab._util import elapsed_ms
 from convlab.agents._http_base import HTTPBackedAgent
 from convlab.agents._transport import HTTPClient, Secret, dumps, loads, safe_url, url_secrets
 from convlab.agents.cache import replaying
@@ -211,7 +212,7 @@ class _OpenAISession(AgentSession):
             messages=new,
             status=status,
             usage=usage,
-            latency_ms=(time.perf_counter() - start) * 1000,
+            latency_ms=elapsed_ms(start),
         )
 
     async def _run_tools(

@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from convlab._util import elapsed_ms
 from convlab.model.assertions import EVALUATORS
 from convlab.model.blame import Blame, blame_of
 from convlab.model.conversation import Message
@@ -228,7 +229,7 @@ async def evaluate(spec: Assertion, ctx: CheckContext) -> AssertionResult:
         res = error_result(spec, f"{type(exc).__name__}: {exc}", blame_of(exc, "suite"))
         res.details["traceback"] = tb
     _apply_common(spec, res)
-    res.duration_ms = (time.perf_counter() - start) * 1000
+    res.duration_ms = elapsed_ms(start)
     return res
 
 

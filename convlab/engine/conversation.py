@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from convlab._util import elapsed_ms
 from convlab.agents.cache import Cassette
 from convlab.agents.calls import Attempts, RetryPolicy, call_agent
 from convlab.agents.protocol import Agent, AgentContext, AgentSession
@@ -210,7 +211,7 @@ class Conversation:
                 raise
             turn.status, turn.error = "error", _agent_error(exc, index)
             turn.code = error_code(exc)
-            turn.duration_ms = (time.perf_counter() - start) * 1000
+            turn.duration_ms = elapsed_ms(start)
             raise TurnFailed(turn.error, blame_of(exc, "agent")) from exc
         self.env.note_concurrency()
         cap_reply(obs, self.env.max_reply_bytes)
@@ -225,7 +226,7 @@ class Conversation:
         self.messages.extend(obs.messages)
         self._add_usage(obs)
         turn.observation = obs
-        turn.duration_ms = (time.perf_counter() - start) * 1000
+        turn.duration_ms = elapsed_ms(start)
         return turn
 
     def _add_usage(self, obs: Observation) -> None:

@@ -3,10 +3,9 @@ encoded line (stored, when the run has a store)."""
 
 from __future__ import annotations
 
-import time
-
 import msgspec
 
+from convlab._util import elapsed_ms
 from convlab.engine.codes import case_code
 from convlab.engine.conversation import Conversation
 from convlab.engine.modes import Outcome
@@ -43,7 +42,7 @@ def result_of(
         checkpoints=list(outcome.checkpoints),
         error=outcome.error,
         blame=outcome.blame,  # what stopped it; the record settles the instance's blame
-        duration_ms=int((time.perf_counter() - t0) * 1e6 + 0.5) / 1000,  # to the us
+        duration_ms=elapsed_ms(t0),
         attempts=conv.attempts.calls or 1,
         usage=conv.usage,
         started_at=started,
