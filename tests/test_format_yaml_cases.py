@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
+from conftest import CORPUS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -226,16 +227,16 @@ CORPUS_COUNTS = {
 
 
 @pytest.mark.parametrize("name", sorted(CORPUS_COUNTS))
-def test_corpus_file_loads(shared: Path, name: str) -> None:
-    suite = convlab.load(shared / "corpus" / "holodeck" / name)
+def test_corpus_file_loads(name: str) -> None:
+    suite = convlab.load(CORPUS / "holodeck" / name)
     assert len(suite.cases) == CORPUS_COUNTS[name]
     assert suite.sources[0].format == "yaml_cases"
     assert len({c.id for c in suite.cases}) == len(suite.cases)
     assert all(c.source and c.source.line for c in suite.cases)
 
 
-def test_corpus_agent_keeps_other_keys_as_written(shared: Path) -> None:
-    suite = convlab.load(shared / "corpus/holodeck/samples_content-moderation_openai_agent.yaml")
+def test_corpus_agent_keeps_other_keys_as_written() -> None:
+    suite = convlab.load(CORPUS / "holodeck/samples_content-moderation_openai_agent.yaml")
     assert suite.id == "content-moderation"
     assert {"model", "tools", "evaluations", "observability", "response_format"} <= set(
         suite.metadata
@@ -255,15 +256,15 @@ def test_corpus_agent_keeps_other_keys_as_written(shared: Path) -> None:
     assert all('"decision": "remove"' in (m.ground_truth or "") for m in metrics(case.assertions))
 
 
-def test_corpus_metadata_never_expands_env(shared: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_corpus_metadata_never_expands_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
-    suite = convlab.load(shared / "corpus/holodeck/samples_legal-summarization_openai_agent.yaml")
+    suite = convlab.load(CORPUS / "holodeck/samples_legal-summarization_openai_agent.yaml")
     assert "sk-secret" not in suite.to_json()
 
 
-def test_corpus_payload_133_multi_turn_cases(shared: Path) -> None:
+def test_corpus_payload_133_multi_turn_cases() -> None:
     suite = convlab.load(
-        shared / "corpus/holodeck/samples_financial-assistant_convfinqa_subset_retrieval.yaml"
+        CORPUS / "holodeck/samples_financial-assistant_convfinqa_subset_retrieval.yaml"
     )
     case = suite.case("Double_AAP/2006/page_85.pdf")
     assert case.mode == "turns" and case.n_turns == 4
@@ -277,14 +278,14 @@ def test_corpus_payload_133_multi_turn_cases(shared: Path) -> None:
     assert sum(c.n_turns for c in suite.cases) == 485
 
 
-def test_corpus_folder_loads_all_161_cases(shared: Path) -> None:
-    suite = convlab.load(shared / "corpus" / "holodeck")
+def test_corpus_folder_loads_all_161_cases() -> None:
+    suite = convlab.load(CORPUS / "holodeck")
     assert len(suite.cases) == sum(CORPUS_COUNTS.values())
     assert suite.df["mode"].value_counts().to_dict() == {"standard": 27, "turns": 134}
 
 
-def test_corpus_unnamed_cases_get_stem_and_index(shared: Path) -> None:
-    suite = convlab.load(shared / "corpus/holodeck/holodeck_agent_ollama_local.yaml")
+def test_corpus_unnamed_cases_get_stem_and_index() -> None:
+    suite = convlab.load(CORPUS / "holodeck/holodeck_agent_ollama_local.yaml")
     assert [c.id for c in suite.cases] == [
         "holodeck_agent_ollama_local[0]",
         "holodeck_agent_ollama_local[1]",
@@ -296,8 +297,8 @@ def test_corpus_unnamed_cases_get_stem_and_index(shared: Path) -> None:
 # --------------------------------------------------------------------------- test_cases_file
 
 
-def test_test_cases_file_relative_to_agent(shared: Path, tmp_path: Path) -> None:
-    payload = shared / "corpus/holodeck/samples_financial-assistant_convfinqa_subset_retrieval.yaml"
+def test_test_cases_file_relative_to_agent(tmp_path: Path) -> None:
+    payload = CORPUS / "holodeck/samples_financial-assistant_convfinqa_subset_retrieval.yaml"
     shutil.copy(payload, write(tmp_path, "", "data/cases.yaml"))
     agent = write(
         tmp_path,
@@ -967,8 +968,8 @@ def test_sniff(name: str, text: str, claimed: bool) -> None:
     assert sniff(Path(name), text) is claimed
 
 
-def test_thinkingbox_corpus_is_not_claimed(shared: Path) -> None:
-    for path in sorted((shared / "corpus" / "thinkingbox").glob("*.yaml")):
+def test_thinkingbox_corpus_is_not_claimed() -> None:
+    for path in sorted((CORPUS / "thinkingbox").glob("*.yaml")):
         assert not sniff(path, path.read_text(encoding="utf-8")), path.name
 
 
