@@ -1,8 +1,8 @@
-"""Yao `yao agent test` JSONL suites (seeds 002 and 004): one test case per JSON object.
+"""Yao `yao agent test` JSONL suites: one test case per JSON object.
 
-Reading (CONFORMANCE 1.1, with the decisions table):
+Reading (Yao's `JSONLLoader.LoadFile`, with the decisions of docs/yao.md):
 - each non-blank line not starting with `//` is one JSON object; pretty-printed objects
-  spanning several lines, as the seed documents print them, are accepted too
+  spanning several lines, as Yao's documents print them, are accepted too
   (`convlab.formats._jsonl_scan`);
 - every problem of every line is collected into one SuiteError, each at the line where its
   object starts, with a field path (`assert[1].value`, `input[0].content[1].source`);

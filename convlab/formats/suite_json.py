@@ -1,7 +1,7 @@
-"""The JSON evaluation-suite format (seed 001, intention-kernel `parseEvaluationSuite`).
+"""The JSON evaluation-suite format (intention-kernel `parseEvaluationSuite`).
 
 A suite holds scenarios; a scenario is a `turns` case whose steps are turns (with optional
-variants) and whose own assertions are final-scope checks. Every rule of CONFORMANCE.md §3.1
+variants) and whose own assertions are final-scope checks. Every rule of `parseEvaluationSuite`
 is enforced and every problem is reported, each with its field path
 (`scenarios[3].steps[1].assertions[0].operator`) and line.
 
