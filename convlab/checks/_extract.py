@@ -45,7 +45,7 @@ _SafeBase: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class _Yaml12Loader(_SafeBase):  # type: ignore[valid-type,misc]
-    """SafeLoader (libyaml's when PyYAML has it: several times faster) with YAML 1.2
+    """SafeLoader (libyaml's when PyYAML has it, as it is the faster parser) with YAML 1.2
     booleans (true/false only) and no implicit timestamps.
 
     gou reads YAML with yaml.v3, where `yes` and `2024-01-01` stay strings in an untyped

@@ -52,7 +52,7 @@ def sniff(path: Path, text: str) -> bool:
 
 LAZY_BYTES = 16_000_000
 """A file at least this big keeps its cases as a `LazyCases` (built from the file's bytes when
-read) rather than a list: its Case objects would take about 15x the file's size."""
+read) rather than a list: its Case objects would take many times the file's size."""
 
 
 def load_jsonl(path: Path, text: str) -> Suite:
@@ -69,7 +69,7 @@ def read_jsonl(path: Path, data: bytes) -> Suite:
     problems = Problems(str(path))
     lines = Lines(data, problems)
     lazy = len(data) >= LAZY_BYTES
-    with gc_paused():  # 3-4x faster on 100,000 lines: the objects built have no cycles
+    with gc_paused():  # the objects built have no cycles: nothing for the collector to find
         reader = CaseReader(problems, path)
         reader.compact = not lazy
         cases: list[Case] = []

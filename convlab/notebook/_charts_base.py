@@ -120,7 +120,7 @@ def row_height(n: int) -> int:
 
 
 def base_layout(title: str, subtitle: str = "") -> dict[str, Any]:
-    """A small, explicit layout (no 8 KB default template in every figure's JSON).
+    """A small, explicit layout (not plotly's default template copied into every figure's JSON).
 
     `title` and `subtitle` are trusted (built here from escaped parts). Height, top margin
     and legend place are set by `new_figure`, which knows the legend entries.
