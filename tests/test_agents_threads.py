@@ -1,4 +1,4 @@
-"""Sync function agents run on a bounded pool of reused daemon threads (issue #13, item 5).
+"""Sync function agents run on a bounded pool of reused daemon threads.
 
 A thread per call cost more than the case itself; the pool keeps as many threads as calls in
 flight (the run's `parallel` at most), abandons a hung call at its timeout without stalling

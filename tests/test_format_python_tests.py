@@ -1,9 +1,9 @@
-"""thinkingbox (`tb`, seed 000) Python test files, YAML test files and test lists.
+"""thinkingbox (`tb`) Python test files, YAML test files and test lists.
 
-The dataset under tests/data/tb_dataset is built from the seed's example and the corpus files
-(scenarios, the `.meta.yaml` history, the example test list); CONFORMANCE.md §4.1-4.3 gives
-the rules checked here.
-"""
+The dataset under tests/data/tb_dataset is built from the example of thinkingbox's test-case
+format and the corpus files (scenarios, the `.meta.yaml` history, the example test list);
+thinkingbox's python_test_file.py, common/hydrator.py and config_types.py give the rules checked
+here."""
 
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ def problems(path: Path) -> list[str]:
     return [str(p) for p in info.value.problems]
 
 
-# -- the seed's example --------------------------------------------------------------------------
+# -- thinkingbox's example ------------------------------------------------------------------------
 
 
 def test_seed_example_loads_into_the_model_the_seed_describes() -> None:

@@ -1,4 +1,4 @@
-"""The JSON evaluation-suite format (seed 001): what loads, and every problem it reports."""
+"""The JSON evaluation-suite format (intention-kernel): what loads, and every problem it reports."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def line_with(text: str, marker: str) -> int:
     return next(n for n, line in enumerate(text.splitlines(), 1) if marker in line)
 
 
-# ---------------------------------------------------------------- the seed and the corpus
+# ------------------------------------------- intention-kernel's page and its example suite
 
 
 def _seed_text() -> str:
@@ -853,7 +853,7 @@ def test_all_problems_are_collected_across_scenarios(tmp_path: Path) -> None:
     assert len({p.line for p in found}) == 30
 
 
-# ---------------------------------------------------------------- CONFORMANCE §5.4 (loading)
+# ---------------------------------------- loading: intention-kernel's own test cases
 
 
 def test_conformance_duplicate_ids_rejected(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""Loading at scale (issue 10, Inputs 3 and 4): a folder of many files is read in one linear
+"""Loading at scale: a folder of many files is read in one linear
 walk, with the same files, order and result as before; big JSONL files are streamed.
 
 Speed and memory are printed by benchmarks/bench_load.py, never asserted here.
