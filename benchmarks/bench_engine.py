@@ -1,4 +1,4 @@
-"""Engine benchmark (issue 13): per-case cost in process, HTTP through convlab.run, memory.
+"""Engine benchmark: per-case cost in process, HTTP through convlab.run, memory.
 
 Run from the project root:  python benchmarks/bench_engine.py [--quick] [--only a,b,c]
 Prints figures and ratios against baselines measured in the same run (no pass/fail): the
@@ -10,8 +10,8 @@ machine's load moves the absolute figures, the ratios much less.
     asyncio loop, same concurrency, that calls the agent, makes the 3 checks and writes the
     same kind of JSONL line per case; the ratio convlab/ideal is printed.
 (b) HTTP: N=1000 single-turn cases at 50 in flight through convlab.run with assertions
-    against ../shared/bench/mock_openai.py at 50 ms latency, side by side with the raw
-    aiohttp baseline (../shared/bench/anchor_ideal.py); benchmarks/bench_http.py has more.
+    against benchmarks/support/mock_openai.py at 50 ms latency, side by side with the raw
+    aiohttp baseline (benchmarks/support/anchor_ideal.py); benchmarks/bench_http.py has more.
 (c) memory, a stability run of 100,000 stored results (10,000 cases x runs=10; fresh
     processes): resident growth per result of the run that holds them (target <= 1 KB),
     the store line of a passed single-turn case (target <= 500 B), and reading the store
@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"
+BENCH = Path(__file__).resolve().parent / "support"
 
 
 def _suite(n: int, expect: str = "ok"):
@@ -147,9 +147,7 @@ def _wait(port: int, timeout: float = 20) -> None:
 def http(n: int, conc: int, latency_ms: int) -> None:
     import convlab as cl
 
-    mock = SHARED / "bench" / "mock_openai.py"
-    if not mock.exists():
-        raise SystemExit("(b) http: ../shared/bench/mock_openai.py not found")
+    mock = BENCH / "mock_openai.py"
     port = _free_port()
     server = subprocess.Popen(
         [sys.executable, str(mock), "--port", str(port), "--latency-ms", str(latency_ms)],
@@ -159,7 +157,7 @@ def http(n: int, conc: int, latency_ms: int) -> None:
     try:
         _wait(port)
         ideal = n * latency_ms / 1000 / conc
-        anchor = SHARED / "bench" / "anchor_ideal.py"
+        anchor = BENCH / "anchor_ideal.py"
         base = subprocess.run(
             [sys.executable, str(anchor), "--client", "aiohttp", "--base-url",
              f"http://127.0.0.1:{port}/v1", "-n", str(n), "-c", str(conc)],

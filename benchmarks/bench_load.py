@@ -5,9 +5,9 @@
 
 Generated inputs (in a temporary folder), each measured in a fresh subprocess (so peak RSS is
 that load's own):
-- a JSON evaluation suite (seed 001) of 10,000 scenarios, 2 steps each, 4 assertions per
+- an intention-kernel JSON evaluation suite of 10,000 scenarios, 2 steps each, 4 assertions per
   scenario (2 per step: about 470,000 JSON values, under the format's 500,000-value limit);
-- a JSONL file (seed 002) of 100,000 cases;
+- a Yao JSONL file of 100,000 cases;
 - a folder of 10,000 one-case JSONL files in 20 subfolders, timed as `convlab validate DIR`
   (the whole command: interpreter, imports, load); baseline: the same Python walking the
   folder with `os.scandir` and `json.loads` of every line, no convlab;
@@ -72,7 +72,7 @@ def make_suite_json(path: Path, scenarios: int) -> None:
 
 
 def make_jsonl(path: Path, lines: int) -> None:
-    """`lines` JSONL cases (seed 002 spelling), one per line, a few shapes mixed."""
+    """`lines` JSONL cases (Yao's spelling), one per line, a few shapes mixed."""
     with path.open("w", encoding="utf-8") as out:
         for n in range(lines):
             case: dict[str, Any] = {"id": f"case-{n:06d}", "input": f"Question number {n}?"}

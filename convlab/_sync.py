@@ -3,7 +3,7 @@
 No running loop (script, CLI): `asyncio.run`. A running loop (a Jupyter cell): the engine
 runs on a private loop in a worker thread while the caller blocks; Ctrl-C / the kernel's
 stop button cancels it cleanly and the partial result comes back. nest_asyncio is never
-applied (DESIGN.md: it drops queued cells under "Run All").
+applied: it drops queued cells under "Run All" and has crashed kernels.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """A reused pool of daemon threads for blocking user code (sync function agents, hooks,
 tools, graders: everything `convlab._util.call_user` runs).
 
-Why not one thread per call: starting a thread costs more than a whole in-process case
-(a sync function agent ran about 1,200 cases/s that way). Why not `asyncio.to_thread` or a
-`ThreadPoolExecutor`: their threads are joined when the interpreter exits, so one call that
-never returns would keep the run (and the process) from ending after its case timed out.
+Why not one thread per call: starting a thread costs more than a whole in-process case. Why not
+`asyncio.to_thread` or a `ThreadPoolExecutor`: their threads are joined when the interpreter
+exits, so one call that never returns would keep the run (and the process) from ending after its
+case timed out.
 
 `DaemonPool` starts a thread only when no thread is waiting for work, so it holds as many
 threads as calls were in flight at once: at most the run's `parallel`, since the engine never

@@ -133,7 +133,7 @@ class AgentTimeoutError(AgentError, TimeoutError):
 
 
 class SelectionError(AgentError):
-    """A structured selection picks no open option, or more than one (seed 001's codes)."""
+    """A structured selection picks no open option, or more than one (intention-kernel's codes)."""
 
 
 class AgentResponseError(AgentError):

@@ -16,8 +16,12 @@ from convlab.checks import EVALUATORS
 from convlab.registry import Registry
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"
 EXAMPLES = ROOT / "examples"
+DATA = ROOT / "tests" / "data"
+# Real suite files of the systems convlab reads, copied with their licenses (SOURCE.md in each).
+CORPUS = DATA / "corpus"
+# The upstream pages that define the formats, saved as text (upstream_docs/SOURCE.md).
+UPSTREAM_DOCS = DATA / "upstream_docs"
 
 
 def in_ci() -> bool:
@@ -30,26 +34,6 @@ def in_ci() -> bool:
 settings.register_profile("ci", derandomize=True, print_blob=True)
 if in_ci():
     settings.load_profile("ci")
-
-
-def shared_folder(folder: Path = SHARED) -> Path:
-    """`folder` if it exists; otherwise fail in CI, skip (saying why) elsewhere.
-
-    The seed-conformance tests read the seeds and corpus there: in CI a checkout without the
-    folder must not pass by skipping them.
-    """
-    if not folder.is_dir():
-        message = f"the seed-conformance tests need the shared/ folder at {folder}, missing"
-        if in_ci():
-            pytest.fail(f"{message}; CI must check it out beside the project", pytrace=False)
-        pytest.skip(f"{message} (with CI=true set, they fail instead of skipping)")
-    return folder
-
-
-@pytest.fixture
-def shared() -> Path:
-    """The shared/ folder beside the project (seeds, corpus, bench)."""
-    return shared_folder()
 
 
 Register = Callable[[str], Callable[[Callable[..., Any]], Callable[..., Any]]]

@@ -34,7 +34,8 @@ from typing import Any
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
 BEFORE = "37c52d3"
-"""main before issue 13's refactor (the golden files were recorded from it)."""
+"""main before the refactor to lean records and compact stores (the golden files were
+recorded from it)."""
 
 
 def draw_suites(count: int, path: Path) -> None:

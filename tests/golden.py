@@ -1,7 +1,7 @@
 """Before/after equality guards: a run's public results with the clock and the run id taken out.
 
-Issue 13 rebuilds how results are produced and stored (lean records, a lazy `Run.results`,
-columnar frames, compact store lines) and promises that nothing a user reads changes. This
+A refactor rebuilt how results are produced and stored (lean records, a lazy `Run.results`,
+columnar frames, compact store lines) and promised that nothing a user reads changes. This
 module makes that checkable:
 
 - `project(run)` is everything public about a run (every CaseResult field, every frame,
@@ -14,7 +14,7 @@ module makes that checkable:
   `results[expense-greeting run=0].turns[0].observation.text: expected 'Hi', found 'Hello'`.
 - The golden files under tests/data/golden/ hold the projection of every example suite
   (examples/expected.yaml says which agent and simulator each runs with) as the engine
-  produced it before issue 13. tests/test_equivalence_examples.py reruns them and compares.
+  produced it before that refactor. tests/test_equivalence_examples.py reruns them and compares.
 
 Regenerate them ONLY when a behaviour change is intended, and say so in the commit:
 
@@ -215,7 +215,7 @@ def run_fields(run: cl.Run) -> dict[str, Any]:
     fields["finished_at"] = _time(fields["finished_at"])
     if fields["settings"].get("store"):
         fields["settings"]["store"] = "<store path>"
-    # issue 13: a run computes its fingerprint only when a store needs it; the suite's own
+    # a run computes its fingerprint only when a store needs it; the suite's own
     # fingerprint stands for the suite here, and a store's run must carry exactly it
     suite_print = fingerprint(run.suite) if run.suite is not None else ""
     assert run.fingerprint in (

@@ -1,5 +1,5 @@
 """Function agents: the history a function receives on later turns is a valid chat-completions
-history (tool calls with arguments, one tool message per call), as CONFORMANCE §1.7 step 5
+history (tool calls with arguments, one tool message per call), as Yao's dynamic runner appends them
 says, so a function that forwards `messages` to a model API keeps working after a tool turn."""
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """json_path (Yao §1.6) and the JSON-suite kinds check, all, any, not, custom (§3.2).
 
-Tables: Yao's TestAsserter_JSONPath_ArrayEquality, the seed's JSON Path Notes, gou's
-ExtractJSON rules, and intention-kernel's operator semantics (missing vs null, `matches`
-array length, `contains` string vs array, error propagation through composition).
-"""
+Tables: Yao's TestAsserter_JSONPath_ArrayEquality, the JSON Path notes of Yao's agent-test
+README, gou's ExtractJSON rules, and intention-kernel's operator semantics (missing vs null,
+`matches` array length, `contains` string vs array, error propagation through composition)."""
 
 from __future__ import annotations
 

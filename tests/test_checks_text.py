@@ -1,6 +1,6 @@
 """JSONL (Yao) text checks: what "output" is, equals/contains/not_contains/regex/type/script.
 
-Tables follow Yao's agent/test/assert.go and assert_test.go (CONFORMANCE §1.3-1.5), with
+Tables follow Yao's agent/test/assert.go and assert_test.go (docs/yao.md), with
 the decisions table applied (order-insensitive objects, 5 == 5.0, no coercion).
 """
 
@@ -176,7 +176,7 @@ def test_regex_messages() -> None:
 
 def test_negate_inverts_and_says_so() -> None:
     """Yao agent/test/assert.go `evaluateAssertion`: a passing negation says so; a failing
-    one keeps what the inner check found, prefixed "negated: " (issue #15 item 7)."""
+    one keeps what the inner check found, prefixed "negated: "."""
     ok = ev({"kind": "contains", "value": "error", "negate": True}, "success message")
     assert ok.passed and ok.message == "negated assertion passed"
     bad = ev({"kind": "contains", "value": "success", "negate": True}, "success message")

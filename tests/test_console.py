@@ -1,5 +1,5 @@
-"""The console a user reads: seed 002's header, lines, trees and summary, one source of totals
-(`Run.summary`), whole trees under parallel runs, colours only where wanted, nothing raw."""
+"""The console a user reads: `yao agent test`'s header, lines, trees and summary, one source of
+totals (`Run.summary`), whole trees under parallel runs, colours only where wanted, nothing raw."""
 
 from __future__ import annotations
 

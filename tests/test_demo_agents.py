@@ -1,5 +1,6 @@
 """The built-in demo agents and the scripted user simulator, driven through their sessions
-with the seed conversations (no engine): what a new user sees in the first minute."""
+with the conversations of the formats' own documents (no engine): what a new user sees in the
+first minute."""
 
 from __future__ import annotations
 
@@ -88,7 +89,7 @@ def test_unknown_demo_name_suggests_the_closest() -> None:
         cl.agents.demo("expens")
 
 
-# -- expense (seed 002) -----------------------------------------------------------------------
+# -- expense (Yao) ----------------------------------------------------------------------------
 def test_expense_seed_turns_as_one_call_histories() -> None:
     turn1 = one_call("expense", [("user", "I want to submit an expense")])
     assert "type" in (turn1.text or "") and not turn1.tool_calls
@@ -160,7 +161,7 @@ def test_expense_follows_the_rules_its_system_prompt_states() -> None:
     assert "approval" not in (small.say("Submit a $40 taxi expense").text or "")
 
 
-# -- cloud drive (seed 000) ---------------------------------------------------------------------
+# -- cloud drive (thinkingbox) ------------------------------------------------------------------
 SEED_000_WORLD = {
     "cloud_drive": {
         "files": [
@@ -219,7 +220,7 @@ def test_cloud_drive_lists_and_creates() -> None:
     assert chat.ctx.world["cloud_drive"]["files"][-1]["text_content"] == "call Ann"
 
 
-# -- catalog (seed 001) ---------------------------------------------------------------------------
+# -- catalog (intention-kernel) -------------------------------------------------------------------
 def test_catalog_runs_the_seed_001_scenario() -> None:
     chat = Chat("catalog")
     search = chat.say("Show available products")
@@ -283,7 +284,7 @@ def test_catalog_uses_the_option_the_engine_resolved() -> None:
     assert chat.say("this one").facts[0]["productId"] == "chair-01"
 
 
-# -- finance (seed 003) ---------------------------------------------------------------------------
+# -- finance (HoloDeck) --------------------------------------------------------------------------
 SEED_003 = [
     "what is the net cash from operating activities in 2009?",
     "what about in 2008?",

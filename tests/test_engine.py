@@ -99,9 +99,9 @@ def test_timeout_marks_only_the_slow_case():
         return "ok"
 
     suite = Suite(id="s", cases=[std("slow", "slow"), std("fast", "fast", contains("ok"))])
-    run = cl.run(suite, slow, timeout=0.5, progress=False)
+    run = cl.run(suite, slow, timeout=2, progress=False)  # the fast case has 2 s to spare
     by = {r.case_id: r for r in run.results}
-    assert by["slow"].status == "timeout" and by["slow"].error == "timeout after 0.5s"
+    assert by["slow"].status == "timeout" and by["slow"].error == "timeout after 2s"
     assert by["fast"].status == "passed"
 
 

@@ -1,4 +1,4 @@
-"""Issue 10, "Agents and runs": shared agents stay usable, agent faults stay inside their
+"""Agents and runs: shared agents stay usable, agent faults stay inside their
 case, hooks keep to the per-case timeout, closing never loses the Run, hook modules are
 loaded per file, and no error is swallowed without a word."""
 

@@ -1,5 +1,5 @@
 """Every example suite still produces, field for field, the results it produced before
-issue 13's refactor (lean records, lazy `Run.results`, columnar frames, compact stores).
+the refactor to lean records ( lazy `Run.results`, columnar frames, compact stores).
 
 The golden files (tests/data/golden/<example>.json) were recorded from the engine as it was
 before; only durations, timestamps and the run id (and the ids derived from it) are

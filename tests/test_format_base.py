@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
+from conftest import DATA
 
 import convlab
 from convlab.errors import SuiteError
@@ -119,14 +120,13 @@ def _shape(node: Any) -> Any:
     return node
 
 
-def _corpus_yaml(shared: Path) -> Iterator[Path]:
-    data = Path(__file__).parent / "data"
-    for root in (shared / "corpus", shared / "seeds", data):
-        yield from (p for p in root.rglob("*") if p.suffix in (".yaml", ".yml"))
+def _corpus_yaml() -> Iterator[Path]:
+    """Every YAML file under tests/data: the real suites of tests/data/corpus among them."""
+    yield from (p for p in DATA.rglob("*") if p.suffix in (".yaml", ".yml"))
 
 
-def test_libyaml_gives_the_same_data_and_lines_as_the_pure_python_parser(shared: Path) -> None:
-    files = list(_corpus_yaml(shared))
+def test_libyaml_gives_the_same_data_and_lines_as_the_pure_python_parser() -> None:
+    files = list(_corpus_yaml())
     assert files
     for path in files:
         text = path.read_text(encoding="utf-8-sig")

@@ -1,4 +1,5 @@
-"""The Yao JSONL format (seeds 002, 004): what `convlab.load` makes of each file, and its errors."""
+"""The Yao JSONL format (`yao agent test`, as its DESIGN_V2.md and README.md describe it):
+what `convlab.load` makes of each file, and its errors."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import CORPUS, UPSTREAM_DOCS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -61,39 +63,40 @@ def shown(p: Problem) -> str:
 
 
 def seed(tmp_path: Path, name: str, fixtures: tuple[str, ...] = ()) -> cl.Suite:
-    """Load a seed example from a copy under tmp_path, with the fixture files it names."""
+    """Load an example of Yao's documents from a copy under tmp_path, with the fixture files
+    it names."""
     for rel in fixtures:
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_bytes(b"\x00")
     return cl.load(shutil.copy(DATA / name, tmp_path / name))
 
 
-# -- the seed documents' examples, as printed --------------------------------------------------
+# -- Yao's documents' examples, as printed -----------------------------------------------------
 
 
-def test_seed_copies_match_the_seeds(shared: Path) -> None:
-    for number in ("002", "004"):
-        text = next((shared / "seeds").glob(f"{number}_*.txt")).read_text(encoding="utf-8")
+def test_the_copies_match_yaos_documents() -> None:
+    for prefix, page in (("yao_design_v2", "DESIGN_V2"), ("yao_readme", "README")):
+        text = (UPSTREAM_DOCS / f"yao_agent-test_{page}.txt").read_text(encoding="utf-8")
         blocks = re.findall(r"```jsonl\n(.*?)```", text, re.S)
-        copies = sorted(DATA.glob(f"seed{number}_*.jsonl"))
+        copies = sorted(DATA.glob(f"{prefix}_*.jsonl"))
         assert [p.read_text(encoding="utf-8") for p in copies] == blocks
 
 
-def test_seed002_pretty_printed_standard_cases(tmp_path: Path) -> None:
-    (t001,) = seed(tmp_path, "seed002_00_simple_input.jsonl").cases
+def test_design_v2_pretty_printed_standard_cases(tmp_path: Path) -> None:
+    (t001,) = seed(tmp_path, "yao_design_v2_00_simple_input.jsonl").cases
     assert (t001.id, t001.mode, t001.source.line) == ("T001", "standard", 1)
     assert [(m.role, m.content) for m in t001.input] == [("user", "Hello")]
     assert t001.assertions == [Contains(value="Hi")]
 
-    (t002,) = seed(tmp_path, "seed002_01_message_history.jsonl").cases
+    (t002,) = seed(tmp_path, "yao_design_v2_01_message_history.jsonl").cases
     assert t002.name == "Expense submission - final confirmation"
     assert [m.role for m in t002.input] == ["user", "assistant", "user", "assistant", "user"]
     assert t002.input[-1].content == "Yes, confirm"
     assert t002.assertions == [Contains(value="submitted"), ToolCalled(value="create_expense")]
 
 
-def test_seed002_comment_lines_between_pretty_objects(tmp_path: Path) -> None:
-    suite = seed(tmp_path, "seed002_02_conversation_points.jsonl")
+def test_design_v2_comment_lines_between_pretty_objects(tmp_path: Path) -> None:
+    suite = seed(tmp_path, "yao_design_v2_02_conversation_points.jsonl")
     assert [(c.id, c.source.line, len(c.input)) for c in suite.cases] == [
         ("expense-turn1", 2, 1),
         ("expense-turn2", 8, 3),
@@ -101,21 +104,21 @@ def test_seed002_comment_lines_between_pretty_objects(tmp_path: Path) -> None:
     ]
     assert suite.cases[1].assertions == [ToolCalled(value="create_expense")]
     assert list(suite.df["source"].str.rsplit("/", n=1).str[-1]) == [
-        "seed002_02_conversation_points.jsonl:2",
-        "seed002_02_conversation_points.jsonl:8",
-        "seed002_02_conversation_points.jsonl:18",
+        "yao_design_v2_02_conversation_points.jsonl:2",
+        "yao_design_v2_02_conversation_points.jsonl:8",
+        "yao_design_v2_02_conversation_points.jsonl:18",
     ]
 
 
-def test_seed002_attachment_resolved_against_the_file(tmp_path: Path) -> None:
-    (case,) = seed(tmp_path, "seed002_03_attachments.jsonl", ("fixtures/receipt.jpg",)).cases
+def test_design_v2_attachment_resolved_against_the_file(tmp_path: Path) -> None:
+    (case,) = seed(tmp_path, "yao_design_v2_03_attachments.jsonl", ("fixtures/receipt.jpg",)).cases
     parts = case.input[0].content
     assert parts[0] == {"type": "text", "text": "What's in this receipt?"}
     assert parts[1] == {"type": "image", "source": f"file://{tmp_path / 'fixtures/receipt.jpg'}"}
 
 
-def test_seed002_dynamic_case(tmp_path: Path) -> None:
-    (case,) = seed(tmp_path, "seed002_04_dynamic_mode.jsonl").cases
+def test_design_v2_dynamic_case(tmp_path: Path) -> None:
+    (case,) = seed(tmp_path, "yao_design_v2_04_dynamic_mode.jsonl").cases
     assert (case.id, case.mode, case.input) == ("T004", "dynamic", None)
     assert case.simulator is not None
     assert case.simulator.use == "workers.test.user-simulator"
@@ -132,17 +135,17 @@ def test_seed002_dynamic_case(tmp_path: Path) -> None:
     assert case.n_assertions == 3
 
 
-def test_seed002_hooks_and_assertion_blocks(tmp_path: Path) -> None:
-    (case,) = seed(tmp_path, "seed002_05_before_after.jsonl").cases
+def test_design_v2_hooks_and_assertion_blocks(tmp_path: Path) -> None:
+    (case,) = seed(tmp_path, "yao_design_v2_05_before_after.jsonl").cases
     assert (case.hooks.before, case.hooks.after) == ("env_test.Before", "env_test.After")
     agent = parse_jsonl_assertion(
-        json.loads((DATA / "seed002_06_agent_assertion.jsonl").read_text())
+        json.loads((DATA / "yao_design_v2_06_agent_assertion.jsonl").read_text())
     )
     assert isinstance(agent, AgentValidator)
     assert agent.use == "agents:workers.test.validator"
     assert agent.options["metadata"]["tone"] == "professional and friendly"
     script = parse_jsonl_assertion(
-        json.loads((DATA / "seed002_07_script_assertion.jsonl").read_text())
+        json.loads((DATA / "yao_design_v2_07_script_assertion.jsonl").read_text())
     )
     assert script == Script(
         script="scripts:tests.validate-expense",
@@ -150,17 +153,17 @@ def test_seed002_hooks_and_assertion_blocks(tmp_path: Path) -> None:
     )
 
 
-def test_seed002_backward_compat_fragment_is_two_syntax_errors(tmp_path: Path) -> None:
+def test_design_v2_backward_compat_fragment_is_two_syntax_errors(tmp_path: Path) -> None:
     with pytest.raises(cl.SuiteError) as info:
-        seed(tmp_path, "seed002_08_backward_compat.jsonl")
+        seed(tmp_path, "yao_design_v2_08_backward_compat.jsonl")
     assert [(p.line, p.message.split(" (")[0]) for p in info.value.problems] == [
         (2, "invalid JSON: Expecting value"),
         (4, "invalid JSON: Expecting value"),
     ]
 
 
-def test_seed004_input_forms_and_skip(tmp_path: Path) -> None:
-    suite = seed(tmp_path, "seed004_00_input_format.jsonl")
+def test_readme_input_forms_and_skip(tmp_path: Path) -> None:
+    suite = seed(tmp_path, "yao_readme_00_input_format.jsonl")
     t1, t2, t3, t4, t5 = suite.cases
     assert [(m.role, m.content) for m in t1.input] == [("user", "Simple text")]
     assert [(m.role, m.content) for m in t2.input] == [("user", "Message with role")]
@@ -170,15 +173,15 @@ def test_seed004_input_forms_and_skip(tmp_path: Path) -> None:
     assert list(suite.df["mode"]) == ["standard"] * 5
 
 
-def test_seed004_options_and_metadata(tmp_path: Path) -> None:
-    (case,) = seed(tmp_path, "seed004_01_options.jsonl").cases
+def test_readme_options_and_metadata(tmp_path: Path) -> None:
+    (case,) = seed(tmp_path, "yao_readme_01_options.jsonl").cases
     assert case.options == {
         "connector": "deepseek.v3",
         "metadata": {"scenario": "filter"},
         "skip": {"trace": True},
     }
     assert case.assertions == [JsonPath(path="from", value="users")]
-    t1, t2 = seed(tmp_path, "seed004_02_options_metadata.jsonl").cases
+    t1, t2 = seed(tmp_path, "yao_readme_02_options_metadata.jsonl").cases
     assert t1.options == {"metadata": {"scenario": "aggregation"}}
     assert t2.options == {"metadata": {"scenario": "join"}}
 
@@ -186,45 +189,45 @@ def test_seed004_options_and_metadata(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("name", "fixtures", "kinds"),
     [
-        ("seed004_03_image_attachment.jsonl", ("fixtures/invoice.jpg",), ["text", "image"]),
+        ("yao_readme_03_image_attachment.jsonl", ("fixtures/invoice.jpg",), ["text", "image"]),
         (
-            "seed004_04_multiple_attachments.jsonl",
+            "yao_readme_04_multiple_attachments.jsonl",
             ("fixtures/receipt1.png", "fixtures/receipt2.png", "fixtures/policy.pdf"),
             ["text", "image", "image", "file"],
         ),
-        ("seed004_05_audio.jsonl", ("fixtures/recording.wav",), ["text", "audio"]),
+        ("yao_readme_05_audio.jsonl", ("fixtures/recording.wav",), ["text", "audio"]),
     ],
 )
-def test_seed004_attachments(
+def test_readme_attachments(
     tmp_path: Path, name: str, fixtures: tuple[str, ...], kinds: list[str]
 ) -> None:
     (case,) = seed(tmp_path, name, fixtures).cases
     parts = case.input[0].content
     assert [p["type"] for p in parts] == kinds
     assert [p["source"] for p in parts[1:]] == [f"file://{tmp_path / f}" for f in fixtures]
-    if name.startswith("seed004_04"):
+    if name.startswith("yao_readme_04"):
         assert parts[3]["name"] == "expense_policy.pdf"
 
 
-def test_seed004_assertion_examples(tmp_path: Path) -> None:
-    (t1,) = seed(tmp_path, "seed004_06_json_path.jsonl").cases
+def test_readme_assertion_examples(tmp_path: Path) -> None:
+    (t1,) = seed(tmp_path, "yao_readme_06_json_path.jsonl").cases
     assert t1.assertions == [JsonPath(path="need_search", value=True)]
-    (t2,) = seed(tmp_path, "seed004_07_multiple_assertions.jsonl").cases
+    (t2,) = seed(tmp_path, "yao_readme_07_multiple_assertions.jsonl").cases
     assert t2.assertions == [JsonPath(path="need_search", value=False), NotContains(value="error")]
-    (t3,) = seed(tmp_path, "seed004_08_script_assertion.jsonl").cases
+    (t3,) = seed(tmp_path, "yao_readme_08_script_assertion.jsonl").cases
     assert t3.assertions == [Script(script="scripts.test.Validate")]
-    (t4,) = seed(tmp_path, "seed004_09_negated.jsonl").cases
+    (t4,) = seed(tmp_path, "yao_readme_09_negated.jsonl").cases
     assert t4.assertions == [Contains(value="error", negate=True)]
 
 
-def test_seed004_snippets_without_input_are_rejected_as_yao_does(tmp_path: Path) -> None:
+def test_readme_snippets_without_input_are_rejected_as_yao_does(tmp_path: Path) -> None:
     with pytest.raises(cl.SuiteError) as info:
-        seed(tmp_path, "seed004_10_array_index.jsonl")
+        seed(tmp_path, "yao_readme_10_array_index.jsonl")
     assert [(p.line, p.path, p.message) for p in info.value.problems] == [
         (n, "input", "missing required field 'input'") for n in (1, 2, 3, 4)
     ]
     with pytest.raises(cl.SuiteError) as info:
-        seed(tmp_path, "seed004_11_or_values.jsonl")
+        seed(tmp_path, "yao_readme_11_or_values.jsonl")
     assert [p.line for p in info.value.problems] == [1]
 
 
@@ -243,18 +246,18 @@ def test_dynamic_cases_from_yaos_integration_tests(tmp_path: Path) -> None:
     assert impossible.limits.max_turns == 2
 
 
-def test_every_corpus_file_loads(shared: Path) -> None:
-    files = sorted((shared / "corpus" / "yao").glob("*.jsonl"))
+def test_every_corpus_file_loads() -> None:
+    files = sorted((CORPUS / "yao").glob("*.jsonl"))
     counts = {f.name: len(cl.load(f).cases) for f in files}
     assert counts == {
         "designer_inputs.jsonl": 5,
         "yao-craft_inputs.jsonl": 2,
         "yao-dev-app_hooks-test_inputs.jsonl": 3,
     }
-    craft = cl.load(shared / "corpus" / "yao" / "yao-craft_inputs.jsonl")
+    craft = cl.load(CORPUS / "yao" / "yao-craft_inputs.jsonl")
     assert craft.cases[1].limits.timeout_s == 300.0
     assert craft.cases[1].assertions == [Contains(value="游戏")]
-    folder = cl.load(shared / "corpus" / "yao")
+    folder = cl.load(CORPUS / "yao")
     assert len(folder.cases) == 10
 
 

@@ -1,9 +1,9 @@
-"""thinkingbox (`tb`, seed 000) Python test files, YAML test files and test lists.
+"""thinkingbox (`tb`) Python test files, YAML test files and test lists.
 
-The dataset under tests/data/tb_dataset is built from the seed's example and the corpus files
-(scenarios, the `.meta.yaml` history, the example test list); CONFORMANCE.md §4.1-4.3 gives
-the rules checked here.
-"""
+The dataset under tests/data/tb_dataset is built from the example of thinkingbox's test-case
+format and the corpus files (scenarios, the `.meta.yaml` history, the example test list);
+thinkingbox's python_test_file.py, common/hydrator.py and config_types.py give the rules checked
+here."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import CORPUS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -73,7 +74,7 @@ def problems(path: Path) -> list[str]:
     return [str(p) for p in info.value.problems]
 
 
-# -- the seed's example --------------------------------------------------------------------------
+# -- thinkingbox's example ------------------------------------------------------------------------
 
 
 def test_seed_example_loads_into_the_model_the_seed_describes() -> None:
@@ -763,9 +764,9 @@ def test_file_resolution_candidates_are_the_seeds(tmp_path: Path) -> None:
         resolve_test_file(other, "my_test_case.py")
 
 
-def test_the_corpus_example_test_list_loads_exactly_its_tests(dataset: Path, shared: Path) -> None:
+def test_the_corpus_example_test_list_loads_exactly_its_tests(dataset: Path) -> None:
     listed = dataset / "my_list.yaml"
-    shutil.copy(shared / "corpus" / "thinkingbox" / "tbdata_example_test_list.yaml", listed)
+    shutil.copy(CORPUS / "thinkingbox" / "tbdata_example_test_list.yaml", listed)
     suite = convlab.load(listed)
     assert [c.id for c in suite.cases] == [
         "banking_email.py:test_transfer_and_sendemail",
@@ -778,11 +779,9 @@ def test_the_corpus_example_test_list_loads_exactly_its_tests(dataset: Path, sha
     assert suite.cases[1].limits.max_agent_passes == 3
 
 
-def test_a_release_test_list_finds_the_dataset_folder_beside_it(
-    tmp_path: Path, shared: Path
-) -> None:
+def test_a_release_test_list_finds_the_dataset_folder_beside_it(tmp_path: Path) -> None:
     """thinkingbox-data keeps `releases/<name>/testlist_*.yaml` beside `dataset/`."""
-    corpus_list = shared / "corpus" / "thinkingbox" / "tbdata_testlist_2604_airline_tau_bench.yaml"
+    corpus_list = CORPUS / "thinkingbox" / "tbdata_testlist_2604_airline_tau_bench.yaml"
     names = [n.split(":")[1] for n in yaml.safe_load(corpus_list.read_text())]
     root = tmp_path / "thinkingbox-data" / "dataset"
     write(root / "scenario" / "airline.yaml", "world_state: {airline: {flights: []}}\ntools: []\n")
@@ -949,8 +948,8 @@ def test_yaml_test_case_problems_have_paths(dataset: Path) -> None:
 # -- sniffing: what is claimed, what is data -----------------------------------------------------
 
 
-def test_every_corpus_file_loads_or_is_left_alone_as_data(shared: Path, dataset: Path) -> None:
-    corpus = shared / "corpus" / "thinkingbox"
+def test_every_corpus_file_loads_or_is_left_alone_as_data(dataset: Path) -> None:
+    corpus = CORPUS / "thinkingbox"
     for path in sorted(corpus.glob("*.yaml")):
         text = path.read_text()
         fmt = detect(path, text)
@@ -960,8 +959,8 @@ def test_every_corpus_file_loads_or_is_left_alone_as_data(shared: Path, dataset:
             assert fmt is None, (path, fmt and fmt.name)  # scenario and meta files are data
 
 
-def test_corpus_scenarios_work_as_scenarios(shared: Path, tmp_path: Path) -> None:
-    corpus = shared / "corpus" / "thinkingbox"
+def test_corpus_scenarios_work_as_scenarios(tmp_path: Path) -> None:
+    corpus = CORPUS / "thinkingbox"
     (tmp_path / "scenario").mkdir()
     for path in sorted(corpus.glob("*scenario_*.yaml")):
         name = path.stem.split("scenario_", 1)[1]

@@ -1,4 +1,4 @@
-"""The JSON evaluation-suite format (seed 001): what loads, and every problem it reports."""
+"""The JSON evaluation-suite format (intention-kernel): what loads, and every problem it reports."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 from unittest import mock
 
 import pytest
+from conftest import CORPUS, UPSTREAM_DOCS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -17,7 +18,7 @@ from convlab.formats import _suite_json_check as ck
 from convlab.formats.suite_json import parse_suite_assertion
 from convlab.model.assertions import All, Any_, Check, Custom, Not
 
-CORPUS = "corpus/intention-kernel/intention-kernel_evaluation.suite.json"
+SUITE = CORPUS / "intention-kernel" / "intention-kernel_evaluation.suite.json"
 
 
 # ---------------------------------------------------------------- helpers
@@ -64,19 +65,20 @@ def line_with(text: str, marker: str) -> int:
     return next(n for n, line in enumerate(text.splitlines(), 1) if marker in line)
 
 
-# ---------------------------------------------------------------- the seed and the corpus
+# ------------------------------------------- intention-kernel's page and its example suite
 
 
-def _seed_text(shared: Path) -> str:
-    return next((shared / "seeds").glob("001_*.txt")).read_text("utf-8")
+def _seed_text() -> str:
+    """intention-kernel's "Writing scenarios" page, as published."""
+    return (UPSTREAM_DOCS / "intention-kernel_evaluation-scenarios.txt").read_text("utf-8")
 
 
 def _json_at(text: str, start: int) -> Any:
     return json.JSONDecoder().raw_decode(text, start)[0]
 
 
-def test_seed_complete_definition_loads_as_described(shared: Path, tmp_path: Path) -> None:
-    seed = _seed_text(shared)
+def test_seed_complete_definition_loads_as_described(tmp_path: Path) -> None:
+    seed = _seed_text()
     doc = _json_at(seed, seed.index('{\n  "schemaVersion"'))
     text = json.dumps(doc, indent=2)
     s = cl.load(write(tmp_path, text))
@@ -116,8 +118,8 @@ def test_seed_complete_definition_loads_as_described(shared: Path, tmp_path: Pat
     assert s.df.loc[0, "assertions"] == 6 and s.df.loc[0, "turns"] == 2
 
 
-def test_seed_variants_fragment_replaces_inputs(shared: Path, tmp_path: Path) -> None:
-    seed = _seed_text(shared)
+def test_seed_variants_fragment_replaces_inputs(tmp_path: Path) -> None:
+    seed = _seed_text()
     fragment = _json_at(seed, seed.index("{", seed.index("Variants let one step")))
     s = cl.load(write(tmp_path, suite(scenarios=[scenario(steps=[fragment])])))
     (turn,) = s.cases[0].turns
@@ -137,8 +139,8 @@ def test_seed_variants_fragment_replaces_inputs(shared: Path, tmp_path: Path) ->
         ("published-option-id", {"option_id": "published-option-id"}),
     ],
 )
-def test_seed_input_examples(shared: Path, tmp_path: Path, marker: str, selection: Any) -> None:
-    line = next(x for x in _seed_text(shared).splitlines() if x.startswith("{") and marker in x)
+def test_seed_input_examples(tmp_path: Path, marker: str, selection: Any) -> None:
+    line = next(x for x in _seed_text().splitlines() if x.startswith("{") and marker in x)
     given = json.loads(line)
     s = cl.load(write(tmp_path, suite(scenarios=[scenario(steps=[step(input=given)])])))
     got = s.cases[0].turns[0].input
@@ -147,8 +149,8 @@ def test_seed_input_examples(shared: Path, tmp_path: Path, marker: str, selectio
     assert dumped == selection
 
 
-def test_corpus_suite(shared: Path) -> None:
-    s = cl.load(shared / CORPUS)
+def test_corpus_suite() -> None:
+    s = cl.load(SUITE)
     assert (s.id, [c.id for c in s.cases]) == ("catalogue", ["choose-product", "availability"])
     choose, availability = s.cases
     assert [v.id for v in choose.turns[0].variants] == ["direct", "polite"]
@@ -169,8 +171,8 @@ def test_corpus_suite(shared: Path) -> None:
     assert list(s.df["case_id"]) == ["choose-product", "availability"]
 
 
-def test_native_json_is_not_claimed_and_round_trips(shared: Path, tmp_path: Path) -> None:
-    s = cl.load(shared / CORPUS)
+def test_native_json_is_not_claimed_and_round_trips(tmp_path: Path) -> None:
+    s = cl.load(SUITE)
     again = cl.load(write(tmp_path, s.to_json(), "native.json"))
     assert again == s
 
@@ -182,10 +184,10 @@ def test_equals_null_survives_the_native_round_trip(tmp_path: Path) -> None:
     assert cl.load(write(tmp_path, s.to_json(), "native.json")) == s
 
 
-def test_detection_in_a_folder(shared: Path, tmp_path: Path) -> None:
+def test_detection_in_a_folder(tmp_path: Path) -> None:
     from convlab.formats import suite_json
 
-    write(tmp_path, json.loads((shared / CORPUS).read_text()), "catalogue.json")
+    write(tmp_path, json.loads((SUITE).read_text()), "catalogue.json")
     write(tmp_path, {"name": "package", "scenarios": "not a suite"}, "package.json")
     s = cl.load(tmp_path)  # the unrelated .json is not claimed, so it is skipped
     assert [c.id for c in s.cases] == ["choose-product", "availability"]
@@ -851,11 +853,11 @@ def test_all_problems_are_collected_across_scenarios(tmp_path: Path) -> None:
     assert len({p.line for p in found}) == 30
 
 
-# ---------------------------------------------------------------- CONFORMANCE §5.4 (loading)
+# ---------------------------------------- loading: intention-kernel's own test cases
 
 
-def test_conformance_duplicate_ids_rejected(shared: Path, tmp_path: Path) -> None:
-    data = json.loads((shared / CORPUS).read_text())
+def test_conformance_duplicate_ids_rejected(tmp_path: Path) -> None:
+    data = json.loads((SUITE).read_text())
     data["scenarios"][1]["id"] = "choose-product"
     data["scenarios"][1]["steps"][0]["variants"][1]["id"] = "available"
     found = problems(tmp_path, data)
@@ -865,8 +867,8 @@ def test_conformance_duplicate_ids_rejected(shared: Path, tmp_path: Path) -> Non
     }
 
 
-def test_conformance_unknown_operator_rejected(shared: Path, tmp_path: Path) -> None:
-    data = json.loads((shared / CORPUS).read_text())
+def test_conformance_unknown_operator_rejected(tmp_path: Path) -> None:
+    data = json.loads((SUITE).read_text())
     data["scenarios"][1]["steps"][0]["assertions"][1]["assertions"][0]["assertions"][0][
         "operator"
     ] = "greaterThan"
@@ -1062,8 +1064,8 @@ MUTATIONS = st.sampled_from(["replace", "delete", "add", "duplicate"])
 
 @SETTINGS
 @given(data=st.data())
-def test_mutated_corpus_suites(shared: Path, tmp_path: Path, data: st.DataObject) -> None:
-    doc = json.loads((shared / CORPUS).read_text())
+def test_mutated_corpus_suites(tmp_path: Path, data: st.DataObject) -> None:
+    doc = json.loads((SUITE).read_text())
     for _ in range(data.draw(st.integers(1, 4))):
         loc = data.draw(st.sampled_from(_nodes(doc)[1:]))
         parent: Any = doc
@@ -1083,8 +1085,8 @@ def test_mutated_corpus_suites(shared: Path, tmp_path: Path, data: st.DataObject
 
 @SETTINGS
 @given(data=st.data())
-def test_mutated_corpus_text(shared: Path, tmp_path: Path, data: st.DataObject) -> None:
-    text = (shared / CORPUS).read_text()
+def test_mutated_corpus_text(tmp_path: Path, data: st.DataObject) -> None:
+    text = (SUITE).read_text()
     for _ in range(data.draw(st.integers(1, 3))):
         at_ = data.draw(st.integers(0, len(text) - 1))
         edit = data.draw(

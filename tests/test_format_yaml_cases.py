@@ -1,4 +1,5 @@
-"""HoloDeck YAML test cases (seed 003): golden seed examples, the real corpus, every load rule."""
+"""HoloDeck YAML test cases: the multi-turn contract's examples, the real corpus, every load
+rule."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
+from conftest import CORPUS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -46,20 +48,20 @@ def metrics(assertions: list[Any]) -> list[Metric | Grader]:
     return [a for a in assertions if isinstance(a, Metric | Grader)]
 
 
-# --------------------------------------------------------------------------- golden: seed 003
+# ------------------------------------------- golden: HoloDeck's multi-turn test-case contract
 
 
 def test_seed_grammar_a_legacy_single_turn() -> None:
-    case = convlab.load(DATA / "seed_grammar.yaml").case("greeting")
+    case = convlab.load(DATA / "contract_grammar.yaml").case("greeting")
     assert case.mode == "standard"
     assert [(m.role, m.content) for m in case.input or []] == [("user", "hello")]
     assert case.assertions == [ExpectedTools(tools=[ExpectedTool(name="greet", bare=True)])]
     assert case.metadata == {"ground_truth": "hi there"}
-    assert str(case.source).endswith("seed_grammar.yaml:4")
+    assert str(case.source).endswith("contract_grammar.yaml:4")
 
 
 def test_seed_grammar_b_multi_turn_with_turn_level_assertions() -> None:
-    case = convlab.load(DATA / "seed_grammar.yaml").case("convfinqa-0")
+    case = convlab.load(DATA / "contract_grammar.yaml").case("convfinqa-0")
     assert case.mode == "turns" and case.n_turns == 4
     assert [t.ground_truth for t in case.turns] == ["206588", "181001", "25587", "14.1%"]
     assert [t.input.text for t in case.turns][1] == "what about in 2008?"
@@ -71,7 +73,7 @@ def test_seed_grammar_b_multi_turn_with_turn_level_assertions() -> None:
 
 
 def test_seed_grammar_c_object_tools_and_turn_metric() -> None:
-    turn = convlab.load(DATA / "seed_grammar.yaml").case("convfinqa-0-strict").turns[1]
+    turn = convlab.load(DATA / "contract_grammar.yaml").case("convfinqa-0-strict").turns[1]
     tools, metric = turn.assertions
     assert tools == ExpectedTools(
         tools=[
@@ -96,7 +98,7 @@ def test_seed_grammar_c_object_tools_and_turn_metric() -> None:
 
 def test_seed_mixed_expected_tools_list() -> None:
     (tools,) = (
-        convlab.load(DATA / "seed_tools_and_matchers.yaml").case("mixed-list").turns[0].assertions
+        convlab.load(DATA / "contract_tools_and_matchers.yaml").case("mixed-list").turns[0].assertions
     )
     assert isinstance(tools, ExpectedTools)
     lookup, subtract, divide = tools.tools
@@ -110,7 +112,7 @@ def test_seed_mixed_expected_tools_list() -> None:
 
 def test_seed_every_arg_matcher_shape() -> None:
     (tools,) = (
-        convlab.load(DATA / "seed_tools_and_matchers.yaml")
+        convlab.load(DATA / "contract_tools_and_matchers.yaml")
         .case("matcher-shapes")
         .turns[0]
         .assertions
@@ -129,7 +131,7 @@ def test_seed_every_arg_matcher_shape() -> None:
 
 
 def test_seed_metric_precedence_turn_over_case_over_agent() -> None:
-    suite = convlab.load(DATA / "seed_overrides.yaml")
+    suite = convlab.load(DATA / "contract_overrides.yaml")
     agent_turn, no_truth = suite.case("agent-level").turns
     specs = metrics(agent_turn.assertions)
     assert [getattr(s, "metric", None) or s.grader for s in specs] == [  # type: ignore[union-attr]
@@ -161,14 +163,14 @@ def test_seed_metric_precedence_turn_over_case_over_agent() -> None:
 
 
 def test_seed_single_turn_metrics_fail_without_ground_truth() -> None:
-    case = convlab.load(DATA / "seed_overrides.yaml").case("single-turn")
+    case = convlab.load(DATA / "contract_overrides.yaml").case("single-turn")
     specs = metrics(case.assertions)
     assert len(specs) == 3 and all(s.ground_truth == "Paris" for s in specs)
     assert not any(s.skip_without_ground_truth for s in specs if isinstance(s, Metric))
 
 
 def test_seed_files_per_turn_resolved_against_the_yaml() -> None:
-    first, second = convlab.load(DATA / "seed_files.yaml").case("chart").turns
+    first, second = convlab.load(DATA / "contract_files.yaml").case("chart").turns
     (ref,) = first.input.files
     assert ref.path == str((DATA / "data" / "chart.png").resolve())
     assert ref.type == "image"
@@ -176,7 +178,7 @@ def test_seed_files_per_turn_resolved_against_the_yaml() -> None:
 
 
 def test_seed_examples_8_1_to_8_3() -> None:
-    suite = convlab.load(DATA / "seed_examples.yaml")
+    suite = convlab.load(DATA / "contract_examples.yaml")
     chat = suite.case("chit-chat")
     assert [t.input.text for t in chat.turns] == ["hi", "who are you?", "tell me a joke"]
     assert chat.n_assertions == 0
@@ -190,7 +192,7 @@ def test_seed_examples_8_1_to_8_3() -> None:
 
 
 def test_seed_8_4_numeric_and_code_grader() -> None:
-    turn = convlab.load(DATA / "seed_code_grader.yaml").case("convfinqa-0-code-grader").turns[0]
+    turn = convlab.load(DATA / "contract_code_grader.yaml").case("convfinqa-0-code-grader").turns[0]
     numeric, grader = turn.assertions
     assert isinstance(numeric, Metric) and numeric.options == {"absolute_tolerance": 0.001}
     assert grader == Grader(
@@ -200,7 +202,7 @@ def test_seed_8_4_numeric_and_code_grader() -> None:
 
 def test_seed_8_4_grader_that_does_not_import_is_a_problem(tmp_path: Path) -> None:
     text = (
-        (DATA / "seed_code_grader.yaml").read_text().replace("my_benchmarks", "nowhere_benchmarks")
+        (DATA / "contract_code_grader.yaml").read_text().replace("my_benchmarks", "nowhere_benchmarks")
     )
     found = problems(tmp_path, text)
     problem = at(found, "test_cases[0].turns[0].evaluations[1].grader")
@@ -226,16 +228,16 @@ CORPUS_COUNTS = {
 
 
 @pytest.mark.parametrize("name", sorted(CORPUS_COUNTS))
-def test_corpus_file_loads(shared: Path, name: str) -> None:
-    suite = convlab.load(shared / "corpus" / "holodeck" / name)
+def test_corpus_file_loads(name: str) -> None:
+    suite = convlab.load(CORPUS / "holodeck" / name)
     assert len(suite.cases) == CORPUS_COUNTS[name]
     assert suite.sources[0].format == "yaml_cases"
     assert len({c.id for c in suite.cases}) == len(suite.cases)
     assert all(c.source and c.source.line for c in suite.cases)
 
 
-def test_corpus_agent_keeps_other_keys_as_written(shared: Path) -> None:
-    suite = convlab.load(shared / "corpus/holodeck/samples_content-moderation_openai_agent.yaml")
+def test_corpus_agent_keeps_other_keys_as_written() -> None:
+    suite = convlab.load(CORPUS / "holodeck/samples_content-moderation_openai_agent.yaml")
     assert suite.id == "content-moderation"
     assert {"model", "tools", "evaluations", "observability", "response_format"} <= set(
         suite.metadata
@@ -255,15 +257,15 @@ def test_corpus_agent_keeps_other_keys_as_written(shared: Path) -> None:
     assert all('"decision": "remove"' in (m.ground_truth or "") for m in metrics(case.assertions))
 
 
-def test_corpus_metadata_never_expands_env(shared: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_corpus_metadata_never_expands_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
-    suite = convlab.load(shared / "corpus/holodeck/samples_legal-summarization_openai_agent.yaml")
+    suite = convlab.load(CORPUS / "holodeck/samples_legal-summarization_openai_agent.yaml")
     assert "sk-secret" not in suite.to_json()
 
 
-def test_corpus_payload_133_multi_turn_cases(shared: Path) -> None:
+def test_corpus_payload_133_multi_turn_cases() -> None:
     suite = convlab.load(
-        shared / "corpus/holodeck/samples_financial-assistant_convfinqa_subset_retrieval.yaml"
+        CORPUS / "holodeck/samples_financial-assistant_convfinqa_subset_retrieval.yaml"
     )
     case = suite.case("Double_AAP/2006/page_85.pdf")
     assert case.mode == "turns" and case.n_turns == 4
@@ -277,14 +279,14 @@ def test_corpus_payload_133_multi_turn_cases(shared: Path) -> None:
     assert sum(c.n_turns for c in suite.cases) == 485
 
 
-def test_corpus_folder_loads_all_161_cases(shared: Path) -> None:
-    suite = convlab.load(shared / "corpus" / "holodeck")
+def test_corpus_folder_loads_all_161_cases() -> None:
+    suite = convlab.load(CORPUS / "holodeck")
     assert len(suite.cases) == sum(CORPUS_COUNTS.values())
     assert suite.df["mode"].value_counts().to_dict() == {"standard": 27, "turns": 134}
 
 
-def test_corpus_unnamed_cases_get_stem_and_index(shared: Path) -> None:
-    suite = convlab.load(shared / "corpus/holodeck/holodeck_agent_ollama_local.yaml")
+def test_corpus_unnamed_cases_get_stem_and_index() -> None:
+    suite = convlab.load(CORPUS / "holodeck/holodeck_agent_ollama_local.yaml")
     assert [c.id for c in suite.cases] == [
         "holodeck_agent_ollama_local[0]",
         "holodeck_agent_ollama_local[1]",
@@ -296,8 +298,8 @@ def test_corpus_unnamed_cases_get_stem_and_index(shared: Path) -> None:
 # --------------------------------------------------------------------------- test_cases_file
 
 
-def test_test_cases_file_relative_to_agent(shared: Path, tmp_path: Path) -> None:
-    payload = shared / "corpus/holodeck/samples_financial-assistant_convfinqa_subset_retrieval.yaml"
+def test_test_cases_file_relative_to_agent(tmp_path: Path) -> None:
+    payload = CORPUS / "holodeck/samples_financial-assistant_convfinqa_subset_retrieval.yaml"
     shutil.copy(payload, write(tmp_path, "", "data/cases.yaml"))
     agent = write(
         tmp_path,
@@ -967,8 +969,8 @@ def test_sniff(name: str, text: str, claimed: bool) -> None:
     assert sniff(Path(name), text) is claimed
 
 
-def test_thinkingbox_corpus_is_not_claimed(shared: Path) -> None:
-    for path in sorted((shared / "corpus" / "thinkingbox").glob("*.yaml")):
+def test_thinkingbox_corpus_is_not_claimed() -> None:
+    for path in sorted((CORPUS / "thinkingbox").glob("*.yaml")):
         assert not sniff(path, path.read_text(encoding="utf-8")), path.name
 
 
@@ -1027,7 +1029,7 @@ def test_random_documents_give_a_suite_or_a_suite_error(scratch: Path, doc: Any)
     _load_text(scratch, yaml.safe_dump(doc))
 
 
-SEEDS = sorted(DATA.glob("seed_*.yaml"))
+SEEDS = sorted(DATA.glob("contract_*.yaml"))
 
 
 def _mutate(node: Any, data: st.DataObject) -> Any:
@@ -1070,7 +1072,7 @@ def test_arbitrary_text(scratch: Path, text: str) -> None:
 
 def test_grader_import_leaves_sys_path_as_it_was() -> None:
     before = list(sys.path)
-    convlab.load(DATA / "seed_code_grader.yaml")
+    convlab.load(DATA / "contract_code_grader.yaml")
     assert sys.path == before
 
 

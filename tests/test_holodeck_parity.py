@@ -1,4 +1,4 @@
-"""convlab against HoloDeck 0.7.1 (holodeck-ai on PyPI), decision by decision (CONFORMANCE §2.8).
+"""convlab against HoloDeck 0.7.1 (holodeck-ai on PyPI), decision by decision (docs/holodeck.md).
 
 Expected values come from HoloDeck 0.7.1's released source, named at each test, and were
 checked by running that source in a separate venv (see docs/holodeck.md, "Measuring").
@@ -166,7 +166,7 @@ def test_holodeck_case_runs_the_turns_after_an_agent_error(tmp_path: Path) -> No
 
 
 def test_other_formats_still_stop_at_an_agent_error(tmp_path: Path) -> None:
-    # seed 001 (JSON evaluation suite): a step error ends the case
+    # intention-kernel (JSON evaluation suite): a step error ends the case
     suite = tmp_path / "suite.json"
     steps = [{"id": t, "input": {"text": t}} for t in ("one", "two", "three")]
     scenario = {"id": "c", "name": "c", "writePolicy": "read_only", "steps": steps}

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, shared_folder
+from conftest import CORPUS, ROOT
 from parity import side_by_side as sbs
 from parity.scripted_openai import serve
 
@@ -96,7 +96,7 @@ CORPUS_REPLIES = {
 
 def _corpus_file(name: str, folder: Path) -> Path:
     """A corpus agent file in `folder`; an ollama model block becomes an OpenAI one."""
-    text = (shared_folder() / "corpus" / "holodeck" / name).read_text(encoding="utf-8")
+    text = (CORPUS / "holodeck" / name).read_text(encoding="utf-8")
     if "provider: ollama" in text:
         text = OLLAMA_MODEL.sub("model:\n  provider: openai\n  name: gpt-4o-mini\n", text, 1)
     path = folder / name
@@ -120,7 +120,7 @@ def both(
     shutil.copytree(sbs.HERE / "finance", work / "finance")
     shutil.copytree(sbs.HERE / "convfinqa", work / "convfinqa")
     payload = "samples_financial-assistant_convfinqa_subset_retrieval.yaml"
-    corpus = shared_folder() / "corpus" / "holodeck"
+    corpus = CORPUS / "holodeck"
     shutil.copyfile(corpus / payload, work / "convfinqa" / "cases.yaml")
     (work / "corpus").mkdir()
     files = {

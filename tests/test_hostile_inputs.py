@@ -1,4 +1,4 @@
-"""Hostile and careless input files (issue 10, Inputs 1, 2 and 5): every loader ends in a
+"""Hostile and careless input files: every loader ends in a
 clear SuiteError, quickly and in bounded memory, and loading or validating runs no user code.
 """
 

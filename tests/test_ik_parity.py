@@ -1,4 +1,4 @@
-"""intention-kernel parity (issue 15, items 10-16): codes and limits as the seed's code has them.
+"""intention-kernel parity: codes and limits as intention-kernel's code has them.
 
 Every expected value comes from simtlix/intention-kernel @923d4314, src/testing/evaluation/
 (the file and function are named at each test). The selection and input tables were

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import CORPUS
 
 import convlab as cl
 
@@ -165,9 +166,9 @@ def test_verdict_matches_parse_evaluation_suite(
         assert any(code in p.message for p in problems)
 
 
-def test_the_corpus_suite_is_valid_in_both(shared: Path) -> None:
+def test_the_corpus_suite_is_valid_in_both() -> None:
     # the kernel's examples/evaluation.suite.json parses (its verdict was "valid")
-    suite = cl.load(shared / "corpus" / "intention-kernel")
+    suite = cl.load(CORPUS / "intention-kernel")
     assert len(suite.cases) == 2
 
 

@@ -1,6 +1,7 @@
-"""Imports point one way, down DESIGN.md's layout: import-linter checks every import, the
-ones inside functions included, against the layers contract in pyproject.toml. The only
-upward imports are the named hooks listed there (model objects that show themselves)."""
+"""Imports point one way, down the layers of pyproject.toml's import-linter contract:
+import-linter checks every import, the ones inside functions included, against the layers
+contract in pyproject.toml. The only upward imports are the named hooks listed there (model
+objects that show themselves)."""
 
 from __future__ import annotations
 

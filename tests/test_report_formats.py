@@ -1,6 +1,6 @@
 """Every report format for ONE run holding standard, turn-based, dynamic and code-test cases
 (the four example suites, each on its demo agent, merged into one Run), read back or parsed:
-`.json` (seed 002's shape + the Run) and `.jsonl` (seed 004's records) load losslessly,
+`.json` (Yao's report shape + the Run) and `.jsonl` (Yao's records) load losslessly,
 JUnit XML parses with junitparser (one testcase per instance, errors apart from failures),
 the Markdown renders with markdown-it, the HTML page is whole and offline. Then hostile agent
 text (markup, `javascript:` links, terminal escapes) and secrets (an API key, a URL password
@@ -121,7 +121,7 @@ def test_data_formats_load_back_losslessly(saved, suffix):
 
 
 def test_a_plain_run_dump_still_loads(tmp_path):
-    """`.json` files written before the seed keys were added hold just the Run model."""
+    """`.json` files written before Yao's report keys were added hold just the Run model."""
     run = combined_run()
     (tmp_path / "old.json").write_text(run.to_json())
     assert cl.load_run(tmp_path / "old.json").to_dict() == run.to_dict()
@@ -142,7 +142,8 @@ def test_a_seed_report_json_loads(tmp_path):
 
 
 def test_jsonl_records_and_the_seeds_jq_filter(saved):
-    """`jq 'select(.type == "summary")'` (seed 004's CI example), done in Python."""
+    """`jq 'select(.type == "summary")'` (the CI example of Yao's agent-test README), done in
+    Python."""
     records = [json.loads(line) for line in saved[".jsonl"].read_text().splitlines()]
     kinds = [r["type"] for r in records]
     n = len(combined_run().results)

@@ -1,4 +1,4 @@
-"""Issue #10 leftovers (items 6 and 12): a run closes only what it created, two runs on one
+"""A run closes only what it created, two runs on one
 loop share an agent's pool safely, `max_reply_bytes` is recorded and has a CLI flag, and a
 long reply is stored once wherever a check copies it.
 """

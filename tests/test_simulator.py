@@ -1,4 +1,4 @@
-"""User simulators: the seed-002 prompt, the JSON reply contract (CONFORMANCE 1.7), the LLM
+"""User simulators: Yao's simulator prompt, the JSON reply contract (docs/yao.md), the LLM
 simulator over any agent, plain simulator functions, `as_simulator`, and a dynamic case run
 end to end with each."""
 

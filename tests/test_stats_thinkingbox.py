@@ -117,7 +117,7 @@ def test_jeffreys_interval_per_case_equals_cred_int():
         low, high = TB_CRED_INT[row["case_id"]]
         assert row["ci_low"] / 100 == pytest.approx(low, abs=TOL)
         assert row["ci_high"] / 100 == pytest.approx(high, abs=TOL)
-    wilson = matrix_run().stability()  # convlab's default stays seed 004's Wilson interval
+    wilson = matrix_run().stability()  # convlab's default stays the Wilson interval
     assert wilson.attrs["interval"] == "wilson"
     assert wilson.set_index("case_id").loc["t_all", "ci_high"] == 100.0
     with pytest.raises(ValueError, match="interval must be 'wilson' or 'jeffreys'"):
@@ -128,7 +128,7 @@ def test_pass_pow_k_is_biased_where_pass_hat_k_is_zero():
     # agg_main.py `pass_power_k`: (c/n)^k keeps a signal when c < k; C(c,k)/C(n,k) is 0 there
     row = matrix_run().stability(k=5).set_index("case_id").loc["t_one"]
     assert row["pass_hat_k"] == 0.0 and row["pass_pow_k"] == pytest.approx(0.1**5)
-    assert pass_pow_k(0, 0, 1) == 0.0  # no runs: 0.0, as the seed returns
+    assert pass_pow_k(0, 0, 1) == 0.0  # no runs: 0.0, as thinkingbox returns
     assert pass_pow_k(4, 3, 10) == pytest.approx(0.75**10)  # defined for k > n too
 
 

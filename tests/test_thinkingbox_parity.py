@@ -1,4 +1,4 @@
-"""thinkingbox parity (issue 15, items 1-5): test files that run unchanged, measured against
+"""thinkingbox parity: test files that run unchanged, measured against
 thinkingbox's own code (microsoft/thinkingbox@dafead8a).
 
 Expected values were produced by thinkingbox itself, installed in a separate environment:
@@ -6,8 +6,8 @@ its loader (common/hydrator.py `iter_cases_from_test_case_file`) read the test f
 `TestScript.evaluate_sync` (common/testrunner.py) ran each test, followed by the JSON round
 trip of `TestScriptSubprocess` (what `tb infer` does), on the very conversation convlab's
 run produced (the demo cloud-drive agent's replies, the same scripted judge answers).
-thinkingbox is not installed here: these tests read the dataset from ../shared and run it
-with convlab alone.
+thinkingbox is not installed here: these tests read its example dataset, copied into
+tests/data/corpus/thinkingbox/dataset, and run it with convlab alone.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 import yaml
+from conftest import CORPUS
 
 import convlab as cl
 from convlab.agents.protocol import as_agent
@@ -82,10 +83,10 @@ def status_of(result: bool, is_system_error: bool) -> str:
     return "error" if is_system_error else ("passed" if result else "failed")
 
 
-def test_thinkingbox_example_dataset_runs_as_in_tb_infer(shared: Path) -> None:
+def test_thinkingbox_example_dataset_runs_as_in_tb_infer() -> None:
     """dataset/test_case/cloud_drive.py: `RubricJudge` and `tc.tool_call.name` from the
     stand-in; every test's result and reward equal thinkingbox's on the same replies."""
-    suite = cl.load(shared / "corpus/thinkingbox/dataset/test_case/cloud_drive.py")
+    suite = cl.load(CORPUS / "thinkingbox/dataset/test_case/cloud_drive.py")
     run = cl.run(suite, "demo:cloud_drive", judge=rule_judge, simulator="scripted", progress=False)
     got = {r.case_id: r for r in run.results}
     assert set(got) == set(TB_DATASET)
@@ -114,11 +115,11 @@ TB_EXAMPLE = {
 }
 
 
-def test_convlab_example_is_valid_and_passes_in_thinkingbox(shared: Path) -> None:
+def test_convlab_example_is_valid_and_passes_in_thinkingbox() -> None:
     """examples/cloud_drive: tags from thinkingbox's taxonomy (tag_types.py would reject
     `domain: files`), attribute access only, so it loads and passes in real thinkingbox."""
     taxonomy = yaml.safe_load(
-        (shared / "corpus/thinkingbox/dataset/tag_taxonomy.example.yaml").read_text()
+        (CORPUS / "thinkingbox/dataset/tag_taxonomy.example.yaml").read_text()
     )
     suite = cl.load(EXAMPLE)
     run = cl.run(suite, "demo:cloud_drive", simulator="scripted", progress=False)

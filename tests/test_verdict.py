@@ -1,4 +1,4 @@
-"""`verdict` says in plain words what the seed's class cannot: one run, or always/never."""
+"""`verdict` says in plain words what Yao's stability class cannot: one run, or always/never."""
 
 from __future__ import annotations
 

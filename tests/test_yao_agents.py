@@ -1,5 +1,5 @@
 """Yao agent ids (`"use": "agents:validator"`) mapped to convlab agents: run(judges=...),
-`convlab run --judges ID=SPEC` and `judges:` in convlab.yaml (issue #15 item 9)."""
+`convlab run --judges ID=SPEC` and `judges:` in convlab.yaml."""
 
 from __future__ import annotations
 

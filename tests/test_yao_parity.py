@@ -1,12 +1,12 @@
-"""Yao and gou behaviour, row by row, from the seeds' own test tables (issue #15 items 7-9).
+"""Yao and gou behaviour, row by row, from Yao's and gou's own test tables.
 
 tests/data/yao_parity.json holds the rows of YaoApp/yao agent/test/assert_test.go and
 YaoApp/gou text/extract_test.go, json/parse_test.go and json/jsonc_test.go (each row names its
-file and Go test), plus rows read off the seeds' source (assert.go, runner.go, parse.go) and
-the issue's side-by-side run. Every row must agree. A row marked `difference` is one of
-convlab's deliberate differences listed in docs/yao.md: convlab's value is asserted, and the
-seed's (`gou`) is kept beside it so that the difference stays visible and explained.
-"""
+file and Go test), plus rows read off their source (assert.go, runner.go, parse.go) and
+rows from running gou's json.Parse/text.ExtractJSON side by side. Every row must agree. A row
+marked `difference` is one of convlab's deliberate differences listed in docs/yao.md: convlab's
+value is asserted, and Yao's (`gou`) is kept beside it so that the difference stays visible and
+explained."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ message:
 
 Like every simulator it answers `await simulate(messages, ctx)` with a SimulatorTurn; it
 is also an Agent (the message is the reply text; `data` holds the whole turn) and a plain
-`sim(messages, ctx)` function returning the DESIGN.md dict.
+`sim(messages, ctx)` function returning `{message, goal_achieved, reasoning}`.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ class ScriptedSimulator(Agent):
         return self.next_turn(messages, ctx.goal or self.goal or "", ctx.persona or self.persona)
 
     async def __call__(self, messages: list[Any], ctx: AgentContext) -> dict[str, Any]:
-        """DESIGN.md's simulator function shape: `{message, goal_achieved, reasoning}`."""
+        """The simulator function shape: `{message, goal_achieved, reasoning}`."""
         turn = await self.simulate(messages, ctx)
         return {
             "message": turn.message,

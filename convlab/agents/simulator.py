@@ -6,12 +6,12 @@ context holding `ctx.persona`, `ctx.goal` and, in `ctx.metadata`, `turn_number`,
 `checkpoints_reached` and `checkpoints_pending` (plus the case's own simulator metadata).
 
 - `LLMSimulator(agent)` asks any agent (an OpenAI model, an HTTP service, a function standing
-  in for one) with the prompt of seed 002 and reads its JSON reply
+  in for one) with the prompt of Yao's dynamic mode and reads its JSON reply
   `{"message", "goal_achieved", "reasoning"}` (`input` is accepted for `message`); a reply that
-  is not JSON is the message itself (CONFORMANCE 1.7).
+  is not JSON is the message itself (docs/yao.md, "What convlab relies on").
 - `as_simulator(obj)` accepts an object with an async `simulate` method (e.g. the scripted
   simulator), an Agent (wrapped in an LLMSimulator), or a plain function
-  `sim(messages, ctx) -> str | dict` called directly, as DESIGN.md's contract says; a
+  `sim(messages, ctx) -> str | dict` called directly; a
   `FunctionAgent` (what `module:function` specs become) counts as such a function.
 """
 
@@ -102,7 +102,8 @@ def _transcript(messages: list[dict[str, Any]]) -> str:
 
 
 def simulator_prompt(messages: list[Any], ctx: AgentContext) -> list[dict[str, Any]]:
-    """The seed-002 simulator prompt: a system message and the current state as a user message."""
+    """Yao's simulator prompt (agent/test/DESIGN_V2.md): a system message and the current
+    state as a user message."""
     meta = ctx.metadata or {}
     system = SYSTEM_PROMPT.format(
         persona=ctx.persona or "an ordinary user", goal=ctx.goal or "get help from the assistant"
@@ -174,7 +175,7 @@ def parse_reply(value: Any) -> SimulatorTurn:
 
 
 class LLMSimulator:
-    """A user simulator played by any agent, prompted as seed 002 describes."""
+    """A user simulator played by any agent, prompted as Yao's dynamic mode prompts it."""
 
     def __init__(self, agent: Any) -> None:
         self.agent: Agent = as_agent(agent)

@@ -1,9 +1,9 @@
-"""Intervals for a pass rate: seed 004's Wilson interval, thinkingbox's Jeffreys interval and
+"""Intervals for a pass rate: the Wilson score interval, thinkingbox's Jeffreys interval and
 goldilocks zone.
 
 thinkingbox (`tb agg`, thinkingbox/common/eval_utils.py `cred_int`, `prob_in_zone`) puts a
 Jeffreys prior Beta(0.5, 0.5) on a test's pass probability, so c passes in n runs give the
-posterior Beta(0.5 + c, 0.5 + n - c). The seed uses scipy's `betainc`/`betaincinv`; scipy is
+posterior Beta(0.5 + c, 0.5 + n - c). thinkingbox uses scipy's `betainc`/`betaincinv`; scipy is
 a large dependency for two functions, so the regularized incomplete beta is computed here
 (Lentz's continued fraction, as in Numerical Recipes `betacf`) and inverted by bisection.
 Both agree with scipy to about 1e-12, far below the two decimals `tb agg` prints.
@@ -29,7 +29,8 @@ __all__ = [
 
 Interval = Literal["wilson", "jeffreys"]
 INTERVALS = ("wilson", "jeffreys")
-"""`wilson` (seed 004, convlab's default) or `jeffreys` (thinkingbox's credible interval)."""
+"""`wilson` (the Wilson score interval, convlab's default) or `jeffreys` (thinkingbox's
+credible interval)."""
 Z95 = 1.959963984540054
 """The standard normal quantile for a two-sided 95% interval."""
 
@@ -103,7 +104,7 @@ def _posterior(c: int, n: int) -> tuple[float, float]:
 def jeffreys(c: int, n: int, level: float = 0.95) -> tuple[float, float]:
     """The equal-tailed credible interval of the pass probability (thinkingbox's `cred_int`).
 
-    With no runs the posterior is the prior itself, as in the seed (never NaN).
+    With no runs the posterior is the prior itself, as in thinkingbox (never NaN).
     """
     a, b = _posterior(c, n)
     tail = (1 - level) / 2

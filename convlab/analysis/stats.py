@@ -12,9 +12,10 @@ Pure functions over DataFrames shaped like `Run.df` (one row per case instance w
   `not_agent_blame`). A frame without a `blame` column counts every failure as the agent's;
 - `skipped`, `blocked` and `cancelled` never ran to a verdict: they are never counted as runs.
 
-Every seed's figures are here in its own terms: seed 004's classes and Wilson interval;
-thinkingbox's (`tb agg`, cli/agg_main.py) pass^k = (c/n)^k on the k grid {1, 5, 10, 20, 50,
-100}, Jeffreys credible interval and goldilocks-zone probability (`convlab.analysis._intervals`).
+Each system's figures are here in its own terms: Yao's stability classes (with a Wilson score
+interval); thinkingbox's (`tb agg`, cli/agg_main.py) pass^k = (c/n)^k on the k grid {1, 5, 10,
+20, 50, 100}, Jeffreys credible interval and goldilocks-zone probability
+(`convlab.analysis._intervals`).
 
 Run-to-run comparison lives in `convlab.analysis.compare` and is re-exported here as `compare`.
 """
@@ -75,7 +76,7 @@ PASS_K_GRID = (1, 5, 10, 20, 50, 100)
 IN_ZONE_AT = 0.95
 """`in_goldilocks_zone` when P(0.0625 < p < 0.9375 | data) reaches this (`tb agg`'s GZ@95%)."""
 CLASSES = ("stable", "mostly_stable", "unstable", "highly_unstable")
-"""Seed 004's stability classes, best first."""
+"""Yao's stability classes, best first."""
 EXCLUDED_STATUSES = frozenset({"skipped", "blocked", "cancelled"})
 
 STABILITY_COLUMNS = (
@@ -111,7 +112,7 @@ STABILITY_COLUMNS = (
 
 
 def classify(pass_rate: float) -> str | None:
-    """Seed 004's class for a pass rate in percent (boundaries inclusive); None when NaN."""
+    """Yao's class for a pass rate in percent (boundaries inclusive); None when NaN."""
     if math.isnan(pass_rate):
         return None
     if pass_rate >= 100:
@@ -143,7 +144,7 @@ def pass_pow_k(n: int, c: int, k: int) -> float:
     """thinkingbox's pass^k: (c/n)^k, deliberately biased (`pass_power_k`, cli/agg_main.py).
 
     Unlike C(c,k)/C(n,k) it stays above zero when c < k, so hard cases still differ; and it is
-    defined for k > n. 0.0 when n == 0, as in the seed.
+    defined for k > n. 0.0 when n == 0, as in thinkingbox.
     """
     _check_k(n, c, k)
     return 0.0 if n == 0 else (c / n) ** k
@@ -265,7 +266,7 @@ def tally_rows(
 
 
 def _spread(durations: list[float]) -> tuple[float, float, float, float]:
-    """Mean, min, max and POPULATION standard deviation (divide by N, as seed 004)."""
+    """Mean, min, max and POPULATION standard deviation (divide by N, as Yao does)."""
     if not durations:
         return (math.nan, math.nan, math.nan, math.nan)
     mean = sum(durations) / len(durations)
@@ -274,7 +275,7 @@ def _spread(durations: list[float]) -> tuple[float, float, float, float]:
 
 
 VERDICTS = ("always passes", "always fails", "flaky", "one run")
-"""Plain words beside the seed's class: a case run once and a case that always fails are both
+"""Plain words beside Yao's stability class: a case run once and a case that always fails are both
 `highly_unstable` when they fail, and only these words tell them apart."""
 
 
@@ -348,7 +349,7 @@ def stability(
     by_variant: bool = False,
     interval: str = "wilson",
 ) -> pd.DataFrame:
-    """One row per case (per case and variant with `by_variant`): seed 004's stability table,
+    """One row per case (per case and variant with `by_variant`): Yao's stability table,
     with thinkingbox's figures beside it.
 
     `runs` = passed + failed + timeouts (+ errors when counted as failed), all of them the
@@ -446,7 +447,7 @@ def _count_statuses(statuses: Sequence[str]) -> dict[str, int]:
 def summary(df: pd.DataFrame, stab: pd.DataFrame) -> dict[str, Any]:
     """Totals by status (one per instance) and the stability roll-up, as a plain dict.
 
-    `pass_rate` is the unweighted mean of the per-case pass rates (seed 004's overall rate),
+    `pass_rate` is the unweighted mean of the per-case pass rates (Yao's overall rate),
     in percent; None when no case has a counted run. `count_errors_as` says how errors counted.
     """
     mode = counting_mode(stab.attrs.get("count_errors_as", "failed"))

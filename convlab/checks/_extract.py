@@ -1,15 +1,14 @@
 """Finding JSON or YAML in an agent's text, and reading a dotted path from it.
 
 This follows Yao's `json_path`, which calls gou `text.ExtractJSON` and through it
-`json.Parse` (CONFORMANCE §1.6). Every markdown fence is a block (its language is the fence
-tag, or detected from the content as gou's `detectLanguage` does); with no fences the whole
-text is one block when its language can be told, else it is plain text. The first JSON/YAML
-block that parses wins. Parsing goes as gou's `Parse`: the format is guessed (`DetectFormat`),
-YAML is read as YAML 1.2, JSONC loses its comments, and JSON that does not parse is repaired
-by a JSON-repair library (json-repair, strict mode) rather than guessed at, so prose and
-`{invalid}` are rejected as gou rejects them. Where convlab deliberately differs from gou,
-the rule says so next to it and docs/yao.md lists it.
-"""
+`json.Parse` (YaoApp/gou text/extract.go and json/parse.go; docs/yao.md). Every markdown
+fence is a block (its language is the fence tag, or detected from the content as gou's
+`detectLanguage` does); with no fences the whole text is one block when its language can be
+told, else it is plain text. The first JSON/YAML block that parses wins. Parsing goes as gou's
+`Parse`: the format is guessed (`DetectFormat`), YAML is read as YAML 1.2, JSONC loses its
+comments, and JSON that does not parse is repaired by a JSON-repair library (json-repair, strict
+mode) rather than guessed at, so prose and `{invalid}` are rejected as gou rejects them. Where
+convlab deliberately differs from gou, the rule says so next to it and docs/yao.md lists it."""
 
 from __future__ import annotations
 
@@ -46,7 +45,7 @@ _SafeBase: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class _Yaml12Loader(_SafeBase):  # type: ignore[valid-type,misc]
-    """SafeLoader (libyaml's when PyYAML has it: several times faster) with YAML 1.2
+    """SafeLoader (libyaml's when PyYAML has it, as it is the faster parser) with YAML 1.2
     booleans (true/false only) and no implicit timestamps.
 
     gou reads YAML with yaml.v3, where `yes` and `2024-01-01` stay strings in an untyped

@@ -1,7 +1,7 @@
 """Value helpers every check family shares: equality, JSON text, types, what "output" means.
 
 The JSONL (Yao) checks compare and search values the way Yao's Go code does, with the
-decisions of CONFORMANCE.md applied: objects compare order-insensitively, numbers compare as
+decisions of docs/yao.md applied: objects compare order-insensitively, numbers compare as
 numbers (5 == 5.0) and nothing is coerced (1 != "1", true != "true").
 """
 
@@ -197,7 +197,7 @@ def combined_output(obs: Observation) -> str:
 
 
 def output_of(obs: Observation, scope: str = "turn") -> Any:
-    """What a JSONL text check sees as "output" (CONFORMANCE §1.3).
+    """What a JSONL text check sees as "output" (Yao's `extractOutput`, agent/test/runner.go).
 
     Standard scope: the structured `data` when non-empty, else the text when non-empty,
     else a summary of the tool results, else None. Tool calls are never part of the text.

@@ -191,8 +191,8 @@ def _names_unknown(specs: Any) -> bool:
 def _any_unknown(suite: Suite) -> bool:
     """The quick scan before `unknown_evaluators` builds field paths: kinds only, no strings.
 
-    A run calls it once per suite; at about half a microsecond per case it costs a
-    100,000-case suite some 50 ms, where the path-building walk cost 2 to 5 s.
+    A run calls it once per suite: it only compares kind names, so a large suite pays little,
+    and the path-building walk runs only when this finds an unknown kind.
     """
     if _names_unknown(suite.assertions):
         return True

@@ -2,10 +2,10 @@
 
 The test's code (its file with the other tests blanked, so line numbers are the file's)
 is executed in a daemon thread and the function called with `x` and `judge`.
-Result rules (CONFORMANCE §4.5): returning normally passes (score 1.0); a returned number
-is the reward (`score`); an AssertionError fails with its message; any other exception is
-an error. The details hold the traceback, the failing line number and text, the test's
-printed output, `x.metadata` and the judge's decisions.
+Result rules (thinkingbox's `TestScript.evaluate_sync`, common/testrunner.py): returning
+normally passes (score 1.0); a returned number is the reward (`score`); an AssertionError fails
+with its message; any other exception is an error. The details hold the traceback, the failing
+line number and text, the test's printed output, `x.metadata` and the judge's decisions.
 
 Real thinkingbox files start with `from thinkingbox.common import Judge, TestContext`;
 when thinkingbox is not installed those names resolve to convlab's TestJudge/TestContext.

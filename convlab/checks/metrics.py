@@ -1,4 +1,5 @@
-"""HoloDeck evaluation metrics: the `metric` kind (CONFORMANCE §2.5).
+"""HoloDeck evaluation metrics: the `metric` kind (HoloDeck's models/evaluation.py and
+lib/evaluators/deterministic.py).
 
 Deterministic metrics compare the reply with the turn's ground truth: `equality`
 (with `case_insensitive`, `strip_punctuation`, `strip_whitespace`), `numeric` (with

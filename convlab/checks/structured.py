@@ -1,7 +1,7 @@
 """Path-based checks: JSONL `json_path`, and the JSON-suite family (check, all, any, not, custom).
 
-`json_path` (Yao, CONFORMANCE §1.6) reads the JSON or YAML found in the output. `check`
-(intention-kernel, §3.2) reads the observation's dict view (`response`, `checkpoint`,
+`json_path` (Yao's `assertJSONPath`) reads the JSON or YAML found in the output. `check`
+(intention-kernel's assertions.ts) reads the observation's dict view (`response`, `checkpoint`,
 `effects`; at suite scope `{summary, status}`), where a key is present only if it exists,
 so `null` is present and a missing key is absent. No operator coerces types.
 """

@@ -1,6 +1,6 @@
 """Text checks of the JSONL (Yao) family: equals, contains, not_contains, regex, type, script.
 
-They all read the turn's "output" (`output_of`, CONFORMANCE §1.3): the structured `data`
+They all read the turn's "output" (`output_of`, as Yao's `extractOutput`): the structured `data`
 when the reply has some, else its text, else a summary of the tool results. Structured
 output is searched as its JSON text (keys sorted, compact), so `contains "success"` finds
 `{"status": "success"}`. Tool calls are never part of the text: use `tool_called`.

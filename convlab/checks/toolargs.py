@@ -1,4 +1,5 @@
-"""HoloDeck's `expected_tools` and its argument matchers (CONFORMANCE §2.3-2.4).
+"""HoloDeck's `expected_tools` and its argument matchers (HoloDeck's executor.py and
+lib/test_runner/tool_arg_matcher.py; docs/holodeck.md).
 
 Names match as a case-sensitive substring of the called tool's name. Bare names (and
 objects with neither `args` nor a `count` above 1) take the fast path: each must be a

@@ -1,4 +1,4 @@
-"""Tool checks of the JSONL (Yao) family: `tool_called` and `tool_result` (CONFORMANCE §1.5).
+"""Tool checks of the JSONL (Yao) family: `tool_called` and `tool_result` (Yao's assert.go).
 
 They read the turn's tool calls (name, arguments, result, error), which are never part of
 the text that `contains` or `regex` search. A tool name matches when it equals the expected

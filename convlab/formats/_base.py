@@ -205,7 +205,7 @@ def _timestamp_as_text(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> str:
 
 
 class _FastLineLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    """libyaml's parser (about 4x faster) with the same line-keeping constructors."""
+    """libyaml's parser (the faster one) with the same line-keeping constructors."""
 
 
 for _loader in (_LineLoader, _FastLineLoader):
@@ -362,14 +362,13 @@ def gc_paused() -> Iterator[None]:
     """Pause the cyclic garbage collector while a loader builds many small, acyclic objects.
 
     With the collector on, each burst of allocations makes CPython re-walk the whole growing
-    heap (3-4x slower on a 100,000-line file). Afterwards the new, long-lived suite is moved
-    straight to the oldest generation (`gc.freeze()` + `gc.unfreeze()`, documented to do
-    exactly that) instead of being walked again as young objects; skipped when the host
-    froze objects itself (its permanent generation is left alone).
+    heap, which makes a large load several times slower. Afterwards the new, long-lived suite is
+    moved straight to the oldest generation (`gc.freeze()` + `gc.unfreeze()`, documented to do
+    exactly that) instead of being walked again as young objects; skipped when the host froze
+    objects itself (its permanent generation is left alone).
 
-    No full collection ends the load: measured in a fresh process (pandas imported), it made
-    load + `suite.df` + 300,000 later allocations slower, 3.3 s -> 3.85 s for 100,000 JSONL
-    lines and 2.0 s -> 2.45 s for 10,000 JSON scenarios (the pass it saves later costs less).
+    No full collection ends the load: it made the load and the work after it slower, for large
+    JSONL and JSON suites alike (the pass it saves later costs less than it does).
     """
     enabled = gc.isenabled()
     gc.disable()

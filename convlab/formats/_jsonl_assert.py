@@ -1,6 +1,6 @@
 """Yao (`yao agent test`) assertions -> convlab assertion specs.
 
-Both spellings the seed documents and Yao's code use are read (CONFORMANCE decisions table):
+Both spellings Yao's documents and Yao's code use are read (docs/yao.md):
 regex `value` | `pattern`, tool_called `value` | `name` (+ `arguments`), script `script` |
 `use`. A missing or empty `type` means `equals`; a bare string is a type with no value
 (`"contains"` checks for "" and always passes, as in Yao). A type that is not built in is a

@@ -1,12 +1,11 @@
 """One Yao JSONL test case (a parsed JSON object) -> a convlab Case.
 
-Fields (seeds 002 and 004, CONFORMANCE 1.1-1.2 and 1.7): `id` and `input` are required
-(`input` is optional for dynamic cases: the simulator writes the first message); `assert`
-(alias `assertions`) beats `expected`; `user`/`team` go into `Case.options` beside the
-case's `options`; `timeout` is a Go duration; `checkpoints` make a case dynamic (with the
-case's `simulator`, else the run's). Unknown keys are problems with a did-you-mean, because
-Yao ignores them and a typo such as `asert` would silently drop a case's checks.
-"""
+Fields (Yao's agent/test types.go, loader.go and input.go; docs/yao.md): `id` and `input`
+are required (`input` is optional for dynamic cases: the simulator writes the first message);
+`assert` (alias `assertions`) beats `expected`; `user`/`team` go into `Case.options` beside the
+case's `options`; `timeout` is a Go duration; `checkpoints` make a case dynamic (with the case's
+`simulator`, else the run's). Unknown keys are problems with a did-you-mean, because Yao ignores
+them and a typo such as `asert` would silently drop a case's checks."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""The dynamic-mode fields of a Yao JSONL case: `simulator` and `checkpoints` (CONFORMANCE 1.7).
+"""The dynamic-mode fields of a Yao JSONL case: `simulator` and `checkpoints`.
+
+As Yao's agent/test/dynamic_types.go reads them.
 
 Simulator: `{use, options: {metadata: {persona, goal, ...}, connector, ...}}` ->
 SimulatorSpec(use, persona, goal, metadata=the other metadata keys, options=the other

@@ -1,12 +1,11 @@
 """A JSONL file held once, as its bytes: its lines and its cases are read from them on demand.
 
-Why: a 200 MB JSONL file of 2,000,000 cases took 18x its size in memory as text, a list of
-line strings and one pydantic Case (about seven model objects) per line. Here the file's
-bytes are the only copy (UTF-8, so about 1x its size whatever the characters), each line is
-found through an array of its start offsets (8 bytes a line) and decoded when read, and a big
-file's cases are a `LazyCases` sequence that builds a Case from its lines when asked (each
-case was validated at load, so building it again cannot fail).
-"""
+Why: a large JSONL file took many times its size in memory as text, a list of line strings and
+one pydantic Case (several model objects) per line. Here the file's bytes are the only copy
+(UTF-8, so about its size whatever the characters), each line is found through an array of its
+start offsets (8 bytes a line) and decoded when read, and a big file's cases are a `LazyCases`
+sequence that builds a Case from its lines when asked (each case was validated at load, so
+building it again cannot fail)."""
 
 from __future__ import annotations
 

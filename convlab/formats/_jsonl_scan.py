@@ -1,6 +1,6 @@
 """Splitting a JSONL file into JSON objects, each with the line it starts on.
 
-Yao reads one JSON object per non-blank line and skips lines starting with `//`. The seed
+Yao reads one JSON object per non-blank line and skips lines starting with `//`. Yao's
 documents print the same cases pretty-printed over many lines, with `//` comments, so this
 scanner also accepts an object that spans lines: from a line starting with `{` it adds lines
 until the brackets balance (brackets inside strings do not count), then parses the whole.

@@ -2,9 +2,9 @@
 
 Layout: `<root>/scenario/<name>.yaml` (world_state, tools, bot_instructions, tags) and
 `<root>/test_case/[<prefix>/]<file>` (test files), with `<stem>.meta.yaml` beside a test file
-holding `$history` conversations (CONFORMANCE.md §4.2-4.3). Scenario and meta files are data:
-they are read here, through the test files, and never loaded as suites themselves.
-"""
+holding `$history` conversations (thinkingbox's common/hydrator.py and config_types.py).
+Scenario and meta files are data: they are read here, through the test files, and never loaded
+as suites themselves."""
 
 from __future__ import annotations
 
@@ -61,8 +61,8 @@ def find_root(path: Path) -> Path | None:
 
 def test_file_candidates(root: Path, name: str) -> list[Path]:
     """Where `name` may live: `test_case/<name>`, then `test_case/<prefix>/<name>` for each
-    `_`-joined prefix of the name, longest first (one subfolder level only, as the seed says).
-    """
+    `_`-joined prefix of the name, longest first (one subfolder level only, as thinkingbox's
+    test-case format says)."""
     base = root / "test_case"
     parts = name.split("_")
     return [base / name] + [base / "_".join(parts[:k]) / name for k in range(len(parts) - 1, 0, -1)]
@@ -271,7 +271,7 @@ class Dataset:
 def meta_file_for(test_file: Path) -> Path:
     """The `.meta.yaml` of a test file, as thinkingbox's `MetaFile.load_for_test_file` names
     it: `with_suffix("").with_suffix(".meta.yaml")`, so `name.v2.py` reads `name.meta.yaml`
-    (the last two suffixes are replaced, not just `.py`). Kept: it is the seed's rule, and a
+    (the last two suffixes are replaced, not just `.py`). Kept: it is thinkingbox's rule, and a
     versioned copy of a test file shares its histories with the original."""
     return test_file.with_suffix("").with_suffix(".meta.yaml")
 

@@ -2,9 +2,9 @@
 
 Module-level strings starting with `!` are YAML merged, in file order, into a running global
 config; a top-level `def` whose first statement is such a string is a test, configured by the
-globals ABOVE it updated by its own YAML (CONFORMANCE.md §4.1). Each test's `test_code` is
-the whole file with every other test function blanked, so tracebacks point at real lines.
-"""
+globals ABOVE it updated by its own YAML (thinkingbox's `iter_test_functions`). Each test's
+`test_code` is the whole file with every other test function blanked, so tracebacks point at
+real lines."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """Validation of JSON evaluation-suite values (intention-kernel `schema.ts`), kept fast.
 
-The rules are those of CONFORMANCE.md §3.1. Each validator reads a raw value (what
+The rules are those of intention-kernel's `parseEvaluationSuite`
+(src/testing/evaluation/schema.ts). Each validator reads a raw value (what
 `json.loads` gave), records every problem it finds as an `Issue` (location + message)
 and returns the value in convlab's native spelling, ready for one fast pydantic
 validation. Nothing here knows about lines: locations are turned into lines later, and

@@ -1,8 +1,8 @@
-"""Yao `yao agent test` JSONL suites (seeds 002 and 004): one test case per JSON object.
+"""Yao `yao agent test` JSONL suites: one test case per JSON object.
 
-Reading (CONFORMANCE 1.1, with the decisions table):
+Reading (Yao's `JSONLLoader.LoadFile`, with the decisions of docs/yao.md):
 - each non-blank line not starting with `//` is one JSON object; pretty-printed objects
-  spanning several lines, as the seed documents print them, are accepted too
+  spanning several lines, as Yao's documents print them, are accepted too
   (`convlab.formats._jsonl_scan`);
 - every problem of every line is collected into one SuiteError, each at the line where its
   object starts, with a field path (`assert[1].value`, `input[0].content[1].source`);
@@ -52,7 +52,7 @@ def sniff(path: Path, text: str) -> bool:
 
 LAZY_BYTES = 16_000_000
 """A file at least this big keeps its cases as a `LazyCases` (built from the file's bytes when
-read) rather than a list: its Case objects would take about 15x the file's size."""
+read) rather than a list: its Case objects would take many times the file's size."""
 
 
 def load_jsonl(path: Path, text: str) -> Suite:
@@ -69,7 +69,7 @@ def read_jsonl(path: Path, data: bytes) -> Suite:
     problems = Problems(str(path))
     lines = Lines(data, problems)
     lazy = len(data) >= LAZY_BYTES
-    with gc_paused():  # 3-4x faster on 100,000 lines: the objects built have no cycles
+    with gc_paused():  # the objects built have no cycles: nothing for the collector to find
         reader = CaseReader(problems, path)
         cases: list[Case] = []
         firsts, lasts = array("i"), array("i")

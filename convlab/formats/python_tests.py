@@ -1,4 +1,4 @@
-"""thinkingbox (`tb`, seed 000) test files: Python tests with `!` YAML, YAML test cases, test lists.
+"""thinkingbox (`tb`) test files: Python tests with `!` YAML, YAML test cases, test lists.
 
 Three kinds of file are claimed, all inside a thinkingbox dataset (a folder with `scenario/`
 and `test_case/`):

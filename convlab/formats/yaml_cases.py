@@ -1,4 +1,4 @@
-"""HoloDeck `holodeck test` test cases (seed 003): an agent.yaml, or a `test_cases_file` payload.
+"""HoloDeck `holodeck test` test cases: an agent.yaml, or a `test_cases_file` payload.
 
 Two shapes are read:
 - an agent.yaml: a mapping with `test_cases:` (inline list) or `test_cases_file:` (a path,

@@ -2,7 +2,7 @@
 compact layout.
 
 Why our own bundle: plotly's own display goes through `pio.renderers`, which under nbclient
-is the Plotly mimetype alone, and nbconvert drops that from HTML (NOTEBOOK.md, E2). Our figures
+is the Plotly mimetype alone, and nbconvert drops that from HTML. Our figures
 carry the mimetype (JupyterLab, VS Code) *and* a `text/html` div without plotly.js, so a report
 that loads plotly.js once renders every chart with no network.
 
@@ -66,7 +66,7 @@ CLASS_LABELS = {
     "unstable": "unstable (50-79%)",
     "highly_unstable": "highly unstable (<50%)",
 }
-"""Seed 004's classes in words, with their pass-rate ranges (best first)."""
+"""Yao's stability classes in words, with their pass-rate ranges (best first)."""
 NO_VERDICT = "no verdict (not run)"
 NO_VERDICT_COLOR = "#8c959f"
 _INK = "#1f2328"
@@ -120,7 +120,7 @@ def row_height(n: int) -> int:
 
 
 def base_layout(title: str, subtitle: str = "") -> dict[str, Any]:
-    """A small, explicit layout (no 8 KB default template in every figure's JSON).
+    """A small, explicit layout (not plotly's default template copied into every figure's JSON).
 
     `title` and `subtitle` are trusted (built here from escaped parts). Height, top margin
     and legend place are set by `new_figure`, which knows the legend entries.

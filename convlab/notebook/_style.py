@@ -36,7 +36,7 @@ CLASS_COLORS = {
     "unstable": "#d4a72c",
     "highly_unstable": "#cf222e",
 }
-"""Seed 004's stability classes -> colour."""
+"""Yao's stability classes -> colour."""
 
 VERDICT_COLORS = {
     "always passes": "#1a7f37",

@@ -316,7 +316,7 @@ def stability(data: Any) -> Any:
     }
     layout = base_layout(
         f"Stability classes — {total} {unit}",
-        f"{runs_note(list(st['runs']))}; class from the pass rate over the runs (seed 004)",
+        f"{runs_note(list(st['runs']))}; class from the pass rate over the runs (Yao's classes)",
     )
     layout.update(
         xaxis={"type": "category", "title": {"text": "stability class (pass-rate range)"}},

@@ -1,6 +1,6 @@
 """The live progress tree: a handful of ipywidgets redrawn by a throttled pump.
 
-Why this shape (NOTEBOOK.md §4): jupyter_server drops iopub messages above 1000/s and every
+Why this shape: jupyter_server drops iopub messages above 1000/s and every
 widget ever created is saved in the notebook, so there is never one widget per case. Engine
 events only change plain Python state under a lock; a pump thread redraws at most
 `1 / interval` times a second inside `hold_sync()`, and once more at the end. The body is one

@@ -5,8 +5,8 @@ untouched pandas frame (the source of truth), its HTML an itables DataTable in o
 
 How the DataTables bundle travels (the decision, and why)
 ---------------------------------------------------------
-itables' own offline mode (`init_notebook_mode(connected=False)`) puts the 0.7 MB bundle in
-one cell's output and every later table depends on it: clear or re-run that cell, open one
+itables' own offline mode (`init_notebook_mode(connected=False)`) puts the bundle in one
+cell's output and every later table depends on it: clear or re-run that cell, open one
 output in Colab's per-output iframe, or export a notebook whose init cell was dropped, and
 every table says "Loading ITables..." forever. A library cannot ask users to keep a magic
 cell, so here **every table output is self-contained**: it carries the bundle (dt_bundle.js
@@ -15,11 +15,9 @@ runs once per page (guarded by itables' own `window._itables_<version>` promise,
 tables, and tables made by plain itables of the same version, reuse the first one loaded).
 The browser inflates it with `DecompressionStream` (Chromium 80+, Firefox 113+, Safari 16.4+).
 
-Measured with itables 2.9.1 (`frame_html` of `run.df`, 20 columns):
-  * the bundle alone: 257 KB (967 KB as itables embeds it, base64 without gzip);
-  * 10 rows: 276 KB per table (19 KB of it the table: data, static preview, options);
-  * 5,000 rows: 1.63 MB per table (1.37 MB of data, ~270 bytes a row), built in 0.3 s.
-The trade-off is 0.26 MB per table instead of once per notebook, for outputs that work
+Compressed, the bundle is a fraction of what itables embeds (base64 without gzip), and for a
+small table it is most of the output. The trade-off is the bundle in every table instead of
+once per notebook, for outputs that work
 anywhere on their own: live JupyterLab (any cell re-run in any order), nbclient + nbconvert
 HTML opened from file:// with the network blocked, a standalone report, Colab. A page holding
 many tables can ship the bundle once: `frame_html(df, bundle=False)` for each table plus one
@@ -90,7 +88,7 @@ TEXT_LIMIT = 120
 
 MAX_BYTES = 8 * 2**20
 """Row data (HTML) kept in one table's output; larger frames keep their first rows, with a
-note. 8 MB holds ~20,000 instance rows; beyond that a notebook output gets sluggish."""
+note. Past this size a notebook output gets sluggish."""
 
 KINDS: dict[str, Callable[[Run], pd.DataFrame]] = {
     "instances": lambda run: run.df,
@@ -308,7 +306,7 @@ _LOADER = """<script data-convlab-bundle="{ns}">(function () {{
 
 
 def bundle_html() -> str:
-    """The DataTables JS + CSS loader (~0.26 MB): for a page that holds several tables made
+    """The DataTables JS + CSS loader (compressed): for a page that holds several tables made
     with `frame_html(..., bundle=False)`. It runs once per page, wherever it is placed."""
     ns, event, js, css = _bundle_payload()
     return _LOADER.format(ns=ns, event=event, js=js, css=css)
@@ -316,7 +314,7 @@ def bundle_html() -> str:
 
 def dedupe_bundles(page: str) -> str:
     """Keep the first bundle loader in a page (an exported notebook, a report) and drop the
-    rest: a page with ten tables shrinks by ~2.3 MB and renders the same."""
+    rest: the page shrinks by one bundle per extra table and renders the same."""
     seen = False
 
     def keep_first(m: re.Match[str]) -> str:

@@ -1,4 +1,4 @@
-"""Seed 002's console layout as lists of lines: header, one instance, summary, stability.
+"""`yao agent test`'s console layout as lists of lines: header, one instance, summary, stability.
 
 Pure functions of results and settings, so the listener in `console.py` only decides WHEN
 to print; every number in the summary comes from `Run.summary` (never recounted here).
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 __all__ = ["WIDTH", "header", "instance", "stability_table", "summary_block"]
 
 WIDTH = 63
-"""The seed's rule width."""
+"""The width of the rules `yao agent test` prints."""
 TREE_MODES = ("turns", "dynamic")
 NOT_PASSING = ("failed", "error", "timeout", "cancelled", "blocked")
 
@@ -38,7 +38,7 @@ def _banner(g: Glyphs, s: Style, title: str, heavy: bool) -> list[str]:
 
 
 def duration(seconds: float) -> str:
-    """`2.7s`, or `1.8m` past a minute (as the seed prints them)."""
+    """`2.7s`, or `1.8m` past a minute (as `yao agent test` prints them)."""
     return f"{seconds:.1f}s" if seconds < 60 else f"{seconds / 60:.1f}m"
 
 
@@ -306,7 +306,7 @@ def _verdict(
 
 
 def stability_table(run: Run, g: Glyphs, s: Style) -> list[str]:
-    """Seed 004's per-case table (case, runs, passed, pass rate, class) and the verdict."""
+    """Yao's per-case stability table (case, runs, passed, pass rate, class) and the verdict."""
     df = run.stability(count_errors_as=str(run.summary.get("count_errors_as", "failed")))
     head: tuple[str, ...] = ("Case", "Runs", "Passed", "Pass rate", "Class", "Verdict")
     rows: list[tuple[str, ...]] = [

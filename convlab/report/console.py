@@ -1,4 +1,6 @@
-"""Plain-text progress for terminals, CI logs and notebooks without widgets (seed 002's layout).
+"""Plain-text progress for terminals, CI logs and notebooks without widgets.
+
+The layout is the one `yao agent test` prints.
 
 A listener of engine events: a header, then each finished instance as one line (standard and
 code cases) or one tree (turn-based and dynamic cases), then the summary block and, when each
@@ -34,7 +36,8 @@ _QUIET_HIDES = ("passed", "skipped")
 
 
 class ConsoleProgress:
-    """Prints a run as seed 002 does: header, `► [case] input… PASSED (1.2s)`, trees, summary.
+    """Prints a run as `yao agent test` does: header, `► [case] input… PASSED (1.2s)`, trees,
+    summary.
 
     - `stream`: where to write (stderr by default: stdout stays free for data);
     - `verbose`: trees for every case, with passing checks too;

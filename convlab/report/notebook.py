@@ -1,7 +1,7 @@
 """Notebook reports: execute a notebook headless, export it as HTML that opens with no kernel
 and no internet, and build a report notebook for a saved run (`convlab report`).
 
-Why the exporter is configured as it is (NOTEBOOK.md §2, E2/E3):
+Why the exporter is configured as it is:
 - nbconvert's lab template loads require.js, MathJax, mermaid and the widget html-manager from
   CDNs; offline they fail (and leak requests). Their blocks are emptied and their URL traits
   blanked, so the page asks for nothing.

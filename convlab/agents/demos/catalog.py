@@ -1,7 +1,8 @@
 """Demo agent `catalog`: searches a product catalogue and records the product the user picks.
 
 A demo, not a product: rules instead of a model, so it runs offline and answers the same
-way every time. It is the agent seed 001's JSON suite describes: a search answers with a
+way every time. It is the agent the product-selection example of intention-kernel's
+"Writing scenarios" page describes: a search answers with a
 choice interaction (`{"id": "product-choice-1", "kind": "choice", "options": [{"id",
 "label"}, ...]}`, status
 "completed"); a pick - a structured selection (`ctx.input.selection`: option index, label
@@ -11,7 +12,7 @@ fact `{"type": "product.selected", "productId": ...}` and closes the interaction
 Selections are resolved against the interaction of the previous turn. Every interaction has
 an `id`, as intention-kernel's `interactionSchema` requires of a choice that can be answered.
 A selection with no open interaction raises `SelectionError` (an AgentError) whose message
-starts with seed 001's code `EVALUATION_SELECTION_UNAVAILABLE`; one that matches no option
+starts with intention-kernel's code `EVALUATION_SELECTION_UNAVAILABLE`; one that matches no option
 or several, `EVALUATION_SELECTION_AMBIGUOUS`. When the
 engine has already resolved the selection it passes the option as
 `ctx.metadata["selected_option"]` and the agent uses it.
@@ -68,8 +69,8 @@ _ORDINAL = re.compile(
 
 
 def resolve_selection(selection: Selection, interaction: dict[str, Any] | None) -> dict[str, Any]:
-    """The option a selection picks from an open interaction; SelectionError with seed 001's
-    code otherwise."""
+    """The option a selection picks from an open interaction; SelectionError with
+    intention-kernel's code otherwise."""
     return selection.pick(interaction)
 
 

@@ -2,8 +2,8 @@
 
 A demo, not a product: rules instead of a model, so it runs offline and answers the same
 way every time. The files are `world["cloud_drive"]["files"]`, items `{path, text_content}`
-as in thinkingbox's cloud_drive scenario (seed 000); the tools carry that scenario's names
-(`list_files`, `search_files`, `get_text_content`, `upload_file`, `delete_file`).
+as in the cloud_drive scenario of thinkingbox's example dataset; the tools carry that
+scenario's names (`list_files`, `search_files`, `get_text_content`, `upload_file`, `delete_file`).
 
 Destructive changes (deleting, overwriting an existing file) are only proposed: the agent
 asks "... Please confirm." and acts when the next user message says yes. Appending keeps the

@@ -2,10 +2,10 @@
 
 A demo, not a product: rules instead of a model, so it runs offline and answers the same
 way every time. It works from the visible conversation, so it answers a whole history sent
-in one call (JSONL `input` arrays, seed 002 `expense-turn1/2/3`) exactly as it answers the
+in one call (JSONL `input` arrays, Yao's `expense-turn1/2/3` examples) exactly as it answers the
 same conversation sent turn by turn.
 
-Flow (as in seed 002's transcripts):
+Flow (as in the transcripts of Yao's agent-test design document):
 1. the type or the amount is missing -> it asks ("What type of expense ...?", "How much ...?");
 2. both are known -> it calls `create_expense(type, amount)` (a pending record in
    `world["expenses"]`) and asks "I'll create a travel expense for $3500. Please confirm.";

@@ -10,8 +10,8 @@ which the agent replays from the visible user messages, so a history sent in one
 the same turns sent one by one give the same answers.
 
 Operands: "the difference" = the earlier of the last two figures read minus the later one
-(seed 003: 206588 - 181001); "between 2009 and 2008" = the years in the order written;
-"from 2008 to 2009" = 2009's figure minus 2008's; "subtract X from Y" = Y - X;
+(HoloDeck's ConvFinQA example: 206588 - 181001); "between 2009 and 2008" = the years in the
+order written; "from 2008 to 2009" = 2009's figure minus 2008's; "subtract X from Y" = Y - X;
 "percentage change" = the last difference divided by the figure it was taken from
 (25587 / 181001 = 0.14136).
 """
@@ -30,7 +30,7 @@ DEFAULT_TABLE: dict[str, dict[str, Any]] = {
     "net cash from operating activities": {
         "aliases": ["net cash from operating activities", "operating cash flow", "operating cash"],
         "values": {"2009": 206588, "2008": 181001},
-        "source": "the ConvFinQA conversation of seed 003",
+        "source": "the ConvFinQA conversation of HoloDeck's multi-turn test-case contract",
     },
     "minimum lease payments": {
         "aliases": ["minimum lease payments", "lease payments", "minimum lease"],

@@ -1,4 +1,4 @@
-"""Cloud drive tests in thinkingbox's Python format (seed 000).
+"""Cloud drive tests in thinkingbox's Python format.
 
 Each function with a `\"\"\"!` YAML docstring is a test case (id `cloud_drive.py:<function>`);
 the YAML says what the user asks (`query`) and how the world starts (`init`, merged into

@@ -1,4 +1,4 @@
-# The Python example of seed 000 (test_case_format.md), verbatim below the imports,
+# The Python example of thinkingbox's test_case_format.md, verbatim below the imports,
 # plus a test that continues a conversation from cloud_drive.meta.yaml.
 from __future__ import annotations
 

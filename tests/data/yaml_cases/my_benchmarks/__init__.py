@@ -1,1 +1,1 @@
-"""Grader package used by the seed 003 §8.4 example (imported at load, never run here)."""
+"""Grader package used by the §8.4 example of HoloDeck's multi-turn test-case contract (imported at load, never run here)."""

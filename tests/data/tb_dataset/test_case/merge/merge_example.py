@@ -1,4 +1,4 @@
-# The recursive-merge example of seed 000 as a test (scenario my_scenario), in test_case/merge/
+# The recursive-merge example of thinkingbox's test_case_format.md as a test (scenario my_scenario), in test_case/merge/
 # so that "merge_example.py" is found by its prefix.
 """!
 scenario: my_scenario
