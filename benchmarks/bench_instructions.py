@@ -1,4 +1,4 @@
-"""Instructions per in-process case (issue 13), counted by valgrind: a figure the machine's
+"""Instructions per in-process case, counted by valgrind: a figure the machine's
 load does not move.
 
 Run from the project root:  python benchmarks/bench_instructions.py [--compare OTHER_TREE]

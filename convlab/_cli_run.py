@@ -239,7 +239,7 @@ def set_adaptive(agent: Any, on: bool) -> None:
 
 
 def default_output(input_path: Path) -> Path:
-    """The seed's default: `output-{YYYYmmddHHMMSS}.jsonl` in the input's folder."""
+    """Yao's default: `output-{YYYYmmddHHMMSS}.jsonl` in the input's folder."""
     folder = input_path if input_path.is_dir() else input_path.parent
     stamp = datetime.now().astimezone().strftime("%Y%m%d%H%M%S")
     return folder / f"output-{stamp}.jsonl"

@@ -152,5 +152,5 @@ _NULL_SOURCE = ',"source":null}'
 
 
 def resolve_selection(selection: Selection, interaction: dict[str, Any] | None) -> dict[str, Any]:
-    """The option a selection picks from the previous turn's interaction (seed 001 rules)."""
+    """The option a selection picks from the previous turn's interaction (intention-kernel's rules)."""
     return selection.pick(interaction)

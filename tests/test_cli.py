@@ -105,7 +105,7 @@ def test_run_outputs_and_exit_codes_0_and_1(tmp_path):
     assert statuses["percentage-as-text"] == "failed" and statuses["convfinqa-0"] == "passed"
     assert f"results written to {out}" in failing.err
     assert passing.code == 0, passing.err
-    # no -o in file mode: the seed's output-{timestamp}.jsonl beside the input
+    # no -o in file mode: Yao's output-{timestamp}.jsonl beside the input
     written = list(finance.glob("output-*.jsonl"))
     assert len(written) == 1 and re.fullmatch(r"output-\d{14}\.jsonl", written[0].name)
     assert f"results written to {written[0]}" in passing.err

@@ -50,7 +50,7 @@ LONG = 300
 
 LINE_BREAKS_JSONL_SPLITS = "\x85\u2028\u2029"
 """Characters str.splitlines breaks at and JSON does not escape: a `.jsonl` run holding one
-did not load back before issue 13 (analysis/io.py split the file with str.splitlines);
+did not load back in earlier versions (analysis/io.py split the file with str.splitlines);
 test_jsonl_reload_keeps_unicode_line_separators below keeps it fixed."""
 CHARS = st.characters(codec="utf-8")
 """Text a file can hold: no lone surrogates (they cannot be encoded), as st.text() draws."""

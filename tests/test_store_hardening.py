@@ -196,7 +196,7 @@ def test_a_long_reply_is_not_copied_into_its_checks_and_reads_back_whole(tmp_pat
     for name in ("saved.json", "saved.jsonl"):
         run.save(tmp_path / name)
         text = (tmp_path / name).read_text(encoding="utf-8")
-        assert text.count("word19999") <= 3  # the record's two, and the seed's `output`
+        assert text.count("word19999") <= 3  # the record's two, and Yao's `output`
     for path in (store, tmp_path / "saved.json", tmp_path / "saved.jsonl"):
         back = cl.load_run(path).results[0].turns[0]
         assert back.observation is not None and back.observation.text == reply

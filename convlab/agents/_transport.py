@@ -1,7 +1,7 @@
 """The fast, loop-bound HTTP client that network agents share.
 
 Why not a plain `httpx.AsyncClient`: httpx's default connection pool costs about 8x the wire
-time at 50 concurrent requests (DESIGN.md, "HTTP"). `FastTransport` is an httpx transport
+time at 50 concurrent requests. `FastTransport` is an httpx transport
 over aiohttp's connection pool; agents call its `request()` directly, which reads each (small,
 JSON) body in one go and skips the AsyncClient machinery (auth flows, redirects, cookie jars)
 and the httpx Request/Response objects that an API call does not need.

@@ -35,7 +35,8 @@ def _call_messages(text: str, calls: list[ToolCall]) -> list[Message]:
     """The assistant message with its tool calls, then one `tool` message per call.
 
     A chat-completions API rejects a history whose tool calls lack `arguments` or their
-    results (CONFORMANCE §1.7 step 5), and functions often forward `messages` to one.
+    results (as Yao's dynamic runner appends them: the assistant reply, then one tool message
+    per call), and functions often forward `messages` to one.
     """
     ids = [c.id or f"call_{i}" for i, c in enumerate(calls)]
     requested = [

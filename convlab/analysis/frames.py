@@ -152,7 +152,7 @@ def _frame(rows: Iterable[tuple[Any, ...]], columns: tuple[str, ...]) -> pd.Data
 
 
 def instances_frame(run: Run) -> pd.DataFrame:
-    """`Run.df`: one row per executed case instance (DESIGN.md contract columns first).
+    """`Run.df`: one row per executed case instance (the documented columns first).
 
     Built with the cyclic collector paused: every row it makes stays until the frame is
     made, and a collection would rescan them all (a 100,000-result store's frame took a
@@ -326,7 +326,7 @@ SUITE_COLUMNS = ("case_id", "name", "mode", "turns", "assertions", "tags", "sour
 
 
 def suite_frame(suite: Suite) -> pd.DataFrame:
-    """One row per case with the contract columns of DESIGN.md."""
+    """One row per case: id, name, mode, turns, assertions, tags, source, skip."""
     import pandas as pd
 
     rows = [

@@ -1,6 +1,6 @@
 """Saving a Run and reading it back, losslessly: `.json` and `.jsonl` (JSON Lines).
 
-`.json` is seed 002's report object (CONFORMANCE.md §1.9) with the Run model folded in, so
+`.json` is Yao's JSON report object (`yao agent test -o report.json`) with the Run model folded in, so
 jq scripts written for `yao agent test -o report.json` keep working and nothing is lost:
 
     {"summary": {total, passed, failed, skipped, errors, timeouts, duration_ms, agent_id, ...},
@@ -10,13 +10,13 @@ jq scripts written for `yao agent test -o report.json` keep working and nothing 
      ...every other Run field (format_version, suite, agent, settings, status, ...)}
 
 It is indented, with each result on one line (its record's encoding, convlab.model.codec: one
-line per instance greps well). The seed's keys are derived (from `results`), so `load_run`
+line per instance greps well). Yao's report keys are derived (from `results`), so `load_run`
 drops them and checks the rest as the Run;
-a `.json` holding only the Run model (older convlab) loads too, and so does a seed report
-(results keyed by `id`, read as in `.jsonl`). The seed's `environment` block is left out:
+a `.json` holding only the Run model (older convlab) loads too, and so does a Yao report
+(results keyed by `id`, read as in `.jsonl`). Yao's `environment` block is left out:
 convlab has no user/team/locale context to report.
 
-The `.jsonl` layout keeps seed 004's line types (CONFORMANCE.md §1.9), so `jq 'select(.type ==
+The `.jsonl` layout keeps Yao's `.jsonl` record types (start, result, stability, summary), so `jq 'select(.type ==
 "summary")'` works, and adds what a lossless reload needs:
 
     {"type": "start", "timestamp", "agent_id", "total_cases", "run": {the Run without results}}
@@ -78,7 +78,7 @@ _REPORTS |= {".ipynb": "notebook", ".xml": "junit"}
 report modules pull in plotly, itables and nbclient, which `import convlab` must not."""
 _DERIVED = ("stability", "summary")
 _STORED = RESULT_PREFIX.decode() + '"case_id":'
-"""How a store's result line starts (a `.jsonl` save's names the seed's `id` first)."""
+"""How a store's result line starts (a `.jsonl` save's names Yao's `id` first)."""
 _YAO_EXTRAS = ("output", "trace", "input", "expected", "options", "metadata")
 _SEED_JSON_KEYS = ("summary", "environment", "stability_results", "metadata")
 """Seed 002's report keys in `.json`: derived from the results, dropped on reading."""
@@ -159,7 +159,7 @@ def _version() -> str:
 
 
 def with_fields(head: dict[str, Any], record: CaseResult) -> str:
-    """One result as a save writes it: `head`'s keys (a `type`, the seed's `id`, ...), then
+    """One result as a save writes it: `head`'s keys (a `type`, Yao's `id`, ...), then
     the record's own encoding."""
     return (encode(head)[:-1] + b"," + encode(record)[1:]).decode()
 
@@ -202,7 +202,7 @@ def json_text(run: Run) -> str:
 
 
 def json_report(run: Run) -> dict[str, Any]:
-    """The `.json` object: seed 002's `summary`/`results`/`metadata` keys plus the Run."""
+    """The `.json` object: Yao's `summary`/`results`/`metadata` keys plus the Run."""
     return {
         **_json_head(run),
         "results": [json.loads(with_fields(_seed_keys(r), r)) for r in run.results],
@@ -215,7 +215,7 @@ def _plain(value: Any) -> Any:
 
 
 def _output(r: CaseResult) -> Any:
-    """The last reply of an instance, as seed 004's `output` (text, else data)."""
+    """The last reply of an instance, as Yao's `output` (text, else data)."""
     for t in reversed(r.turns):
         if t.observation is not None:
             return t.observation.text if t.observation.text is not None else t.observation.data
@@ -228,7 +228,7 @@ def _stability_record(row: dict[Any, Any]) -> dict[str, Any]:
         "id": row["case_id"],
         "runs": row["runs"],
         "passed": row["passed"],
-        "failed": row["runs"] - row["passed"],  # seed 004: every counted run that did not pass
+        "failed": row["runs"] - row["passed"],  # Yao: every counted run that did not pass
         "pass_rate": row["pass_rate"],
         "stable": row["classification"] == "stable",
         "stability_class": row["classification"],
@@ -452,7 +452,7 @@ def _from_lines(path: Path, text: str) -> Run:
 def _header(rec: dict[str, Any], line: int, problems: Problems) -> Run | None:
     """The Run a `start`/`header` record describes (without results)."""
     body = rec.get("run")
-    if body is None:  # a seed-style start line: only the agent and the time
+    if body is None:  # a Yao start line: only the agent and the time
         return Run(agent=str(rec.get("agent_id") or ""), started_at=rec.get("timestamp"))
     if not isinstance(body, dict):
         problems.add(line, "run", "must be an object (the Run without results)")

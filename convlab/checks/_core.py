@@ -194,7 +194,7 @@ def incomplete_scope(ctx: CheckContext) -> str | None:
 
     Final (scenario) assertions run only when every step was recorded and the last one has
     an observation: a partial conversation is never accepted by a final check that did
-    not run (seed 001). `ctx.history` holds every recorded turn at final scope.
+    not run (intention-kernel's rule). `ctx.history` holds every recorded turn at final scope.
     """
     case = ctx.case
     if ctx.scope != "final" or case is None or case.mode != "turns":

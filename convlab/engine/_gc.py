@@ -1,11 +1,10 @@
 """No garbage-collection storms during a run.
 
-A run allocates a few model objects per instance and frees them at once; the cyclic
-collector, triggered every 700 allocations, would walk every live object each time it
-reaches the oldest generation, the loaded suite's hundreds of thousands included (issue 13
-measured 15% of a run's time there). So while any run is going on, the objects that existed
-before it (the suite, imported modules) are moved out of the collector's sight
-(`gc.freeze`), and collections are 100x rarer. The last run to end restores the thresholds,
+A run allocates a few objects per instance and frees them at once; the cyclic collector,
+triggered every few hundred allocations, would walk every live object each time it reaches
+the oldest generation, the loaded suite's hundreds of thousands included. So while any run
+is going on, the objects that existed before it (the suite, imported modules) are moved out
+of the collector's sight (`gc.freeze`), and collections are much rarer. The last run to end restores the thresholds,
 also when it fails; runs in several threads at once share one quiet period.
 """
 
@@ -28,7 +27,7 @@ RUN_THRESHOLD = 70_000
 @contextmanager
 def paused_gc() -> Iterator[None]:
     """No cyclic collection while the body builds many records that all stay (reading a
-    saved run or store back): the collector would rescan the growing heap, 5x slower."""
+    saved run or store back): the collector would rescan the growing heap each time."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:

@@ -56,7 +56,7 @@ def _check_case_limit(suite: Suite, runs: int, max_cases: int | None) -> None:
     `max_cases` (intention-kernel matrix.ts `expandCases`: cases > maxCases throws).
 
     Decision: `max_cases=None` is the kernel's default of 1000 for a suite with JSON-suite
-    cases and no limit for other formats, whose seeds have none; convlab's `runs` count as
+    cases and no limit for other formats, which have none; convlab's `runs` count as
     the kernel's repetitions (instances = scenarios x variant combinations x runs).
     """
     if max_cases is not None and (

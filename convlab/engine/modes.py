@@ -3,7 +3,7 @@ and code tests (query + simulated user, then a Python test function).
 
 Each mode drives a Conversation and returns an Outcome; the runner turns it into a
 CaseResult. Agent failures raise TurnFailed from the conversation and end the mode, except
-in the scripted turns of a HoloDeck case, where the later turns still run (CONFORMANCE §2.8).
+in the scripted turns of a HoloDeck case, where the later turns still run (docs/holodeck.md).
 """
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ async def run_turns(conv: Conversation) -> Outcome:
         return Outcome(
             "error", f"turn {errored.index + 1}: {why}", blame=stopped_by.get(errored.index)
         )
-    # every step was recorded: the final checks run (seed 001), even after a failed step,
+    # every step was recorded: the final checks run (intention-kernel's rule), even after a failed step,
     # but a failed step decides the case
     final = await conv.check(conv.case.assertions, None, "final")
     failed = next((t for t in conv.turns if t.status == "failed"), None)
@@ -146,7 +146,7 @@ def _goes_on(conv: Conversation, results: list[AssertionResult]) -> bool:
 
     HoloDeck 0.7.1 (`_run_multi_turn`) records an agent error and runs and scores the
     later turns; only a code grader with `fail_on_error: true` that errs stops them.
-    Every other format stops at the first error, as its seed says.
+    Every other format stops at the first error, as its own system does.
     """
     source = conv.case.source
     if source is None or source.format != "yaml_cases":
@@ -211,7 +211,7 @@ async def _simulate(conv: Conversation, sim: object, extra: dict[str, object]) -
 
 
 async def run_dynamic(conv: Conversation) -> Outcome:
-    """Simulator-driven turns until every required checkpoint is reached (CONFORMANCE §1.7)."""
+    """Simulator-driven turns until every required checkpoint is reached (Yao's dynamic runner; docs/yao.md)."""
     case = conv.case
     checkpoints = {
         cp.id: CheckpointResult(id=cp.id, required=cp.required) for cp in case.checkpoints

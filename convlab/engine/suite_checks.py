@@ -13,7 +13,7 @@ __all__ = ["SUMMARY_KEYS", "suite_checks", "suite_summary"]
 
 
 async def suite_checks(run: Run) -> list[Any]:
-    """Suite-scope assertions see `{summary, status}` (seed 001) and every case result."""
+    """Suite-scope assertions see `{summary, status}` (intention-kernel) and every case result."""
     summary = suite_summary(list(run.results))
     ctx = CheckContext(
         scope="suite", summary=summary, cases=list(run.results), extra={"status": run.status}

@@ -105,7 +105,7 @@ class _Spec(BaseModel):
     def _keep_kind(self, kind: str) -> str:
         # `kind` is the union's tag: a field serializer keeps it even when dumping with
         # exclude_defaults (pydantic knows no default for a field it does not serialize
-        # itself). A model serializer that put it back cost 3x the spec's whole dump.
+        # itself); a model serializer that put it back would rebuild the whole dump.
         return kind
 
 
@@ -394,8 +394,8 @@ class Judge(_Spec):
         return self
 
 
-Assertion: TypeAlias = SerializeAsAny[  # each spec dumps as its own class: 2x faster than
-    Annotated[  # pydantic's serializer of the tagged union (which picks the class itself)
+Assertion: TypeAlias = SerializeAsAny[  # each spec dumps as its own class, rather than
+    Annotated[  # through pydantic's serializer of the tagged union (which picks the class)
         Equals
         | Contains
         | NotContains

@@ -59,7 +59,7 @@ class Source(_Model):
 
 
 class Selection(_Model):
-    """A structured choice: exactly one of option index, label or id (seed 001)."""
+    """A structured choice: exactly one of option index, label or id (intention-kernel)."""
 
     option_index: int | None = Field(default=None, ge=0)
     option_label: str | None = None
