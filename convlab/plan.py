@@ -152,5 +152,6 @@ _NULL_SOURCE = ',"source":null}'
 
 
 def resolve_selection(selection: Selection, interaction: dict[str, Any] | None) -> dict[str, Any]:
-    """The option a selection picks from the previous turn's interaction (intention-kernel's rules)."""
+    """The option a selection picks from the previous turn's interaction (as
+    intention-kernel picks it)."""
     return selection.pick(interaction)

@@ -98,7 +98,10 @@ def test_seed_grammar_c_object_tools_and_turn_metric() -> None:
 
 def test_seed_mixed_expected_tools_list() -> None:
     (tools,) = (
-        convlab.load(DATA / "contract_tools_and_matchers.yaml").case("mixed-list").turns[0].assertions
+        convlab.load(DATA / "contract_tools_and_matchers.yaml")
+        .case("mixed-list")
+        .turns[0]
+        .assertions
     )
     assert isinstance(tools, ExpectedTools)
     lookup, subtract, divide = tools.tools
@@ -202,7 +205,9 @@ def test_seed_8_4_numeric_and_code_grader() -> None:
 
 def test_seed_8_4_grader_that_does_not_import_is_a_problem(tmp_path: Path) -> None:
     text = (
-        (DATA / "contract_code_grader.yaml").read_text().replace("my_benchmarks", "nowhere_benchmarks")
+        (DATA / "contract_code_grader.yaml")
+        .read_text()
+        .replace("my_benchmarks", "nowhere_benchmarks")
     )
     found = problems(tmp_path, text)
     problem = at(found, "test_cases[0].turns[0].evaluations[1].grader")

@@ -1,6 +1,6 @@
 """Saving a Run and reading it back, losslessly: `.json` and `.jsonl` (JSON Lines).
 
-`.json` is Yao's JSON report object (`yao agent test -o report.json`) with the Run model folded in, so
+`.json` is Yao's JSON report object with the Run model folded in, so
 jq scripts written for `yao agent test -o report.json` keep working and nothing is lost:
 
     {"summary": {total, passed, failed, skipped, errors, timeouts, duration_ms, agent_id, ...},
@@ -16,8 +16,8 @@ a `.json` holding only the Run model (older convlab) loads too, and so does a Ya
 (results keyed by `id`, read as in `.jsonl`). Yao's `environment` block is left out:
 convlab has no user/team/locale context to report.
 
-The `.jsonl` layout keeps Yao's `.jsonl` record types (start, result, stability, summary), so `jq 'select(.type ==
-"summary")'` works, and adds what a lossless reload needs:
+The `.jsonl` layout keeps Yao's `.jsonl` record types (start, result, stability, summary),
+so `jq 'select(.type == "summary")'` works, and adds what a lossless reload needs:
 
     {"type": "start", "timestamp", "agent_id", "total_cases", "run": {the Run without results}}
     {"type": "result", "id": <case id>, "output": <last reply>, ...every CaseResult field...}

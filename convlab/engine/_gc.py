@@ -4,8 +4,9 @@ A run allocates a few objects per instance and frees them at once; the cyclic co
 triggered every few hundred allocations, would walk every live object each time it reaches
 the oldest generation, the loaded suite's hundreds of thousands included. So while any run
 is going on, the objects that existed before it (the suite, imported modules) are moved out
-of the collector's sight (`gc.freeze`), and collections are much rarer. The last run to end restores the thresholds,
-also when it fails; runs in several threads at once share one quiet period.
+of the collector's sight (`gc.freeze`), and collections are much rarer. The last run to
+end restores the thresholds, also when it fails; runs in several threads at once share one
+quiet period.
 """
 
 from __future__ import annotations

@@ -129,8 +129,8 @@ async def run_turns(conv: Conversation) -> Outcome:
         return Outcome(
             "error", f"turn {errored.index + 1}: {why}", blame=stopped_by.get(errored.index)
         )
-    # every step was recorded: the final checks run (intention-kernel's rule), even after a failed step,
-    # but a failed step decides the case
+    # every step was recorded: the final checks run (intention-kernel's rule), even after a
+    # failed step, but a failed step decides the case
     final = await conv.check(conv.case.assertions, None, "final")
     failed = next((t for t in conv.turns if t.status == "failed"), None)
     if failed is not None:
@@ -211,7 +211,8 @@ async def _simulate(conv: Conversation, sim: object, extra: dict[str, object]) -
 
 
 async def run_dynamic(conv: Conversation) -> Outcome:
-    """Simulator-driven turns until every required checkpoint is reached (Yao's dynamic runner; docs/yao.md)."""
+    """Simulator-driven turns until every required checkpoint is reached (Yao's dynamic
+    runner; docs/yao.md)."""
     case = conv.case
     checkpoints = {
         cp.id: CheckpointResult(id=cp.id, required=cp.required) for cp in case.checkpoints
