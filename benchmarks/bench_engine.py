@@ -1,21 +1,28 @@
 """Engine benchmark: per-case cost in process, HTTP through convlab.run, memory.
 
-Run from the project root:  python benchmarks/bench_engine.py [--quick] [--only a,b,c]
+Run from the project root:
+
+    python benchmarks/bench_engine.py [--quick] [--only a,b,c] [--before DIR]
+
 Prints figures and ratios against baselines measured in the same run (no pass/fail): the
-machine's load moves the absolute figures, the ratios much less.
+machine's load moves the absolute figures, the ratios much less. `--before DIR` measures
+the convlab tree in DIR too (a checkout of an earlier commit: `git worktree add DIR REV`),
+each part alternating with this tree's, and prints the two side by side.
 
 (a) in process: N single-turn cases, 3 assertions each (contains, regex, not_contains), the
-    results store on, an async and a sync function agent that answer at once -> cases/s
-    (targets: >= 10,000/s async, >= 5,000/s sync), side by side with the ideal: a plain
-    asyncio loop, same concurrency, that calls the agent, makes the 3 checks and writes the
-    same kind of JSONL line per case; the ratio convlab/ideal is printed.
+    results store on, an async and a sync function agent that answer at once -> cases/s,
+    side by side with the ideal: a plain asyncio loop, same concurrency, that calls the
+    agent, makes the 3 checks and writes the same kind of JSONL line per case.
 (b) HTTP: N=1000 single-turn cases at 50 in flight through convlab.run with assertions
     against benchmarks/support/mock_openai.py at 50 ms latency, side by side with the raw
     aiohttp baseline (benchmarks/support/anchor_ideal.py); benchmarks/bench_http.py has more.
-(c) memory, a stability run of 100,000 stored results (10,000 cases x runs=10; fresh
-    processes): resident growth per result of the run that holds them (target <= 1 KB),
-    the store line of a passed single-turn case (target <= 500 B), and reading the store
-    back (target <= 1 s) with its resident growth.
+(c) memory:
+    - the peak resident memory a result costs *during* a run with a store (target <= 1 KB):
+      runs of two sizes (single-turn cases, 3 checks, runs=10) in separate processes, the
+      difference of their peaks over the difference of their result counts;
+    - the store line of a passed single-turn case (target <= 1 KB);
+    - reading 100,000 stored results back (`read_store`, target <= 1 s), and `load_run`
+      with `Run.df` over them.
 """
 
 from __future__ import annotations
@@ -98,7 +105,8 @@ def _rate(fn, n: int, repeat: int) -> float:
     return statistics.median(rates)
 
 
-def in_process(n: int, repeat: int) -> None:
+def in_process(n: int, repeat: int) -> dict[str, Any]:
+    """Cases/s of the ideal loop and of convlab.run with an async and a sync agent."""
     import convlab as cl
 
     async def async_agent(messages):
@@ -119,13 +127,7 @@ def in_process(n: int, repeat: int) -> None:
 
         rate_async = _rate(lambda: one(async_agent), n, repeat)
         rate_sync = _rate(lambda: one(sync_agent), n, repeat)
-    print(f"(a) in process: {n:,} cases x 3 assertions, store on, parallel=16 (median of {repeat})")
-    print(f"    ideal (plain asyncio loop writing JSONL): {ideal:,.0f} cases/s")
-    for name, rate, target in (("async", rate_async, 10_000), ("sync", rate_sync, 5_000)):
-        print(
-            f"    convlab, {name} function agent: {rate:,.0f} cases/s = {ideal / rate:.1f}x the "
-            f"ideal's time per case; target >= {target:,}/s -> {rate / target:.2f}x target"
-        )
+    return {"n": n, "ideal": ideal, "async": rate_async, "sync": rate_sync}
 
 
 def _free_port() -> int:
@@ -144,7 +146,8 @@ def _wait(port: int, timeout: float = 20) -> None:
     raise RuntimeError("mock server did not start")
 
 
-def http(n: int, conc: int, latency_ms: int) -> None:
+def http(n: int, conc: int, latency_ms: int) -> dict[str, Any]:
+    """Seconds of the raw aiohttp baseline and of convlab.run, N cases at C in flight."""
     import convlab as cl
 
     mock = BENCH / "mock_openai.py"
@@ -156,28 +159,26 @@ def http(n: int, conc: int, latency_ms: int) -> None:
     )
     try:
         _wait(port)
-        ideal = n * latency_ms / 1000 / conc
         anchor = BENCH / "anchor_ideal.py"
         base = subprocess.run(
             [sys.executable, str(anchor), "--client", "aiohttp", "--base-url",
              f"http://127.0.0.1:{port}/v1", "-n", str(n), "-c", str(conc)],
             capture_output=True, text=True, timeout=300,
         )  # fmt: skip
-        base_s = _seconds_from(base.stdout)
         agent = cl.agents.openai("mock", base_url=f"http://127.0.0.1:{port}/v1", api_key="x")
         suite = _suite(n, expect="You said: ")  # the mock echoes the message
         t0 = time.perf_counter()
         run = cl.run(suite, agent, parallel=conc, progress=False)
         dt = time.perf_counter() - t0
-        ok = run.summary["passed"]
-        print(f"(b) http: N={n} C={conc} latency={latency_ms} ms, ideal {ideal:.2f} s")
-        if base_s:
-            print(f"    raw aiohttp baseline: {base_s:.2f} s = {base_s / ideal:.2f}x ideal")
-        print(
-            f"    convlab.run + 3 assertions: {dt:.2f} s = {dt / ideal:.2f}x ideal"
-            + (f", {dt / base_s:.2f}x baseline (target <= 1.05x)" if base_s else "")
-            + f" ({ok}/{n} passed)"
-        )
+        return {
+            "n": n,
+            "conc": conc,
+            "latency_ms": latency_ms,
+            "ideal_s": n * latency_ms / 1000 / conc,
+            "baseline_s": _seconds_from(base.stdout),
+            "convlab_s": dt,
+            "passed": run.summary["passed"],
+        }
     finally:
         server.terminate()
         server.wait()
@@ -195,78 +196,136 @@ def _seconds_from(text: str) -> float | None:
     return float(m[-1]) if m else None
 
 
-_RSS = """
-def rss():
-    with open("/proc/self/statm") as fh:
-        return int(fh.read().split()[1]) * __import__("os").sysconf("SC_PAGE_SIZE")
-"""
-
-
-def memory(n: int) -> None:
-    """Resident growth of a run holding n results and of reading its store back (fresh
-    processes each, so neither pays for the other), and the store's line size."""
-    with tempfile.TemporaryDirectory() as tmp:
-        store = Path(tmp) / "s.jsonl"
-        write = f"""{_RSS}
-import gc, sys, time
-sys.path.insert(0, {str(Path(__file__).parent)!r})
+_PEAK = """
+import gc, resource, sys, time
+sys.path.insert(0, {bench!r})
 import convlab as cl
 from bench_engine import _suite
 async def agent(messages):
     return "ok"
-suite = _suite({n // 10})
 cl.run(_suite(100), agent, progress=False)  # imports and first-use caches
-gc.collect(); before = rss()
+gc.collect()
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+suite = _suite({cases})
 t0 = time.perf_counter()
-run = cl.run(suite, agent, runs=10, parallel=16, store={str(store)!r}, progress=False)
-dt = time.perf_counter() - t0
-gc.collect(); grown = rss() - before
-print(f"(c) memory: a stability run of {{len(run.results):,}} results "
-      f"({n // 10:,} cases x runs=10), store on: {{dt:.1f}} s; resident "
-      f"growth {{grown / len(run.results):,.0f}} B per result (target <= 1,024 B)")
+run = cl.run(suite, agent, runs=10, parallel=16, store={store!r}, progress=False)
+print(len(run.results), time.perf_counter() - t0,
+      resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - before)
 """
-        read = f"""{_RSS}
+
+_READ = """
 import gc, time
 from convlab.engine.store import read_store
 import convlab
-gc.collect(); before = rss()
 t0 = time.perf_counter()
-header, results = read_store({str(store)!r})
+header, results = read_store({store!r})
 dt = time.perf_counter() - t0
-del header  # the suite it holds is the cases', not the results'
-gc.collect(); grown = rss() - before
+del header, results
+gc.collect()
 t1 = time.perf_counter()
-run = convlab.load_run({str(store)!r})
+run = convlab.load_run({store!r})
 df = run.df
-dt2 = time.perf_counter() - t1
-print(f"    reading the {{len(results):,}} stored results back: {{dt:.2f}} s (target <= 1 s), "
-      f"resident growth {{grown / len(results):,.0f}} B per result; load_run + Run.df "
-      f"{{dt2:.2f}} s")
+print(len(df), dt, time.perf_counter() - t1)
 """
-        env = {**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH") or str(ROOT)}
-        subprocess.run([sys.executable, "-c", write], check=True, env=env)
+
+
+def _child(code: str) -> list[float]:
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=True, capture_output=True, text=True
+    ).stdout
+    return [float(x) for x in out.split()]
+
+
+def memory(n: int) -> dict[str, Any]:
+    """Peak memory per result during a run with a store (two sizes, separate processes),
+    the store line of a passed single-turn case, and reading n results back."""
+    out: dict[str, Any] = {"n": n}
+    with tempfile.TemporaryDirectory() as tmp:
+        peaks = []
+        for cases in (n // 50, n // 10):  # runs=10: n/5 and n results
+            store = str(Path(tmp) / f"s{cases}.jsonl")
+            peaks.append(_child(_PEAK.format(bench=str(Path(__file__).parent), cases=cases,
+                                             store=store)))  # fmt: skip
+        (small, _, small_peak), (big, big_s, big_peak) = peaks
+        out["peak_per_result"] = (big_peak - small_peak) / (big - small)
+        out["run_s"] = big_s
+        store = Path(tmp) / f"s{n // 10}.jsonl"
         lines = store.read_bytes().splitlines()[1:]
         passed = [len(x) + 1 for x in lines if b'"status":"passed"' in x]
-        print(
-            f"    store: {store.stat().st_size / 1e6:.0f} MB; a passed single-turn case's line "
-            f"{statistics.median(passed):.0f} B (target <= 500 B)"
-        )
-        subprocess.run([sys.executable, "-c", read], check=True, env=env)
+        out["line_bytes"] = statistics.median(passed)
+        out["store_mb"] = store.stat().st_size / 1e6
+        results, read_s, load_df_s = _child(_READ.format(store=str(store)))
+        out["read_s"], out["load_df_s"], out["read_n"] = read_s, load_df_s, int(results)
+    return out
+
+
+PARTS = {
+    "a": lambda quick: in_process(2000 if quick else 10_000, 1 if quick else 3),
+    "b": lambda quick: http(200 if quick else 1000, 50, 50),
+    "c": lambda quick: memory(10_000 if quick else 100_000),
+}
+
+
+def _measure_before(before: Path, part: str, quick: bool) -> dict[str, Any]:
+    """One part measured on the convlab tree in `before` (this script, run in a child whose
+    `convlab` is that tree's)."""
+    cmd = [sys.executable, __file__, "--only", part, "--json"] + (["--quick"] if quick else [])
+    env = {**os.environ, "PYTHONPATH": str(before)}
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
+    figures: dict[str, Any] = json.loads(out.splitlines()[-1])[part]
+    return figures
+
+
+def _show(part: str, now: dict[str, Any], before: dict[str, Any] | None) -> None:
+    def col(fmt: str, key: str, scale: float = 1.0) -> str:
+        here = format(now[key] * scale, fmt)
+        if before is None:
+            return here
+        ratio = now[key] / before[key] if before[key] else float("nan")
+        return f"{here} (before {format(before[key] * scale, fmt)}, {ratio:.2f}x)"
+
+    if part == "a":
+        print(f"(a) in process: {now['n']:,} cases x 3 assertions, store on, parallel=16")
+        print(f"    ideal (plain asyncio loop writing JSONL): {col(',.0f', 'ideal')} cases/s")
+        print(f"    convlab, async function agent: {col(',.0f', 'async')} cases/s")
+        print(f"    convlab, sync function agent: {col(',.0f', 'sync')} cases/s")
+        then = f" (before {before['ideal'] / before['async']:.1f}x)" if before else ""
+        print(f"    ideal / convlab (async): {now['ideal'] / now['async']:.1f}x{then}")
+    elif part == "b":
+        print(f"(b) http: N={now['n']} C={now['conc']} latency={now['latency_ms']} ms, "
+              f"ideal {now['ideal_s']:.2f} s")  # fmt: skip
+        for label, figures in (("this tree", now), ("before", before)):
+            if figures and figures["baseline_s"]:
+                ratio = figures["convlab_s"] / figures["baseline_s"]
+                print(f"    {label}: convlab.run + 3 assertions {figures['convlab_s']:.2f} s, "
+                      f"raw aiohttp {figures['baseline_s']:.2f} s: {ratio:.3f}x the raw client "
+                      f"(target <= 1.10x; {figures['passed']}/{figures['n']} passed)")  # fmt: skip
+    else:
+        print(f"(c) memory: stability runs with a store (runs=10), {now['n']:,} results")
+        print(f"    peak growth per result during the run: {col(',.0f', 'peak_per_result')} B "
+              "(target <= 1,024 B)")  # fmt: skip
+        print(f"    a passed single-turn line: {col('.0f', 'line_bytes')} B (target <= 1,024 B)")
+        print(f"    read_store of {now['read_n']:,} results: {col('.2f', 'read_s')} s "
+              "(target <= 1 s)")  # fmt: skip
+        print(f"    load_run + Run.df: {col('.2f', 'load_df_s')} s")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="smaller sizes for a smoke run")
     ap.add_argument("--only", default="a,b,c", help="which parts: a (in process), b, c")
+    ap.add_argument("--before", type=Path, help="also measure the convlab tree in this folder")
+    ap.add_argument("--json", action="store_true", help="print the figures as one JSON line")
     args = ap.parse_args()
     os.chdir(ROOT)
-    parts = set(args.only.split(","))
-    if "a" in parts:
-        in_process(2000 if args.quick else 10_000, 1 if args.quick else 3)
-    if "b" in parts:
-        http(200 if args.quick else 1000, 50, 50)
-    if "c" in parts:
-        memory(10_000 if args.quick else 100_000)
+    figures: dict[str, Any] = {}
+    for part in args.only.split(","):
+        before = _measure_before(args.before, part, args.quick) if args.before else None
+        figures[part] = PARTS[part](args.quick)
+        if not args.json:
+            _show(part, figures[part], before)
+    if args.json:
+        print(json.dumps(figures))
 
 
 if __name__ == "__main__":

@@ -50,7 +50,7 @@ from convlab.engine.store import END_FIELDS, RESULT_PREFIX, result_line
 from convlab.errors import SuiteError
 from convlab.formats import Problems
 from convlab.model._legacy import upgrade
-from convlab.model.codec import FORMAT, check_format, convert, encode
+from convlab.model.codec import FORMAT, check_format, convert, encode, wrapped
 from convlab.model.records import CaseResult
 from convlab.model.results import Results
 from convlab.model.run import Run
@@ -161,7 +161,7 @@ def _version() -> str:
 def with_fields(head: dict[str, Any], record: CaseResult) -> str:
     """One result as a save writes it: `head`'s keys (a `type`, Yao's `id`, ...), then
     the record's own encoding."""
-    return (encode(head)[:-1] + b"," + encode(record)[1:]).decode()
+    return wrapped(head, encode(record)).decode()
 
 
 def _seed_keys(r: CaseResult) -> dict[str, Any]:

@@ -27,7 +27,7 @@ except ImportError:  # pragma: no cover - Windows: no OS lock, one writer is up 
     fcntl = None  # type: ignore[assignment]
 from convlab.engine._gc import paused_gc
 from convlab.model._legacy import upgrade
-from convlab.model.codec import FORMAT, check_format, convert, decode_as, encode
+from convlab.model.codec import FORMAT, check_format, convert, decode_as, encode, wrapped
 from convlab.model.records import CaseResult
 from convlab.model.results import Results
 from convlab.model.run import Run
@@ -37,9 +37,9 @@ __all__ = ["END_FIELDS", "RESULT_PREFIX", "ResultStore", "StoreError", "read_sto
 
 Key = tuple[str, str, int, int]
 
-RESULT_PREFIX = b'{"type":"result",'
-"""How every result line starts (written by `ResultStore.append`); one that is not valid
-JSON was cut short by a crash."""
+RESULT_PREFIX = wrapped({"type": "result"}, b"{}")[:-1]
+"""How every result line starts (`ResultStore.append`); one that is not valid JSON was cut
+short by a crash."""
 
 
 END_FIELDS = ("status", "finished_at", "error", "suite_assertions", "settings")
@@ -220,7 +220,7 @@ class ResultStore:
 
     def append(self, line: bytes) -> None:
         """Write one finished instance's encoded record and flush it to the OS."""
-        self._write_raw(RESULT_PREFIX + line[1:] + b"\n")
+        self._write_raw(wrapped({"type": "result"}, line) + b"\n")
 
     def sync(self) -> None:
         """Flush every line written so far to disk (the results are safe from here on)."""

@@ -30,6 +30,7 @@ __all__ = [
     "decode_as",
     "encode",
     "to_builtins",
+    "wrapped",
 ]
 
 T = TypeVar("T")
@@ -78,6 +79,12 @@ _ENCODER = msgspec.json.Encoder(enc_hook=_enc_hook)
 def encode(value: Any) -> bytes:
     """The JSON of a record, a run or any JSON-ready value holding them."""
     return _ENCODER.encode(value)
+
+
+def wrapped(head: dict[str, Any], line: bytes) -> bytes:
+    """An encoded record (`line`, a JSON object) with `head`'s keys before its own: how a
+    store or a save marks what it holds (`{"type": "result", ...}`)."""
+    return encode(head)[:-1] + b"," + line[1:]
 
 
 def to_builtins(value: Any) -> Any:
