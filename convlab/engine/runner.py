@@ -9,7 +9,7 @@ import time
 import uuid
 import warnings
 from array import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -38,6 +38,9 @@ from convlab.model.run import Run
 from convlab.plan import Instance, count, expand
 
 __all__ = ["Runner", "Settings"]
+
+NOT_PLANNED = -1
+SUPERSEDED = -2
 
 
 @dataclass
@@ -76,8 +79,6 @@ class Runner:
     env: Env
     settings: Settings
     listeners: list[Listener] = field(default_factory=list)
-    results: dict[tuple[str, str, int, int], int] = field(default_factory=dict)
-    """Finished instances by key: their place in `kept`."""
     kept: Results = field(default_factory=Results)
     """Finished instances in the order they finished, as their encoded lines."""
     run: Run = field(default_factory=Run)
@@ -86,7 +87,12 @@ class Runner:
     _store_problem: str | None = None
     _places: array[int] = field(default_factory=lambda: array("q"))
     """Each kept result's place in the plan (the Run lists results in plan order), beside
-    `kept`; -1: not planned."""
+    `kept`; NOT_PLANNED: listed last; SUPERSEDED: left out (a stored cancelled instance that
+    runs again)."""
+    _done: bytearray = field(default_factory=bytearray)
+    """Whether the instance at each place of the plan has finished (or was stored)."""
+    _stored: dict[tuple[str, str, int, int], int] = field(default_factory=dict)
+    """A resumed store's finished instances by key: their place in `kept`."""
     _planned_count: int = 0
     _stopped: dict[tuple[str, str, int, int], CaseResult] = field(default_factory=dict)
     """What an instance stopped mid-way got to (its worker records it as cancelled)."""
@@ -96,29 +102,23 @@ class Runner:
     def finished(self) -> Results:
         """The instances finished so far (a record is decoded when one is read: a poll of a
         big run's count or last result decodes no other)."""
-        return self._collect(list(self.results))
+        return self.kept.reordered(i for i, p in enumerate(self._places) if p != SUPERSEDED)
 
-    def _hold(
-        self, key: tuple[str, str, int, int], result: CaseResult, line: bytes | None, place: int
-    ) -> None:
+    def _hold(self, result: CaseResult, line: bytes | None, place: int) -> None:
         """Keep a finished instance: as its line, or as its record when it has none."""
-        self.results[key] = len(self.kept)
+        self._done[place] = 1
         if line is None:
             self.kept.append(result)
         else:
             self.kept.add_line(line, result.status)
         self._places.append(place)
 
-    def _place(self, key: tuple[str, str, int, int]) -> int:
-        place = self._places[self.results[key]]
-        return place if place >= 0 else 1 << 60  # not in this plan: last
-
-    def _collect(self, keys: Iterable[tuple[str, str, int, int]]) -> Results:
-        """The finished instances of `keys`, in that order."""
-        results = Results()
-        for key in keys:
-            results.add_from(self.kept, self.results[key])
-        return results
+    def _ordered(self) -> Results:
+        """The kept instances in plan order, those not in this plan last."""
+        places = self._places
+        kept = [i for i, p in enumerate(places) if p != SUPERSEDED]
+        kept.sort(key=lambda i: places[i] if places[i] >= 0 else 1 << 60)
+        return self.kept.reordered(kept)
 
     def emit(self, event: Event) -> None:
         """Tell every listener; a broken listener never breaks the run, but says so once."""
@@ -161,8 +161,10 @@ class Runner:
             raise
         if store is not None:
             self.kept = store.stored  # the run goes on from the lines read back
-            self._places = array("q", [-1]) * len(store.stored)
-            self.results.update(store.done)
+            self._places = array("q", [SUPERSEDED]) * len(store.stored)
+            for i in store.done.values():
+                self._places[i] = NOT_PLANNED
+            self._stored = store.done
             if store.skipped:  # never re-run them without a word
                 warnings.warn(
                     f"{s.store}: {len(store.skipped)} stored line(s) could not be read, so "
@@ -171,7 +173,8 @@ class Runner:
                     stacklevel=2,
                 )
         total = count(suite, s.runs)
-        self.emit(RunStarted(self.run.id, total, self.run.agent, s.public(), len(self.results)))
+        self._done = bytearray(total)
+        self.emit(RunStarted(self.run.id, total, self.run.agent, s.public(), len(self._stored)))
         cancelled, before_data, failure = False, None, None
         try:
             try:
@@ -221,14 +224,14 @@ class Runner:
         if self._planned_count < count(suite, s.runs):  # not every instance was planned
             why = failure or "run stopped before it ran"
             for n, inst in enumerate(expand(suite, s.runs, s.allow_external_writes)):
-                if inst.key not in self.results:
+                stored = self._stored.get(inst.key)
+                if stored is not None:
+                    self._places[stored] = n
+                    self._done[n] = 1
+                elif not self._done[n]:
                     status = "error" if failure else "cancelled"
-                    self._keep(inst.key, closed(inst, status, why, self._failure_blame), n)
-                else:
-                    self._places[self.results[inst.key]] = n
-        ordered = sorted(self.results, key=self._place)
-        results = self._collect(ordered)
-        self.run.results = results
+                    self._keep(closed(inst, status, why, self._failure_blame), n)
+        self.run.results = self._ordered()
         self.run.status = "failed" if failure else "cancelled" if cancelled else "completed"
         self.run.error = failure
         if suite.assertions:
@@ -255,8 +258,10 @@ class Runner:
         s = self.settings
         for n, inst in enumerate(expand(self.env.suite, s.runs, s.allow_external_writes)):
             self._planned_count = n + 1
-            if inst.key in self.results:
-                self._places[self.results[inst.key]] = n
+            stored = self._stored.get(inst.key)
+            if stored is not None:
+                self._places[stored] = n
+                self._done[n] = 1
             else:
                 yield n, inst
 
@@ -269,28 +274,22 @@ class Runner:
             try:
                 result = await self.run_instance(inst)
             except asyncio.CancelledError:
-                if inst.key not in self.results:
+                if not self._done[place]:
                     stopped = self._stopped.pop(inst.key, None)
                     why = "run stopped while it ran"
-                    self._keep(inst.key, stopped or closed(inst, "cancelled", why), place)
+                    self._keep(stopped or closed(inst, "cancelled", why), place)
                 raise
-            result = self._keep(inst.key, result, place, store)
+            result = self._keep(result, place, store)
             if self.listeners:
                 self.emit(CaseFinished(result, inst.label))
             if self.settings.fail_fast and result.status in ("failed", "error", "timeout"):
                 self._stop_picking = True
 
-    def _keep(
-        self,
-        key: tuple[str, str, int, int],
-        result: CaseResult,
-        place: int,
-        store: ResultStore | None = None,
-    ) -> CaseResult:
+    def _keep(self, result: CaseResult, place: int, store: ResultStore | None = None) -> CaseResult:
         """Record a finished instance: encoded, stored when there is a store, and kept; its
         result as finally recorded."""
         final, line = kept(store, result)
-        self._hold(key, final, line, place)
+        self._hold(final, line, place)
         return final
 
     async def run_instance(self, inst: Instance) -> CaseResult:

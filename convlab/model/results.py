@@ -1,14 +1,15 @@
 """A run's results: a list of `CaseResult` to its reader, held as encoded lines.
 
-A finished instance is kept as its record's encoding (convlab.model.codec), end to end in one
-buffer with the others, and decoded the first time it is read; the record is then kept, so
-it is the same object on every read and a change to it sticks. One buffer rather than a
-bytes object per line: lines that size would be the small-object allocator's, whose arenas
-the run's short-lived objects share and keep resident.
+A finished instance is kept as its record's encoding (convlab.model.codec) and decoded the
+first time it is read; the record is then kept, so it is the same object on every read and
+a change to it sticks. The lines are appended to `Lines`, in chunks that are compressed once
+full: the lines of one run are alike, so a chunk takes a fraction of its lines' size, and
+reading a line back costs one chunk's decompression (the last chunk read is kept).
 """
 
 from __future__ import annotations
 
+import zlib
 from array import array
 from collections.abc import Iterable, Iterator, MutableSequence
 from typing import Any, overload
@@ -19,20 +20,58 @@ from convlab.model.codec import decode_as, encode
 from convlab.model.records import CaseResult
 from convlab.model.rows import InstanceRow, instance_row
 
-__all__ = ["Results"]
+__all__ = ["Lines", "Results"]
+
+
+class Lines:
+    """Encoded lines, only ever appended, numbered from 0 in the order they came."""
+
+    CHUNK = 128
+    """Lines per chunk: a chunk is compressed when it has this many."""
+
+    __slots__ = ("_ends", "_open", "_read", "_sealed")
+
+    def __init__(self) -> None:
+        self._sealed: list[bytes] = []
+        """The full chunks, compressed."""
+        self._open = bytearray()
+        """The chunk being filled."""
+        self._ends = array("q")
+        """Where each line ends in its chunk."""
+        self._read: tuple[int, bytes] = (-1, b"")
+        """The last sealed chunk read: its number and its lines."""
+
+    def add(self, line: bytes | memoryview) -> int:
+        """Keep `line`; its number."""
+        n = len(self._ends)
+        self._open += line
+        self._ends.append(len(self._open))
+        if len(self._ends) % self.CHUNK == 0:
+            self._sealed.append(zlib.compress(self._open, 1))
+            self._open = bytearray()
+        return n
+
+    def __getitem__(self, n: int) -> bytes:
+        chunk, k = divmod(n, self.CHUNK)
+        start = self._ends[n - 1] if k else 0
+        if chunk == len(self._sealed):
+            return bytes(self._open[start : self._ends[n]])
+        read = self._read
+        if read[0] != chunk:
+            read = self._read = (chunk, zlib.decompress(self._sealed[chunk]))
+        return read[1][start : self._ends[n]]
 
 
 class Results(MutableSequence[CaseResult]):
     """Case results kept as lines until read. It compares equal to the list of its results,
     pickles and deep-copies as that list, and encodes as it (its lines as they are)."""
 
-    __slots__ = ("_buf", "_ends", "_objs", "_starts", "_status")
+    __slots__ = ("_lines", "_nos", "_objs", "_status")
 
     def __init__(self, results: Iterable[CaseResult] = ()) -> None:
-        self._buf = bytearray()
-        self._starts = array("q")
-        """Where each result's line starts in `_buf`; -1: the result is held as a record."""
-        self._ends = array("q")
+        self._lines = Lines()
+        self._nos = array("q")
+        """Each result's line number in `_lines`; -1: the result is held as a record."""
         self._status: list[str] = []
         self._objs: list[CaseResult | None] = []
         for r in results:
@@ -40,30 +79,29 @@ class Results(MutableSequence[CaseResult]):
 
     def add_line(self, line: bytes | memoryview, status: str) -> None:
         """Keep a result as its encoded line (not decoded until read) and its status."""
-        buf = self._buf
-        self._starts.append(len(buf))
-        buf += line
-        self._ends.append(len(buf))
+        self._nos.append(self._lines.add(line))
         self._status.append(status)
         self._objs.append(None)
 
-    def add_from(self, other: Results, i: int) -> None:
-        """Keep `other`'s result `i` as `other` holds it (its line copied, or its record)."""
-        obj = other._objs[i]
-        if obj is not None:
-            self.append(obj)
-        else:
-            view = memoryview(other._buf)[other._starts[i] : other._ends[i]]
-            self.add_line(view, other._status[i])
+    def reordered(self, order: Iterable[int]) -> Results:
+        """The results at the places `order` lists, in that order, sharing these lines
+        (they are only ever appended to, so no line moves)."""
+        out = Results()
+        out._lines = self._lines
+        for i in order:
+            out._nos.append(self._nos[i])
+            out._status.append(self._status[i])
+            out._objs.append(self._objs[i])
+        return out
 
     def _line(self, i: int) -> bytes:
-        return bytes(self._buf[self._starts[i] : self._ends[i]])
+        return self._lines[self._nos[i]]
 
     def _get(self, i: int) -> CaseResult:
         obj = self._objs[i]
         if obj is None:
             obj = self._objs[i] = decode_as(self._line(i), CaseResult)
-            self._starts[i] = -1  # the record holds it now (and may be changed)
+            self._nos[i] = -1  # the record holds it now (and may be changed)
         return obj
 
     @overload
@@ -86,24 +124,22 @@ class Results(MutableSequence[CaseResult]):
             self._hold(items)
             return
         j = range(len(self._objs))[i]
-        self._objs[j], self._status[j], self._starts[j] = value, value.status, -1
+        self._objs[j], self._status[j], self._nos[j] = value, value.status, -1
 
     def __delitem__(self, i: int | slice) -> None:
-        del self._objs[i], self._status[i], self._starts[i], self._ends[i]
+        del self._objs[i], self._status[i], self._nos[i]
 
     def insert(self, index: int, value: CaseResult) -> None:
         self._objs.insert(index, value)
         self._status.insert(index, value.status)
-        self._starts.insert(index, -1)
-        self._ends.insert(index, -1)
+        self._nos.insert(index, -1)
 
     def _hold(self, items: list[CaseResult]) -> None:
         """Hold exactly `items` (records, as given)."""
         self._objs = list(items)
         self._status = [r.status for r in items]
-        self._buf = bytearray()
-        self._starts = array("q", [-1]) * len(items)
-        self._ends = array("q", [-1]) * len(items)
+        self._lines = Lines()
+        self._nos = array("q", [-1]) * len(items)
 
     def __len__(self) -> int:
         return len(self._objs)
@@ -112,10 +148,14 @@ class Results(MutableSequence[CaseResult]):
         for i in range(len(self._objs)):
             yield self._get(i)
 
-    def rows(self) -> Iterator[InstanceRow]:
-        """Every result's row; a line not yet read is decoded for it and not kept."""
-        for i, obj in enumerate(self._objs):
-            yield instance_row(decode_as(self._line(i), CaseResult) if obj is None else obj)
+    def rows(self) -> list[InstanceRow]:
+        """Every result's row; a line not yet read is decoded for it and not kept (lines
+        are read in the order they were kept, each chunk once)."""
+        made: dict[int, InstanceRow] = {}
+        for i in sorted(range(len(self._objs)), key=self._nos.__getitem__):
+            obj = self._objs[i]
+            made[i] = instance_row(decode_as(self._line(i), CaseResult) if obj is None else obj)
+        return [made[i] for i in range(len(self._objs))]
 
     def statuses(self) -> list[str]:
         """Every result's status, without decoding a line."""
