@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import email.utils
 import functools
 import os
@@ -43,6 +44,7 @@ __all__ = [
     "json_headers",
     "loads",
     "parse_retry_after",
+    "queued_s",
     "safe_url",
     "url_secrets",
 ]
@@ -52,6 +54,23 @@ OVERLOAD_STATUSES = frozenset({429, 503})
 
 MAX_CONNECTIONS = 512
 """Per agent and loop; the engine's `parallel` is the real bound on requests in flight."""
+
+_QUEUED: contextvars.ContextVar[float] = contextvars.ContextVar("convlab_queued", default=0.0)
+"""Seconds the running task's requests waited for an adaptive-concurrency slot, summed."""
+
+_FAILED: contextvars.ContextVar[tuple[str, bytes] | None] = contextvars.ContextVar(
+    "convlab_failed", default=None
+)
+"""The running task's last request that held a slot and failed: the same one sent again is
+its retry, which goes before new requests."""
+
+
+def queued_s() -> float:
+    """Seconds the running task's requests have waited for a slot of the adaptive limit so
+    far: an agent takes the difference across a turn out of its latency (the wait is the
+    run's own queue, not the agent's time)."""
+    return _QUEUED.get()
+
 
 _PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
 
@@ -299,34 +318,52 @@ class HTTPClient:
             known = self._urls[url] = (target, safe_url(url))
         target, shown = known
         gate = self.limit(shown) if self.adaptive else None
-        ticket = 0
-        if gate is not None:  # a free slot is taken without a coroutine or a future
-            got = gate.try_acquire()
-            ticket = got if got is not None else await gate.acquire()
-        overloaded, succeeded, retry_after = False, False, None
-        try:
+        if gate is None:
+            return await self._send(target, shown, body)
+        retry = _FAILED.get() == (shown, body)
+        ticket = gate.try_acquire(retry)  # a free slot is taken without a coroutine or a future
+        if ticket is None:
+            loop = asyncio.get_running_loop()
+            started = loop.time()
             try:
-                response = await self._request(target, shown, body)
-            except (TimeoutError, httpx.TimeoutException):
-                raise AgentTimeoutError(
-                    f"no answer from {shown} within {self.timeout:g} s (timeout)"
-                ) from None
-            except httpx.TransportError as exc:
-                raise self._connection_error(shown, exc) from exc
-            succeeded = response.status < 500  # it answered: the endpoint had room for it
-            if response.status >= 400:
-                retry_after = parse_retry_after(response.headers.get("retry-after"))
-                overloaded = response.status in OVERLOAD_STATUSES
-                raise AgentHTTPError(
-                    response.status,
-                    shown,
-                    self.secret.redact(response.body[:2000].decode("utf-8", "replace")),
-                    retry_after,
-                )
+                ticket = await gate.acquire(retry)
+            finally:
+                _QUEUED.set(_QUEUED.get() + loop.time() - started)
+        overloaded, succeeded, answered, retry_after = False, False, False, None
+        try:
+            response = await self._send(target, shown, body)
+            succeeded = answered = True
             return response
+        except AgentHTTPError as exc:
+            answered = True
+            succeeded = exc.status < 500  # it answered: the endpoint had room for it
+            overloaded = exc.status in OVERLOAD_STATUSES
+            retry_after = exc.retry_after
+            raise
         finally:
-            if gate is not None:
-                gate.release(ticket, overloaded, retry_after, succeeded)
+            gate.release(ticket, overloaded, retry_after, succeeded, answered)
+            failed = not succeeded or overloaded
+            if failed or retry:
+                _FAILED.set((shown, body) if failed else None)
+
+    async def _send(self, target: yarl.URL, shown: str, body: bytes) -> RawResponse:
+        """One exchange: a response with status < 400, else a typed error."""
+        try:
+            response = await self._request(target, shown, body)
+        except (TimeoutError, httpx.TimeoutException):
+            raise AgentTimeoutError(
+                f"no answer from {shown} within {self.timeout:g} s (timeout)"
+            ) from None
+        except httpx.TransportError as exc:
+            raise self._connection_error(shown, exc) from exc
+        if response.status >= 400:
+            raise AgentHTTPError(
+                response.status,
+                shown,
+                self.secret.redact(response.body[:2000].decode("utf-8", "replace")),
+                parse_retry_after(response.headers.get("retry-after")),
+            )
+        return response
 
     def _client_timeout(self) -> aiohttp.ClientTimeout:
         """`timeout` as aiohttp's total timeout (made once per value)."""

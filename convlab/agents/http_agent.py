@@ -20,7 +20,15 @@ from typing import Any
 import httpx
 
 from convlab.agents._http_base import HTTPBackedAgent
-from convlab.agents._transport import HTTPClient, Secret, dumps, loads, safe_url, url_secrets
+from convlab.agents._transport import (
+    HTTPClient,
+    Secret,
+    dumps,
+    loads,
+    queued_s,
+    safe_url,
+    url_secrets,
+)
 from convlab.agents.function import observation
 from convlab.agents.protocol import AgentContext, AgentSession
 from convlab.errors import AgentResponseError
@@ -213,12 +221,12 @@ class _HTTPSession(AgentSession):
         self.agent = agent
 
     async def send(self, messages: list[Message], ctx: AgentContext) -> Observation:
-        """One POST per turn."""
+        """One POST per turn; its latency leaves out the wait for an adaptive slot."""
         agent = self.agent
-        start = time.perf_counter()
+        start, queued = time.perf_counter(), queued_s()
         body = dumps(agent.build(messages, ctx))
         response = await agent._http.post(str(agent.url), body)
         # parsed straight into the Observation: no Reply model in between
         obs = observation(*agent._parts(response.body, response.headers.get("content-type", "")))
-        obs.latency_ms = (time.perf_counter() - start) * 1000
+        obs.latency_ms = (time.perf_counter() - start - (queued_s() - queued)) * 1000
         return obs
