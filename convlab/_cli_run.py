@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 from convlab.agents.cache import CACHE_MODES
 from convlab.errors import AgentError, ConvlabError
+from convlab.report._console_text import clean
 
 __all__ = [
     "CONFIG_NAME",
@@ -265,9 +266,9 @@ def run_command(args: argparse.Namespace) -> int:
         try:
             answer = cl.ask(resolve_agent(spec), args.input)
         except AgentError as exc:
-            print(f"convlab: {exc}", file=sys.stderr)  # noqa: T201 - the CLI's output
+            print(f"convlab: {clean(exc)}", file=sys.stderr)  # noqa: T201 - the CLI's output
             return 1
-        print(answer)  # noqa: T201 - the CLI's output
+        print(clean(answer))  # noqa: T201 - the CLI's output
         return 0 if answer.passed else 1
     source = Path(args.input)
     if not source.exists():
@@ -351,7 +352,7 @@ def ask_command(args: argparse.Namespace) -> int:
     try:
         answer = cl.ask(resolve_agent(args.agent), args.message, *specs, judge=judge)
     except AgentError as exc:  # the agent could not answer: a failed test, not bad usage
-        print(f"convlab: {exc}", file=sys.stderr)  # noqa: T201 - the CLI's output
+        print(f"convlab: {clean(exc)}", file=sys.stderr)  # noqa: T201 - the CLI's output
         return 1
-    print(str(answer))  # noqa: T201 - the CLI's output
+    print(clean(answer))  # noqa: T201 - the CLI's output: the agent's text, its controls shown
     return 0 if answer.passed else 1
