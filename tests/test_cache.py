@@ -433,3 +433,44 @@ def test_a_python_tests_judge_goes_through_the_cassette(tmp_path):
     res, cassette = asyncio.run(judged("replay", base))
     assert res.status == "passed", res.message
     assert (cassette.replayed, cassette.missed) == (1, 0)
+
+
+def test_custom_header_values_never_reach_a_file_or_an_error(tmp_path):
+    """Azure's `api-key`, a `Cookie` and an `X-Api-Key`, echoed by the server in its replies
+    and in an error, are masked in the recordings, the store, run.json and the error text,
+    as the key is: every header a user passes, whatever its name."""
+    from aiohttp import web
+    from fault_server import FaultServer, chat_reply
+
+    azure, cookie, xkey = "azure-Kq83Hd02Lm", "sess-Pz72Wq19Xc", "xk-Tn48Rb67Vd"
+
+    async def echo(request: web.Request, counts: Any) -> web.StreamResponse:
+        said = " ".join(f"{k}={v}" for k, v in request.headers.items())
+        word = (await request.json())["messages"][-1]["content"]
+        if word == "fail":
+            return web.json_response({"error": f"denied: {said}"}, status=500)
+        return chat_reply(f"you sent {said}")
+
+    headers = {"api-key": azure, "Cookie": f"theme=dark; session={cookie}", "X-Api-Key": xkey}
+    cases = [Case(id=w, input=[Message(content=w)]) for w in ("hello", "fail")]
+    suite = Suite(id="s", cases=cases)
+    with FaultServer(echo) as server:
+        agents = [
+            cl.agents.openai("m", base_url=server.base + "/v1", headers=headers),
+            cl.agents.http(server.url, headers=headers),
+        ]
+        texts = []
+        for n, agent in enumerate(agents):
+            store = tmp_path / f"store{n}"
+            run = cl.run(suite, agent, cache="record", cache_dir=tmp_path / "cache",
+                         store=store, retries=0, progress=False)  # fmt: skip
+            hello, fail = run.results
+            assert hello.status == "passed" and "you sent" in (hello.turns[0].observation.text)
+            assert fail.status == "error" and "denied" in (fail.error or "")
+            texts += [fail.error or "", run.save(tmp_path / f"run{n}.json").read_text()]
+            texts += [p.read_text() for p in store.rglob("*") if p.is_file()]
+    texts += [p.read_text() for p in recordings(tmp_path / "cache")]
+    text = "\n".join(texts)
+    assert "api-key=***" in text.lower()
+    for secret in (azure, cookie, xkey):
+        assert secret not in text

@@ -30,7 +30,7 @@ import orjson
 import yarl
 
 from convlab.agents._aimd import AdaptiveLimit
-from convlab.agents._secret import Secret, safe_url, url_secrets
+from convlab.agents._secret import Secret, header_secrets, safe_url, url_secrets
 from convlab.agents.cache import active, http_exchange
 from convlab.agents.protocol import Concurrency
 from convlab.errors import AgentError, AgentHTTPError, AgentTimeoutError
@@ -41,6 +41,7 @@ __all__ = [
     "RawResponse",
     "Secret",
     "dumps",
+    "header_secrets",
     "json_headers",
     "loads",
     "parse_retry_after",
@@ -246,7 +247,8 @@ class HTTPClient:
     Errors: HTTP 429/5xx -> retryable AgentHTTPError (with `retry_after` from Retry-After);
     other 4xx -> AgentHTTPError; a connect/read failure -> retryable AgentError; no answer in
     `timeout` seconds -> AgentTimeoutError. `secret` is redacted from every error text (give
-    it the URL's `url_secrets` too) and the URL is shown as `safe_url` makes it.
+    it the URL's `url_secrets` too; the values of `headers` are added to it, whatever their
+    names) and the URL is shown as `safe_url` makes it.
 
     With `adaptive` (the default) the requests in flight to each endpoint are held under an
     AIMD limit that 429 and 503 answers cut and successes grow back (`convlab.agents._aimd`).
@@ -263,6 +265,7 @@ class HTTPClient:
         self.timeout = timeout
         self.adaptive = adaptive
         self.secret = secret if secret is not None else Secret(None)
+        self.secret.hide(*header_secrets(headers))  # whatever their names: see header_secrets
         self.headers = _Headers(json_headers(headers, self.secret).items())
         self.max_connections = max_connections
         self._by_loop: dict[asyncio.AbstractEventLoop, FastTransport] = {}

@@ -40,7 +40,6 @@ DEFAULT_REQUEST: dict[str, Any] = {"messages": "{messages}"}
 DEFAULT_TEXT_PATHS = ("text", "content", "choices.0.message.content")
 
 _PLACEHOLDER = re.compile(r"\{(messages|text|case_id|instance|turn|world)\}")
-_SENSITIVE = re.compile(r"auth|key|token|secret|cookie", re.IGNORECASE)
 _MISSING = object()
 
 
@@ -108,8 +107,7 @@ class HTTPAgent(HTTPBackedAgent):
         self.paths = _paths(response)
         self.timeout = timeout
         self.name = safe_url(url)  # a bare URL is itself a valid agent spec; no credentials
-        hidden = [v for k, v in (headers or {}).items() if _SENSITIVE.search(k)]
-        self._secret = Secret(None, *hidden, *url_secrets(url))
+        self._secret = Secret(None, *url_secrets(url))  # the client adds the headers' values
         self._http = HTTPClient(
             timeout=timeout, secret=self._secret, headers=headers, adaptive=adaptive
         )
