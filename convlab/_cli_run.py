@@ -344,7 +344,12 @@ def run_command(args: argparse.Namespace) -> int:
     if counts:
         print(  # noqa: T201 - the CLI's output
             f"cache ({counts['mode']}, {counts['dir']}): {counts['replayed']} replayed, "
-            f"{counts['recorded']} recorded, {counts['missed']} missed",
+            f"{counts['recorded']} recorded, {counts['missed']} missed"
+            + (
+                f"; {counts['unwritten']} not written: {counts['write_error']}"
+                if counts.get("unwritten")
+                else ""
+            ),
             file=sys.stderr,
         )
     print(f"results written to {written}", file=sys.stderr)  # noqa: T201 - the CLI's output

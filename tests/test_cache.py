@@ -474,3 +474,29 @@ def test_custom_header_values_never_reach_a_file_or_an_error(tmp_path):
     assert "api-key=***" in text.lower()
     for secret in (azure, cookie, xkey):
         assert secret not in text
+
+
+def test_a_cache_that_cannot_be_written_warns_once_and_keeps_the_live_answers(tmp_path):
+    """Recordings that cannot be written (here each recording's place is taken by a folder,
+    as a read-only folder or a full disk would refuse it): every case still passes on its
+    live answer, one warning says why, the counts say how many, no .tmp file is left."""
+    cases = [
+        Case(id=f"c{i}", input=[Message(content=f"hi {i}")],
+             assertions=[{"kind": "contains", "value": f"said hi {i}"}])
+        for i in range(3)
+    ]  # fmt: skip
+    suite = Suite(id="s", cases=cases)
+    agent = cl.cached(lambda messages: f"you said {messages[-1]['content']}")
+    first = tmp_path / "first"
+    cl.run(suite, agent, cache="record", cache_dir=first, progress=False)
+    blocked = tmp_path / "blocked"
+    for path in recordings(first):  # the same keys: a folder where each file must go
+        (blocked / path.relative_to(first) / "taken").mkdir(parents=True)
+    with pytest.warns(RuntimeWarning, match="cannot write recording") as caught:
+        run = cl.run(suite, agent, cache="record", cache_dir=blocked, progress=False)
+    assert len(caught) == 1
+    assert [r.status for r in run.results] == ["passed"] * 3, [r.error for r in run.results]
+    counts = run.settings["cache"]
+    assert counts["recorded"] == 0 and counts["unwritten"] == 3
+    assert "cannot write recording" in counts["write_error"]
+    assert list(blocked.rglob("*.tmp")) == []

@@ -32,6 +32,7 @@ import json
 import os
 import re
 import uuid
+import warnings
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextvars import ContextVar
@@ -138,6 +139,10 @@ class Cassette:
     def __init__(self, mode: CacheMode, folder: Path) -> None:
         self.mode, self.folder = mode, folder
         self.recorded = self.replayed = self.missed = 0
+        self.unwritten = 0
+        """Live answers that could not be written (kept for the run all the same)."""
+        self.write_error: str | None = None
+        """Why the first of them could not be written (a read-only folder, a full disk)."""
         self._seen: dict[str, dict[str, Any]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._root = os.path.join(str(folder), "")
@@ -152,14 +157,18 @@ class Cassette:
         return f"{self._root}{key[:2]}{os.sep}{key}.json"
 
     def summary(self) -> dict[str, Any]:
-        """What the run's `settings["cache"]` shows: mode, folder and the counts."""
-        return {
+        """What the run's `settings["cache"]` shows: mode, folder and the counts (and, when
+        recordings could not be written, how many and why)."""
+        out: dict[str, Any] = {
             "mode": self.mode,
             "dir": str(self.folder),
             "recorded": self.recorded,
             "replayed": self.replayed,
             "missed": self.missed,
         }
+        if self.unwritten:
+            out |= {"unwritten": self.unwritten, "write_error": self.write_error}
+        return out
 
     async def call(
         self,
@@ -192,9 +201,9 @@ class Cassette:
                 return found
             response, keep = await live()
             if keep:
-                self._write(key, {"format": FORMAT, **request, "response": response})
-                self._seen[key] = response
-                self.recorded += 1
+                self._seen[key] = response  # the run uses it even if it cannot be kept on disk
+                if self._write(key, {"format": FORMAT, **request, "response": response}):
+                    self.recorded += 1
             return response
 
     def _read(self, key: str) -> dict[str, Any] | None:
@@ -211,17 +220,41 @@ class Cassette:
             return response
         return None
 
-    def _write(self, key: str, doc: dict[str, Any]) -> None:
-        """Write atomically; an unchanged recording is left alone (no churn in a diff)."""
+    def _write(self, key: str, doc: dict[str, Any]) -> bool:
+        """Write atomically; an unchanged recording is left alone (no churn in a diff).
+
+        A recording that cannot be written (a read-only folder, a full disk) leaves no
+        temporary file behind and costs the run nothing but the recording: False, and the
+        first such failure warns (the run's `settings["cache"]` counts them all).
+        """
         path = self.path(key)
         text = json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError, ValueError):
             if path.read_text(encoding="utf-8") == text:
-                return
-        path.parent.mkdir(parents=True, exist_ok=True)
+                return True
         temp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-        temp.write_text(text, encoding="utf-8")
-        os.replace(temp, path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            temp.write_text(text, encoding="utf-8")
+            os.replace(temp, path)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                temp.unlink()
+            self._unwritable(path, exc)
+            return False
+        return True
+
+    def _unwritable(self, path: Path, exc: OSError) -> None:
+        self.unwritten += 1
+        if self.write_error is not None:
+            return
+        why = exc.strerror or type(exc).__name__
+        self.write_error = f"cannot write recording {path}: {why}"
+        warnings.warn(
+            f"cache: {self.write_error}; the run goes on with the live answers, unrecorded",
+            RuntimeWarning,
+            stacklevel=2,
+        )
 
 
 def open_cassette(mode: str | bool | None, folder: str | Path | None) -> Cassette | None:
