@@ -386,7 +386,8 @@ class HTTPClient:
                 "POST", target, headers, body, timeout=self._client_timeout()
             )
         send = functools.partial(transport.request, timeout=self._client_timeout())
-        got = await http_exchange(shown, body, self.secret, send, target, headers)
+        query = target.raw_query_string
+        got = await http_exchange(shown, body, self.secret, send, target, headers, query=query)
         return RawResponse(got[0], {"content-type": got[1]} if got[1] else {}, (), got[2])
 
     def _connection_error(self, url: str, exc: httpx.TransportError) -> AgentError:
