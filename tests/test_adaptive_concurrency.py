@@ -241,3 +241,35 @@ def test_a_stuck_request_gives_up_its_slot_and_a_retry_goes_first() -> None:
     order, in_flight = asyncio.run(go())
     assert order == ["retry", "new"]
     assert in_flight == 0
+
+
+def test_an_absurd_retry_after_never_outlasts_a_cases_deadline() -> None:
+    """One request is answered 429 with Retry-After: 1000 (held to the 30 s cap, it would
+    pause every new request to the endpoint for 30 s). A healthy request of a case due in
+    2 s is sent in time: the pause ends halfway to that deadline, and the agent's status
+    says the pause was cut."""
+    from convlab.agents.protocol import CASE_DEADLINE
+    from convlab.errors import AgentHTTPError
+
+    faults = {"absurd": error(429, retry_after="1000", times=1)}
+    with FaultServer(chat_faults(faults)) as server:
+        agent = cl.agents.openai("m", base_url=server.base + "/v1", api_key="k")
+
+        async def go() -> Any:
+            loop = asyncio.get_running_loop()
+            CASE_DEADLINE.set(loop.time() + 120)
+            with pytest.raises(AgentHTTPError):
+                await agent.complete([{"role": "user", "content": "absurd"}])
+            CASE_DEADLINE.set(loop.time() + 2)
+            async with asyncio.timeout(2):  # the case's own deadline
+                await agent.complete([{"role": "user", "content": "healthy"}])
+            status = agent.concurrency()
+            await agent.aclose()
+            return status
+
+        status = asyncio.run(go())
+    assert server.counts.seen["healthy"] == 1
+    assert status is not None and status.pause_cut is not None
+    asked, applied = status.pause_cut
+    assert asked >= 29 and applied <= 1
+    assert status.summary()["retry_after_cut"]["asked_s"] == asked

@@ -19,8 +19,8 @@ per window of successful ones), so the run settles just under what the endpoint 
   the limit opens again.
 - A `Retry-After` pauses every new request to the endpoint until then, not only the retry
   (a retry has waited its own Retry-After already: it is not paused again by others'),
-  never longer than `MAX_PAUSE_S`, nor than `pause_cap` when the run sets one (the shortest
-  time a case still has before its deadline).
+  never longer than `MAX_PAUSE_S`, nor than half the time the most pressed case waiting or
+  in flight still has (`hold_to`: its deadline, when the engine sets `CASE_DEADLINE`).
 - Waiting requests are served first come, first served: a new request never overtakes one
   that is queued (the engine's workers would otherwise starve the queue). A retry of a
   request that already held a slot is served before any new one: it is older work, and its
@@ -35,7 +35,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-from collections import deque
+from collections import Counter, deque
 
 __all__ = ["DECREASE", "MAX_PAUSE_S", "STALE_FACTOR", "STALE_MIN_S", "AdaptiveLimit", "Ticket"]
 
@@ -92,9 +92,10 @@ class AdaptiveLimit:
         self.paused_s = 0.0
         """The longest Retry-After pause applied to the endpoint."""
         self.pause_cut: tuple[float, float] | None = None
-        """The last Retry-After cut short by `pause_cap`: (asked, applied) seconds."""
-        self.pause_cap: float | None = None
-        """When set, no Retry-After pause lasts longer than this many seconds."""
+        """The last Retry-After pause cut short for a case's deadline: (asked, applied) s."""
+        self.deadlines: Counter[float] = Counter()
+        """The deadlines (loop time) of the cases whose requests wait or are in flight: no
+        Retry-After pause outlasts half of the shortest time left to them."""
         self._epoch = 0
         self._waiters: deque[asyncio.Future[Ticket]] = deque()
         self._retries: deque[asyncio.Future[Ticket]] = deque()
@@ -229,12 +230,43 @@ class AdaptiveLimit:
         self._wake()
 
     def _pause(self, loop: asyncio.AbstractEventLoop, retry_after: float) -> None:
+        now = loop.time()
         pause = min(retry_after, MAX_PAUSE_S)
-        if self.pause_cap is not None and pause > self.pause_cap:
-            pause = max(0.0, self.pause_cap)
+        cap = self._pause_cap(now)
+        if cap is not None and pause > cap:
+            pause = cap
             self.pause_cut = (retry_after, pause)
         self.paused_s = max(self.paused_s, pause)
-        self._resume_at = max(self._resume_at, loop.time() + pause)
+        self._resume_at = max(self._resume_at, now + pause)
+
+    def _pause_cap(self, now: float) -> float | None:
+        """Half the time the most pressed case still has (None: no deadline known)."""
+        if not self.deadlines:
+            return None
+        return max(0.0, (min(self.deadlines) - now) / 2)
+
+    def hold_to(self, deadline: float) -> None:
+        """A request of a case due at `deadline` waits or is in flight: a pause running now
+        ends in time for it (`release_deadline` when it is done)."""
+        self.deadlines[deadline] += 1
+        if self._resume_at:
+            now = asyncio.get_running_loop().time()
+            cap = self._pause_cap(now)
+            if cap is not None and self._resume_at > now + cap:
+                asked = self._resume_at - now
+                self._resume_at = now + cap
+                self.pause_cut = (asked, cap)
+                if self._timer is not None:
+                    self._timer.cancel()
+                    self._timer = None
+
+    def release_deadline(self, deadline: float) -> None:
+        """The request of `hold_to(deadline)` is done."""
+        left = self.deadlines[deadline] - 1
+        if left > 0:
+            self.deadlines[deadline] = left
+        else:
+            del self.deadlines[deadline]
 
     def _wake(self) -> None:
         """Hand free slots to the waiting requests in order, retries first (after a

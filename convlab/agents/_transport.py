@@ -32,7 +32,7 @@ import yarl
 from convlab.agents._aimd import AdaptiveLimit
 from convlab.agents._secret import Secret, header_secrets, safe_url, url_secrets
 from convlab.agents.cache import active, http_exchange
-from convlab.agents.protocol import Concurrency
+from convlab.agents.protocol import CASE_DEADLINE, Concurrency
 from convlab.errors import AgentError, AgentHTTPError, AgentTimeoutError
 
 __all__ = [
@@ -293,7 +293,15 @@ class HTTPClient:
         if not any(lim.overloads for _, lim in mine):
             return None
         endpoint, tightest = min(mine, key=lambda item: item[1].limit or float("inf"))
-        return Concurrency(endpoint, tightest.current, sum(lim.overloads for _, lim in mine))
+        cuts = [lim.pause_cut for _, lim in mine if lim.pause_cut is not None]
+        return Concurrency(
+            endpoint,
+            tightest.current,
+            sum(lim.overloads for _, lim in mine),
+            pause_cut=cuts[-1] if cuts else None,
+            stuck=sum(lim.stuck for _, lim in mine),
+            waited_s=sum(lim.waited_s for _, lim in mine),
+        )
 
     def transport(self) -> FastTransport:
         """The transport bound to the running loop (created on first use)."""
@@ -324,6 +332,19 @@ class HTTPClient:
         if gate is None:
             return await self._send(target, shown, body)
         retry = _FAILED.get() == (shown, body)
+        deadline = CASE_DEADLINE.get()
+        if deadline is None:
+            return await self._post_under(gate, target, shown, body, retry)
+        gate.hold_to(deadline)  # no Retry-After pause outlasts this case
+        try:
+            return await self._post_under(gate, target, shown, body, retry)
+        finally:
+            gate.release_deadline(deadline)
+
+    async def _post_under(
+        self, gate: AdaptiveLimit, target: yarl.URL, shown: str, body: bytes, retry: bool
+    ) -> RawResponse:
+        """`post` within the adaptive limit: a slot, the exchange, what it says of the limit."""
         ticket = gate.try_acquire(retry)  # a free slot is taken without a coroutine or a future
         if ticket is None:
             loop = asyncio.get_running_loop()
