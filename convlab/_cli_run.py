@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 from convlab.agents.cache import CACHE_MODES
 from convlab.errors import AgentError, ConvlabError
+from convlab.report._console_text import clean
 
 __all__ = [
     "CONFIG_NAME",
@@ -31,6 +32,7 @@ __all__ = [
     "read_config",
     "resolve_agent",
     "run_command",
+    "run_options",
     "set_adaptive",
 ]
 
@@ -177,16 +179,6 @@ def judge_pair(text: str) -> tuple[str, str]:
     return key.strip(), spec.strip()
 
 
-def _judges(
-    args: argparse.Namespace, config: dict[str, Any], replay: bool = False
-) -> dict[str, Any] | None:
-    """convlab.yaml's `judges`, then each `--judges ID=SPEC` (the command line wins)."""
-    specs = dict(config.get("judges") or {})
-    specs.update(getattr(args, "judges", None) or [])
-    judges = {key: resolve_agent(spec, f"--judges {key}=", replay) for key, spec in specs.items()}
-    return judges or None
-
-
 def suite_model_agent(metadata: dict[str, Any]) -> str | None:
     """`openai:NAME` from a HoloDeck agent.yaml's `model` block kept in `Suite.metadata`."""
     blocks = [metadata, *(metadata.get("suites") or {}).values()]
@@ -252,6 +244,62 @@ def _setting(args: argparse.Namespace, config: dict[str, Any], key: str) -> Any:
     return config.get(key, getattr(args, key, DEFAULTS[key]))
 
 
+AgentResolver = Callable[[str, str, bool], Any]
+"""`(spec, flag, replay) -> agent`: how a command turns a spec into an agent (the CLI's
+`resolve_agent`; the notebook magic also looks the spec up among the notebook's variables)."""
+
+RUN_ONLY = frozenset({"input", "name", "output", "verbose", "dry_run", "run", "help"})
+"""`convlab run` options that choose what to run and where its results go: each caller
+(the CLI, the `%convlab` magic) handles them. Every other option reaches `cl.run` through
+`run_options` (tests/test_magics.py holds the magic to that)."""
+
+
+def run_options(
+    args: argparse.Namespace,
+    config: dict[str, Any],
+    agent: Any,
+    resolve: AgentResolver | None = None,
+    simulator: Callable[[str], Any] | None = None,
+) -> dict[str, Any]:
+    """The `cl.run` keywords of a parsed `convlab run` (and the suite's convlab.yaml; the
+    command line wins), but the suite, the agent and `progress`: the one place the CLI and
+    the `%convlab run` magic turn options into a run, so neither can drop one.
+
+    `resolve` makes the judges (default `resolve_agent`), `simulator` the simulator from its
+    spec (default: the spec itself, which `cl.run` resolves). `--no-adaptive` (or
+    `adaptive: false`) is set on `agent` and the judges here.
+    """
+    resolve = resolve or resolve_agent
+    cache = _setting(args, config, "cache")
+    replay = cache == "replay"  # a replay needs no API key
+    judge = resolve(args.judge, "--judge ", replay) if args.judge else None
+    specs = dict(config.get("judges") or {})
+    specs.update(args.judges or [])
+    judges = {key: resolve(spec, f"--judges {key}=", replay) for key, spec in specs.items()}
+    if not _setting(args, config, "adaptive"):
+        for http_agent in (agent, judge, *judges.values()):
+            set_adaptive(http_agent, False)
+    given = args.simulator
+    return {
+        "runs": _setting(args, config, "runs"),
+        "parallel": _setting(args, config, "parallel"),
+        "timeout": _setting(args, config, "timeout"),
+        "simulator": simulator(given) if simulator is not None and given else given,
+        "judge": judge,
+        "judges": judges or None,
+        "store": args.store,
+        "resume": args.resume,
+        "fail_fast": args.fail_fast,
+        "allow_external_writes": args.allow_external_writes,
+        "max_cases": args.max_cases,
+        "max_reply_bytes": args.max_reply_bytes or None,
+        "before": args.before,
+        "after": args.after,
+        "cache": cache,
+        "cache_dir": _setting(args, config, "cache_dir"),
+    }
+
+
 def run_command(args: argparse.Namespace) -> int:
     """`convlab run`: a quick message, or a suite; the exit code (see convlab.cli)."""
     import convlab as cl
@@ -265,9 +313,9 @@ def run_command(args: argparse.Namespace) -> int:
         try:
             answer = cl.ask(resolve_agent(spec), args.input)
         except AgentError as exc:
-            print(f"convlab: {exc}", file=sys.stderr)  # noqa: T201 - the CLI's output
+            print(f"convlab: {clean(exc)}", file=sys.stderr)  # noqa: T201 - the CLI's output
             return 1
-        print(answer)  # noqa: T201 - the CLI's output
+        print(clean(answer))  # noqa: T201 - the CLI's output
         return 0 if answer.passed else 1
     source = Path(args.input)
     if not source.exists():
@@ -285,43 +333,23 @@ def run_command(args: argparse.Namespace) -> int:
     if not spec:
         raise ConvlabError(NO_AGENT)
     cache = _setting(args, config, "cache")
-    replay = cache == "replay"  # a replay needs no API key
-    agent = resolve_agent(spec, replay=replay)
-    judge = resolve_agent(args.judge, replay=replay) if args.judge else None
-    judges = _judges(args, config, replay)
-    if not _setting(args, config, "adaptive"):
-        for http_agent in (agent, judge, *(judges or {}).values()):
-            set_adaptive(http_agent, False)
+    agent = resolve_agent(spec, replay=cache == "replay")  # a replay needs no API key
     output = Path(args.output) if args.output else default_output(source)
-    run = cl.run(
-        suite,
-        agent,
-        runs=_setting(args, config, "runs"),
-        parallel=_setting(args, config, "parallel"),
-        timeout=_setting(args, config, "timeout"),
-        simulator=args.simulator,
-        judge=judge,
-        judges=judges,
-        store=args.store,
-        resume=args.resume,
-        fail_fast=args.fail_fast,
-        allow_external_writes=args.allow_external_writes,
-        max_cases=getattr(args, "max_cases", None),
-        max_reply_bytes=getattr(args, "max_reply_bytes", 1_000_000) or None,
-        before=getattr(args, "before", None),
-        after=getattr(args, "after", None),
-        cache=cache,
-        cache_dir=_setting(args, config, "cache_dir"),
-        progress=ConsoleProgress(
-            verbose=args.verbose, quiet=False, source=str(source), output=str(output)
-        ),
+    progress = ConsoleProgress(
+        verbose=args.verbose, quiet=False, source=str(source), output=str(output)
     )
+    run = cl.run(suite, agent, **run_options(args, config, agent), progress=progress)
     written = run.save(output)
     counts = run.settings.get("cache")
     if counts:
         print(  # noqa: T201 - the CLI's output
             f"cache ({counts['mode']}, {counts['dir']}): {counts['replayed']} replayed, "
-            f"{counts['recorded']} recorded, {counts['missed']} missed",
+            f"{counts['recorded']} recorded, {counts['missed']} missed"
+            + (
+                f"; {counts['unwritten']} not written: {counts['write_error']}"
+                if counts.get("unwritten")
+                else ""
+            ),
             file=sys.stderr,
         )
     print(f"results written to {written}", file=sys.stderr)  # noqa: T201 - the CLI's output
@@ -351,7 +379,7 @@ def ask_command(args: argparse.Namespace) -> int:
     try:
         answer = cl.ask(resolve_agent(args.agent), args.message, *specs, judge=judge)
     except AgentError as exc:  # the agent could not answer: a failed test, not bad usage
-        print(f"convlab: {exc}", file=sys.stderr)  # noqa: T201 - the CLI's output
+        print(f"convlab: {clean(exc)}", file=sys.stderr)  # noqa: T201 - the CLI's output
         return 1
-    print(str(answer))  # noqa: T201 - the CLI's output
+    print(clean(answer))  # noqa: T201 - the CLI's output: the agent's text, its controls shown
     return 0 if answer.passed else 1

@@ -11,7 +11,7 @@ import io
 from typing import Any
 
 import pytest
-from fault_server import Counts, FaultServer, limited
+from fault_server import Counts, FaultServer, chat_faults, error, hang, limited
 
 import convlab as cl
 from convlab._cli_run import read_config
@@ -199,3 +199,77 @@ def test_adaptive_can_be_turned_off_on_the_cli_and_in_config(tmp_path, monkeypat
         assert main(args) == 0
         assert main([*args, "--no-adaptive"]) == 0
     assert seen == [True, False]
+
+
+def test_hanging_requests_do_not_starve_retries_and_healthy_requests() -> None:
+    """Four requests that never answer take their slots first; sixteen cases are answered
+    429 once. The cut must not leave the limit held by the hanging requests: every "429
+    once" case passes on its retry, as it does with adaptive concurrency off."""
+    words = [f"hang {i}" for i in range(4)] + [f"429 once {i}" for i in range(16)]
+    faults = {"hang": hang, "429 once": error(429, times=1)}
+    cases = [Case(id=f"c{i}", input=[Message(content=w)]) for i, w in enumerate(words)]
+    with FaultServer(chat_faults(faults, route=lambda w: w.rsplit(" ", 1)[0])) as server:
+        agent = cl.agents.openai("m", base_url=server.base + "/v1", api_key="k")
+        run = cl.run(Suite(id="mix", cases=cases), agent, parallel=8, timeout="3s")
+    statuses = {r.case_id: r.status for r in run.results}
+    assert [statuses[f"c{i}"] for i in range(4)] == ["timeout"] * 4
+    assert [statuses[f"c{i}"] for i in range(4, 20)] == ["passed"] * 16
+
+
+def test_a_stuck_request_gives_up_its_slot_and_a_retry_goes_first() -> None:
+    async def go() -> tuple[list[str], int]:
+        gate = AdaptiveLimit()
+        stuck = await gate.acquire()  # never released: a request that hangs
+        cut = await gate.acquire()
+        gate.release(cut, overloaded=True)  # limit 1, held by the hanging request
+        assert gate.current == 1
+        order: list[str] = []
+
+        async def send(name: str, retry: bool) -> None:
+            ticket = await gate.acquire(retry)
+            order.append(name)
+            gate.release(ticket, overloaded=False)
+
+        new = asyncio.ensure_future(send("new", retry=False))
+        await asyncio.sleep(0)
+        again = asyncio.ensure_future(send("retry", retry=True))
+        async with asyncio.timeout(5):  # the stuck request frees its slot after STALE_MIN_S
+            await asyncio.gather(new, again)
+        gate.release(stuck, overloaded=False, succeeded=False)  # its timeout, at last
+        return order, gate.in_flight
+
+    order, in_flight = asyncio.run(go())
+    assert order == ["retry", "new"]
+    assert in_flight == 0
+
+
+def test_an_absurd_retry_after_never_outlasts_a_cases_deadline() -> None:
+    """One request is answered 429 with Retry-After: 1000 (held to the 30 s cap, it would
+    pause every new request to the endpoint for 30 s). A healthy request of a case due in
+    2 s is sent in time: the pause ends halfway to that deadline, and the agent's status
+    says the pause was cut."""
+    from convlab.agents.protocol import CASE_DEADLINE
+    from convlab.errors import AgentHTTPError
+
+    faults = {"absurd": error(429, retry_after="1000", times=1)}
+    with FaultServer(chat_faults(faults)) as server:
+        agent = cl.agents.openai("m", base_url=server.base + "/v1", api_key="k")
+
+        async def go() -> Any:
+            loop = asyncio.get_running_loop()
+            CASE_DEADLINE.set(loop.time() + 120)
+            with pytest.raises(AgentHTTPError):
+                await agent.complete([{"role": "user", "content": "absurd"}])
+            CASE_DEADLINE.set(loop.time() + 2)
+            async with asyncio.timeout(2):  # the case's own deadline
+                await agent.complete([{"role": "user", "content": "healthy"}])
+            status = agent.concurrency()
+            await agent.aclose()
+            return status
+
+        status = asyncio.run(go())
+    assert server.counts.seen["healthy"] == 1
+    assert status is not None and status.pause_cut is not None
+    asked, applied = status.pause_cut
+    assert asked >= 29 and applied <= 1
+    assert status.summary()["retry_after_cut"]["asked_s"] == asked

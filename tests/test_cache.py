@@ -433,3 +433,165 @@ def test_a_python_tests_judge_goes_through_the_cassette(tmp_path):
     res, cassette = asyncio.run(judged("replay", base))
     assert res.status == "passed", res.message
     assert (cassette.replayed, cassette.missed) == (1, 0)
+
+
+def test_custom_header_values_never_reach_a_file_or_an_error(tmp_path):
+    """Azure's `api-key`, a `Cookie` and an `X-Api-Key`, echoed by the server in its replies
+    and in an error, are masked in the recordings, the store, run.json and the error text,
+    as the key is: every header a user passes, whatever its name."""
+    from aiohttp import web
+    from fault_server import FaultServer, chat_reply
+
+    azure, cookie, xkey = "azure-Kq83Hd02Lm", "sess-Pz72Wq19Xc", "xk-Tn48Rb67Vd"
+
+    async def echo(request: web.Request, counts: Any) -> web.StreamResponse:
+        said = " ".join(f"{k}={v}" for k, v in request.headers.items())
+        word = (await request.json())["messages"][-1]["content"]
+        if word == "fail":
+            return web.json_response({"error": f"denied: {said}"}, status=500)
+        return chat_reply(f"you sent {said}")
+
+    headers = {"api-key": azure, "Cookie": f"theme=dark; session={cookie}", "X-Api-Key": xkey}
+    cases = [Case(id=w, input=[Message(content=w)]) for w in ("hello", "fail")]
+    suite = Suite(id="s", cases=cases)
+    with FaultServer(echo) as server:
+        agents = [
+            cl.agents.openai("m", base_url=server.base + "/v1", headers=headers),
+            cl.agents.http(server.url, headers=headers),
+        ]
+        texts = []
+        for n, agent in enumerate(agents):
+            store = tmp_path / f"store{n}"
+            run = cl.run(suite, agent, cache="record", cache_dir=tmp_path / "cache",
+                         store=store, retries=0, progress=False)  # fmt: skip
+            hello, fail = run.results
+            assert hello.status == "passed" and "you sent" in (hello.turns[0].observation.text)
+            assert fail.status == "error" and "denied" in (fail.error or "")
+            texts += [fail.error or "", run.save(tmp_path / f"run{n}.json").read_text()]
+            texts += [p.read_text() for p in store.rglob("*") if p.is_file()]
+    texts += [p.read_text() for p in recordings(tmp_path / "cache")]
+    text = "\n".join(texts)
+    assert "api-key=***" in text.lower()
+    for secret in (azure, cookie, xkey):
+        assert secret not in text
+
+
+def test_a_cache_that_cannot_be_written_warns_once_and_keeps_the_live_answers(tmp_path):
+    """Recordings that cannot be written (here each recording's place is taken by a folder,
+    as a read-only folder or a full disk would refuse it): every case still passes on its
+    live answer, one warning says why, the counts say how many, no .tmp file is left."""
+    cases = [
+        Case(id=f"c{i}", input=[Message(content=f"hi {i}")],
+             assertions=[{"kind": "contains", "value": f"said hi {i}"}])
+        for i in range(3)
+    ]  # fmt: skip
+    suite = Suite(id="s", cases=cases)
+    agent = cl.cached(lambda messages: f"you said {messages[-1]['content']}")
+    first = tmp_path / "first"
+    cl.run(suite, agent, cache="record", cache_dir=first, progress=False)
+    blocked = tmp_path / "blocked"
+    for path in recordings(first):  # the same keys: a folder where each file must go
+        (blocked / path.relative_to(first) / "taken").mkdir(parents=True)
+    with pytest.warns(RuntimeWarning, match="cannot write recording") as caught:
+        run = cl.run(suite, agent, cache="record", cache_dir=blocked, progress=False)
+    assert len(caught) == 1
+    assert [r.status for r in run.results] == ["passed"] * 3, [r.error for r in run.results]
+    counts = run.settings["cache"]
+    assert counts["recorded"] == 0 and counts["unwritten"] == 3
+    assert "cannot write recording" in counts["write_error"]
+    assert list(blocked.rglob("*.tmp")) == []
+
+
+# ---------------------------------------------------------------- replay trusts nothing it reads
+
+
+def _echo_cases(*words: str) -> Suite:
+    return Suite(id="s", cases=[Case(id=w, input=[Message(content=w)]) for w in words])
+
+
+_echoed = cl.cached(lambda messages: f"you said {messages[-1]['content']}")
+
+
+def test_a_fifo_in_the_cache_is_refused_without_hanging_the_replay(tmp_path):
+    import os
+    import threading
+
+    suite = _echo_cases("hello")
+    cl.run(suite, _echoed, cache="record", cache_dir=tmp_path, progress=False)
+    [path] = recordings(tmp_path)
+    path.unlink()
+    os.mkfifo(path)  # a read of it blocks until someone writes: the loop would stop
+    got: list[cl.Run] = []
+
+    def replay() -> None:
+        got.append(cl.run(suite, _echoed, cache="replay", cache_dir=tmp_path, progress=False))
+
+    thread = threading.Thread(target=replay, daemon=True)
+    thread.start()
+    thread.join(20)
+    if thread.is_alive():  # the old reader: set it free, then fail
+        os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+        thread.join(10)
+        pytest.fail("the replay hung on a FIFO in the cache folder")
+    [result] = got[0].results
+    assert result.status == "error" and "not a regular file" in (result.error or "")
+
+
+def test_a_linked_fan_out_folder_is_never_written_through(tmp_path):
+    suite = _echo_cases("hello")
+    first = tmp_path / "first"
+    cl.run(suite, _echoed, cache="record", cache_dir=first, progress=False)
+    [path] = recordings(first)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / path.parent.name).symlink_to(outside, target_is_directory=True)
+    with pytest.warns(RuntimeWarning, match="link"):
+        run = cl.run(suite, _echoed, cache="record", cache_dir=cache, progress=False)
+    assert run.results[0].status == "passed"
+    assert list(outside.iterdir()) == []
+
+
+def test_a_recording_copied_under_another_calls_name_is_not_replayed(tmp_path):
+    suite = _echo_cases("hello", "goodbye")
+    cl.run(suite, _echoed, cache="record", cache_dir=tmp_path, progress=False)
+    files = {json.loads(p.read_text())["request"]["messages"][-1]["content"]: p
+             for p in recordings(tmp_path)}  # fmt: skip
+    files["goodbye"].write_text(files["hello"].read_text())
+    run = cl.run(suite, _echoed, cache="replay", cache_dir=tmp_path, progress=False)
+    hello, goodbye = run.results
+    assert hello.status == "passed" and hello.turns[0].observation.text == "you said hello"
+    assert goodbye.status == "error" and "records another call" in (goodbye.error or "")
+
+
+def test_query_values_choose_the_recording_and_a_4xx_is_never_recorded(tmp_path):
+    from aiohttp import web
+    from fault_server import FaultServer
+
+    async def versioned(request: web.Request, counts: Any) -> web.StreamResponse:
+        counts.accepted += 1
+        if (await request.json())["messages"][-1]["content"] == "deny":
+            return web.json_response({"error": "bad key"}, status=401)
+        said = {"2024-01-01": "the old API", "2025-05-05": "the new API"}
+        return web.json_response({"text": said[request.query["api-version"]]})
+
+    with FaultServer(versioned, path="/chat") as server:
+
+        def agent(version: str) -> Any:
+            return cl.agents.http(f"{server.url}?api-version={version}")
+
+        recorded = cl.run(_echo_cases("hello"), agent("2024-01-01"), cache="record",
+                          cache_dir=tmp_path, progress=False)  # fmt: skip
+        assert recorded.results[0].turns[0].observation.text == "the old API"
+        other = cl.run(_echo_cases("hello"), agent("2025-05-05"), cache="auto",
+                       cache_dir=tmp_path, progress=False)  # fmt: skip
+        assert other.results[0].turns[0].observation.text == "the new API"
+        assert server.counts.accepted == 2  # the other version went live
+        for _ in range(2):
+            denied = cl.run(_echo_cases("deny"), agent("2024-01-01"), cache="auto",
+                            cache_dir=tmp_path, retries=0, progress=False)  # fmt: skip
+            assert denied.results[0].status == "error"
+        assert server.counts.accepted == 4  # the 401 was asked again, not replayed
+    assert len(recordings(tmp_path)) == 2
+    assert "2024-01-01" not in "".join(p.read_text() for p in recordings(tmp_path))

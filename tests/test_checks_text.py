@@ -299,3 +299,43 @@ def test_script_crash_or_missing_is_an_error(scripts: types.ModuleType) -> None:
     assert "kaput" in boom.details["traceback"]
     missing = ev({"kind": "script", "script": "convlab_test_scripts:nope"}, "x")
     assert missing.status == "error" and "cannot import script" in missing.message
+
+
+CATASTROPHIC = r"(a|aa)+$"  # every way to split forty a's is tried before the "!" fails it
+HOSTILE_TEXT = "a" * 40 + "!"
+
+
+def test_a_catastrophic_regex_is_a_suite_error_within_the_case_timeout() -> None:
+    """The regex, tool_result `regex:` and expected_tools `{regex: ...}` checks stop a
+    search that runs past the limit: an `error` blamed on the suite that names the pattern,
+    and the run goes on (its loop is not held for the case's timeout, or for ever)."""
+    import convlab as cl
+    from convlab.model import Case as RunCase
+    from convlab.model import Suite
+
+    def agent(messages: Any) -> Any:
+        call = cl.ToolCall("lookup", {"code": HOSTILE_TEXT}, HOSTILE_TEXT)
+        return cl.Reply(text=HOSTILE_TEXT, tool_calls=[call])
+
+    checks = [
+        {"kind": "regex", "pattern": CATASTROPHIC},
+        {"kind": "tool_result", "tool": "lookup", "result": f"regex:{CATASTROPHIC}"},
+        {
+            "kind": "expected_tools",
+            "tools": [
+                {"name": "lookup", "args": {"code": {"mode": "regex", "value": CATASTROPHIC}}}
+            ],
+        },
+        {"kind": "regex", "pattern": r"^(a+)+$"},  # the issue's: the regex package is quick
+    ]
+    cases = [RunCase(id=f"c{i}", input=[Message(content="hi")], assertions=[c])
+             for i, c in enumerate(checks)]  # fmt: skip
+    run = cl.run(Suite(id="s", cases=cases), agent, timeout="30s", progress=False)
+    for result in run.results[:3]:
+        [check] = result.turns[0].assertions
+        assert check.status == "error" and check.blame == "suite", check
+        assert "ran past its" in (check.error or check.message) and CATASTROPHIC in (
+            check.error or check.message
+        )
+    [issue] = run.results[3].turns[0].assertions
+    assert issue.status == "failed"

@@ -311,3 +311,35 @@ def test_no_secret_in_any_cli_output(tmp_path, demo_server):
         for secret in secrets:
             assert secret not in text, f"secret leaked in {where}"
     assert "alice@127.0.0.1" in "".join(texts.values())  # the URL is shown without the password
+
+
+HOSTILE = (
+    "\x1b[2J\x1b[H"  # clear the screen, cursor home
+    "\x1b]0;pwned\x07"  # window title, ended by BEL
+    "\x1b]8;;http://evil.example\x1b\\click\x1b]8;;\x1b\\"  # an OSC 8 hyperlink
+    " nul\x00 bs\x08 bel\x07 c1\x9b31m done"
+)
+
+
+def test_ask_and_a_quick_run_never_print_an_agents_terminal_escapes(tmp_path: Path) -> None:
+    """`convlab ask` (and `convlab run "message"`) print the reply and the agent's error as
+    `convlab run` does: every control character shown as `\\xNN`, none sent raw."""
+    (tmp_path / "hostile.py").write_text(
+        "from convlab.errors import AgentError\n"
+        f"TEXT = {HOSTILE!r}\n"
+        "def reply(messages):\n    return TEXT\n"
+        "def fail(messages):\n    raise AgentError('failed: ' + TEXT)\n"
+    )
+    env = {"PYTHONPATH": str(tmp_path)}
+    procs = [
+        start("ask", "hostile:reply", "hi", cwd=tmp_path, **env),
+        start("ask", "hostile:fail", "hi", cwd=tmp_path, **env),
+        start("run", "-i", "hi", "-n", "hostile:reply", cwd=tmp_path, **env),
+        start("run", "-i", "hi", "-n", "hostile:fail", cwd=tmp_path, **env),
+    ]
+    for proc in procs:
+        done = finish(proc)
+        assert done.code == 1 or "done" in done.out, done.both
+        assert "done" in done.both  # the text is shown...
+        assert re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", done.both) is None, done.both
+        assert "\\x1b]8;;http://evil.example" in done.both  # ...with its controls visible

@@ -103,3 +103,24 @@ def test_errors_survive_pickling():
     ):
         back = pickle.loads(pickle.dumps(err))
         assert type(back) is type(err) and str(back) == str(err)
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "found"),
+    [
+        ("hello world\n", 1, "a single scalar, text 'hello world'"),
+        ("# a suite\n42\n", 2, "a single scalar, a number '42'"),
+        ("!custom {a: 1}\n", 1, "tagged '!custom'"),
+        ("!!python/object:os.system {}\n", 1, "tagged '!!python/object:os.system'"),
+    ],
+)
+def test_a_yaml_file_whose_top_level_is_a_scalar_or_a_tag_says_so(tmp_path, text, line, found):
+    """Not "not a recognised suite file": the file, the line, what was found there and
+    what a suite file looks like."""
+    path = tmp_path / "suite.yaml"
+    path.write_text(text)
+    with pytest.raises(SuiteError) as info:
+        cl.load(path)
+    message = str(info.value)
+    assert f"{path}:{line}: the top level is {found}" in message
+    assert "test_cases:" in message and "not a recognised" not in message

@@ -279,3 +279,74 @@ def test_import_convlab_loads_no_notebook_libraries():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_convlab_run_replays_from_an_empty_cache_without_a_live_call(shell, tmp_path):
+    """`--cache replay --cache-dir EMPTY` must not call the agent: each case misses."""
+    calls: list[str] = []
+
+    def agent(messages: Any) -> str:
+        calls.append(messages[-1]["content"])
+        return "Hello! I can help you submit an expense."
+
+    shell.user_ns["counted"] = cl.cached(agent)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    run = shell.run_line_magic(
+        "convlab", f"run -i {EXPENSE} -n counted --run greeting --cache replay --cache-dir {empty}"
+    )
+    assert calls == []
+    assert run.settings["cache"]["mode"] == "replay" and run.settings["cache"]["missed"] == 1
+
+
+# Every `convlab run` option but those that pick what runs and where results go, with a value
+# that is not its default. A new option fails the test until it is listed here, and then it
+# must reach the run from the magic.
+RUN_FLAGS = {
+    "runs": "--runs 3",
+    "parallel": "--parallel 7",
+    "timeout": "--timeout 9s",
+    "fail_fast": "--fail-fast",
+    "store": "--store results.jsonl",
+    "resume": "--resume",
+    "simulator": "--simulator sim",
+    "judge": "--judge curt",
+    "judges": "--judges agents:v=curt",
+    "before": "--before hooks:before",
+    "after": "--after hooks:after",
+    "adaptive": "--no-adaptive",
+    "max_reply_bytes": "--max-reply-bytes 10",
+    "allow_external_writes": "--allow-external-writes",
+    "max_cases": "--max-cases 5",
+    "cache": "--cache replay",
+    "cache_dir": "--cache-dir recordings",
+}
+
+
+def test_every_convlab_run_option_reaches_the_run_from_the_magic(shell, monkeypatch):
+    from convlab._cli_run import RUN_ONLY
+    from convlab.cli import _parser
+
+    sub = next(a for a in _parser()._actions if a.dest == "command")
+    options = {a.dest for a in sub.choices["run"]._actions} - RUN_ONLY  # type: ignore[attr-defined]
+    assert options == set(RUN_FLAGS)
+    seen: list[dict[str, Any]] = []
+
+    def spy(suite: Any, agent: Any, **kwargs: Any) -> None:
+        called = {
+            k: v if isinstance(v, int | str | bool | None) else repr(v) for k, v in kwargs.items()
+        }
+        seen.append(called | {"adaptive": agent.adaptive})
+
+    monkeypatch.setattr(cl, "run", spy)
+    shell.user_ns["sim"] = lambda m: "a user's reply"
+    shell.user_ns["curt"] = lambda m: '{"passed": false, "reason": "too curt"}'
+    line = f"run -i {EXPENSE} -n http://127.0.0.1:9/chat"
+    shell.run_line_magic("convlab", line)
+    baseline = seen.pop()
+    dropped = []
+    for flag in RUN_FLAGS.values():
+        shell.run_line_magic("convlab", f"{line} {flag}")
+        if seen.pop() == baseline:
+            dropped.append(flag)
+    assert dropped == []

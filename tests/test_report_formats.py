@@ -9,6 +9,7 @@ and its Basic-auth base64) against every format."""
 from __future__ import annotations
 
 import base64
+import html
 import json
 import re
 import subprocess
@@ -339,3 +340,21 @@ def test_convlab_report_re_renders_a_saved_run_into_every_data_format(tmp_path: 
         assert out.read_text(encoding="utf-8").strip()
     assert cl.load_run(tmp_path / "again.jsonl").summary == run.summary
     assert "expense-policy-limit" in (tmp_path / "again.md").read_text(encoding="utf-8")
+
+
+def test_markdown_shows_ids_in_code_as_they_are_and_no_bidi_control_raw(tmp_path):
+    """A case id in a code span reads no HTML entity (GitHub would show `&lt;`), keeps its
+    backticks and pipes; a right-to-left override (in an id or a reason) is never written
+    raw, so the report cannot read other than it is stored."""
+    case_id = "a<b>&c|d`e\u202eevil"
+    check = {"type": "contains", "value": "zz\u202e"}  # its failure is the reason shown
+    cases = [{"id": case_id, "input": "hi", "assert": check}]
+    (tmp_path / "ids.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
+    run = cl.run(cl.load(tmp_path / "ids.jsonl"), lambda m: "no", progress=False)
+    md = run.save(tmp_path / "ids.md").read_text()
+    assert "\u202e" not in md
+    rendered = MarkdownIt("commonmark").enable("table").render(md)
+    codes = [html.unescape(c) for c in re.findall(r"<code>(.*?)</code>", rendered)]
+    shown = case_id.replace("\u202e", "\\u202e")
+    assert codes.count(shown) == 2, codes  # in the cases table and in the failures table
+    assert "contain 'zz\\u202e'" in html.unescape(re.sub(r"<[^>]+>", "", rendered))

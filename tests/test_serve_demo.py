@@ -193,3 +193,34 @@ def test_without_uvicorn_the_error_names_the_extra(monkeypatch, capsys):
         DemoServer({"echo": echo})
     assert serve_mod.main(["--port", "0"]) == 2
     assert "convlab[serve]" in capsys.readouterr().err
+
+
+def _raw_post(port: int, head_extra: str, body: bytes) -> str:
+    """POST over a raw socket (a client that lies about or trickles its body): the status
+    code the server answers."""
+    import socket
+
+    sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+    try:
+        head = f"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n{head_extra}\r\n"
+        sock.sendall(head.encode() + body)
+        return sock.recv(65536).decode("latin-1").split(" ", 2)[1]
+    finally:
+        sock.close()
+
+
+def test_serve_demo_refuses_a_huge_or_trickled_body() -> None:
+    """A 300 MB body is refused from its Content-Length (413, nothing buffered), a body
+    larger than the limit sent without one too; a body that does not arrive within the
+    server's body timeout is a 408, not a request held open."""
+    server = DemoServer(body_timeout_s=0.5).start()
+    try:
+        assert _raw_post(server.port, "Content-Length: 300000000\r\n", b"{") == "413"
+        chunk = b"x" * (1024 * 1024)
+        chunked = b"".join(b"%x\r\n%s\r\n" % (len(chunk), chunk) for _ in range(9))
+        assert _raw_post(server.port, "Transfer-Encoding: chunked\r\n", chunked) == "413"
+        assert _raw_post(server.port, "Content-Length: 100\r\n", b'{"model"') == "408"
+        agent = cl.agents.openai("demo:expense", base_url=server.url, api_key="k")
+        assert "expense" in cl.ask(agent, "I want to submit an expense").text.lower()
+    finally:
+        server.stop()

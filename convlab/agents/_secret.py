@@ -7,8 +7,9 @@ import base64
 import binascii
 import contextlib
 import urllib.parse
+from collections.abc import Mapping
 
-__all__ = ["Secret", "basic_credentials", "safe_url", "url_secrets"]
+__all__ = ["Secret", "basic_credentials", "header_secrets", "safe_url", "url_secrets"]
 
 
 class Secret:
@@ -21,6 +22,15 @@ class Secret:
         extra = {m for m in more if m}
         for item in [value or "", *more]:
             extra.update(_basic_forms(item))  # an echoed `Basic <base64>` hides as well
+        extra.discard(self._value or "")
+        self._more = tuple(sorted(extra, key=len, reverse=True))
+
+    def hide(self, *more: str) -> None:
+        """Mask `more` as well, from now on (the HTTP client adds the values of the headers
+        it is given to its agent's secret: every text that masks the key masks them)."""
+        extra = set(self._more) | {m for m in more if m}
+        for item in more:
+            extra.update(_basic_forms(item))
         extra.discard(self._value or "")
         self._more = tuple(sorted(extra, key=len, reverse=True))
 
@@ -43,6 +53,30 @@ class Secret:
         return "Secret('***')" if self._value else "Secret(None)"
 
     __str__ = __repr__
+
+
+def header_secrets(headers: Mapping[str, str] | None) -> list[str]:
+    """The values of the headers a user passes, whatever their names, to mask as a key is.
+
+    Custom headers are how most credentials travel (Azure's `api-key`, `X-Api-Key`, a
+    `Cookie`), and no list of names is complete, so every value counts: the whole value, the
+    token after an auth scheme (`Bearer <token>`), and each part of a `;`- or `,`-separated
+    value with the value of a `name=value` part (one cookie echoed alone). Parts shorter
+    than 4 characters are left out, as `url_secrets` leaves out short query values (masking
+    every "1" helps nobody); a whole value is kept at any length.
+    """
+    found: set[str] = set()
+    for value in (headers or {}).values():
+        value = str(value).strip()
+        if not value:
+            continue
+        found.add(value)
+        parts = {value.partition(" ")[2].strip()}
+        for part in value.replace(",", ";").split(";"):
+            part = part.strip()
+            parts |= {part, part.partition("=")[2].strip()}
+        found |= {p for p in parts if len(p) >= 4}
+    return sorted(found, key=len, reverse=True)
 
 
 def basic_credentials(user: str, password: str) -> list[str]:

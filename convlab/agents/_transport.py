@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import email.utils
 import functools
 import os
@@ -29,9 +30,9 @@ import orjson
 import yarl
 
 from convlab.agents._aimd import AdaptiveLimit
-from convlab.agents._secret import Secret, safe_url, url_secrets
+from convlab.agents._secret import Secret, header_secrets, safe_url, url_secrets
 from convlab.agents.cache import active, http_exchange
-from convlab.agents.protocol import Concurrency
+from convlab.agents.protocol import CASE_DEADLINE, Concurrency
 from convlab.errors import AgentError, AgentHTTPError, AgentTimeoutError
 
 __all__ = [
@@ -40,9 +41,11 @@ __all__ = [
     "RawResponse",
     "Secret",
     "dumps",
+    "header_secrets",
     "json_headers",
     "loads",
     "parse_retry_after",
+    "queued_s",
     "safe_url",
     "url_secrets",
 ]
@@ -52,6 +55,23 @@ OVERLOAD_STATUSES = frozenset({429, 503})
 
 MAX_CONNECTIONS = 512
 """Per agent and loop; the engine's `parallel` is the real bound on requests in flight."""
+
+_QUEUED: contextvars.ContextVar[float] = contextvars.ContextVar("convlab_queued", default=0.0)
+"""Seconds the running task's requests waited for an adaptive-concurrency slot, summed."""
+
+_FAILED: contextvars.ContextVar[tuple[str, bytes] | None] = contextvars.ContextVar(
+    "convlab_failed", default=None
+)
+"""The running task's last request that held a slot and failed: the same one sent again is
+its retry, which goes before new requests."""
+
+
+def queued_s() -> float:
+    """Seconds the running task's requests have waited for a slot of the adaptive limit so
+    far: an agent takes the difference across a turn out of its latency (the wait is the
+    run's own queue, not the agent's time)."""
+    return _QUEUED.get()
+
 
 _PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
 
@@ -227,7 +247,8 @@ class HTTPClient:
     Errors: HTTP 429/5xx -> retryable AgentHTTPError (with `retry_after` from Retry-After);
     other 4xx -> AgentHTTPError; a connect/read failure -> retryable AgentError; no answer in
     `timeout` seconds -> AgentTimeoutError. `secret` is redacted from every error text (give
-    it the URL's `url_secrets` too) and the URL is shown as `safe_url` makes it.
+    it the URL's `url_secrets` too; the values of `headers` are added to it, whatever their
+    names) and the URL is shown as `safe_url` makes it.
 
     With `adaptive` (the default) the requests in flight to each endpoint are held under an
     AIMD limit that 429 and 503 answers cut and successes grow back (`convlab.agents._aimd`).
@@ -244,6 +265,7 @@ class HTTPClient:
         self.timeout = timeout
         self.adaptive = adaptive
         self.secret = secret if secret is not None else Secret(None)
+        self.secret.hide(*header_secrets(headers))  # whatever their names: see header_secrets
         self.headers = _Headers(json_headers(headers, self.secret).items())
         self.max_connections = max_connections
         self._by_loop: dict[asyncio.AbstractEventLoop, FastTransport] = {}
@@ -271,7 +293,15 @@ class HTTPClient:
         if not any(lim.overloads for _, lim in mine):
             return None
         endpoint, tightest = min(mine, key=lambda item: item[1].limit or float("inf"))
-        return Concurrency(endpoint, tightest.current, sum(lim.overloads for _, lim in mine))
+        cuts = [lim.pause_cut for _, lim in mine if lim.pause_cut is not None]
+        return Concurrency(
+            endpoint,
+            tightest.current,
+            sum(lim.overloads for _, lim in mine),
+            pause_cut=cuts[-1] if cuts else None,
+            stuck=sum(lim.stuck for _, lim in mine),
+            waited_s=sum(lim.waited_s for _, lim in mine),
+        )
 
     def transport(self) -> FastTransport:
         """The transport bound to the running loop (created on first use)."""
@@ -299,34 +329,65 @@ class HTTPClient:
             known = self._urls[url] = (target, safe_url(url))
         target, shown = known
         gate = self.limit(shown) if self.adaptive else None
-        ticket = 0
-        if gate is not None:  # a free slot is taken without a coroutine or a future
-            got = gate.try_acquire()
-            ticket = got if got is not None else await gate.acquire()
-        overloaded, succeeded, retry_after = False, False, None
+        if gate is None:
+            return await self._send(target, shown, body)
+        retry = _FAILED.get() == (shown, body)
+        deadline = CASE_DEADLINE.get()
+        if deadline is None:
+            return await self._post_under(gate, target, shown, body, retry)
+        gate.hold_to(deadline)  # no Retry-After pause outlasts this case
         try:
-            try:
-                response = await self._request(target, shown, body)
-            except (TimeoutError, httpx.TimeoutException):
-                raise AgentTimeoutError(
-                    f"no answer from {shown} within {self.timeout:g} s (timeout)"
-                ) from None
-            except httpx.TransportError as exc:
-                raise self._connection_error(shown, exc) from exc
-            succeeded = response.status < 500  # it answered: the endpoint had room for it
-            if response.status >= 400:
-                retry_after = parse_retry_after(response.headers.get("retry-after"))
-                overloaded = response.status in OVERLOAD_STATUSES
-                raise AgentHTTPError(
-                    response.status,
-                    shown,
-                    self.secret.redact(response.body[:2000].decode("utf-8", "replace")),
-                    retry_after,
-                )
-            return response
+            return await self._post_under(gate, target, shown, body, retry)
         finally:
-            if gate is not None:
-                gate.release(ticket, overloaded, retry_after, succeeded)
+            gate.release_deadline(deadline)
+
+    async def _post_under(
+        self, gate: AdaptiveLimit, target: yarl.URL, shown: str, body: bytes, retry: bool
+    ) -> RawResponse:
+        """`post` within the adaptive limit: a slot, the exchange, what it says of the limit."""
+        ticket = gate.try_acquire(retry)  # a free slot is taken without a coroutine or a future
+        if ticket is None:
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            try:
+                ticket = await gate.acquire(retry)
+            finally:
+                _QUEUED.set(_QUEUED.get() + loop.time() - started)
+        overloaded, succeeded, answered, retry_after = False, False, False, None
+        try:
+            response = await self._send(target, shown, body)
+            succeeded = answered = True
+            return response
+        except AgentHTTPError as exc:
+            answered = True
+            succeeded = exc.status < 500  # it answered: the endpoint had room for it
+            overloaded = exc.status in OVERLOAD_STATUSES
+            retry_after = exc.retry_after
+            raise
+        finally:
+            gate.release(ticket, overloaded, retry_after, succeeded, answered)
+            failed = not succeeded or overloaded
+            if failed or retry:
+                _FAILED.set((shown, body) if failed else None)
+
+    async def _send(self, target: yarl.URL, shown: str, body: bytes) -> RawResponse:
+        """One exchange: a response with status < 400, else a typed error."""
+        try:
+            response = await self._request(target, shown, body)
+        except (TimeoutError, httpx.TimeoutException):
+            raise AgentTimeoutError(
+                f"no answer from {shown} within {self.timeout:g} s (timeout)"
+            ) from None
+        except httpx.TransportError as exc:
+            raise self._connection_error(shown, exc) from exc
+        if response.status >= 400:
+            raise AgentHTTPError(
+                response.status,
+                shown,
+                self.secret.redact(response.body[:2000].decode("utf-8", "replace")),
+                parse_retry_after(response.headers.get("retry-after")),
+            )
+        return response
 
     def _client_timeout(self) -> aiohttp.ClientTimeout:
         """`timeout` as aiohttp's total timeout (made once per value)."""
@@ -346,7 +407,8 @@ class HTTPClient:
                 "POST", target, headers, body, timeout=self._client_timeout()
             )
         send = functools.partial(transport.request, timeout=self._client_timeout())
-        got = await http_exchange(shown, body, self.secret, send, target, headers)
+        query = target.raw_query_string
+        got = await http_exchange(shown, body, self.secret, send, target, headers, query=query)
         return RawResponse(got[0], {"content-type": got[1]} if got[1] else {}, (), got[2])
 
     def _connection_error(self, url: str, exc: httpx.TransportError) -> AgentError:

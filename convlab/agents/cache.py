@@ -31,7 +31,9 @@ import hashlib
 import json
 import os
 import re
+import stat
 import uuid
+import warnings
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextvars import ContextVar
@@ -138,6 +140,10 @@ class Cassette:
     def __init__(self, mode: CacheMode, folder: Path) -> None:
         self.mode, self.folder = mode, folder
         self.recorded = self.replayed = self.missed = 0
+        self.unwritten = 0
+        """Live answers that could not be written (kept for the run all the same)."""
+        self.write_error: str | None = None
+        """Why the first of them could not be written (a read-only folder, a full disk)."""
         self._seen: dict[str, dict[str, Any]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._root = os.path.join(str(folder), "")
@@ -152,20 +158,24 @@ class Cassette:
         return f"{self._root}{key[:2]}{os.sep}{key}.json"
 
     def summary(self) -> dict[str, Any]:
-        """What the run's `settings["cache"]` shows: mode, folder and the counts."""
-        return {
+        """What the run's `settings["cache"]` shows: mode, folder and the counts (and, when
+        recordings could not be written, how many and why)."""
+        out: dict[str, Any] = {
             "mode": self.mode,
             "dir": str(self.folder),
             "recorded": self.recorded,
             "replayed": self.replayed,
             "missed": self.missed,
         }
+        if self.unwritten:
+            out |= {"unwritten": self.unwritten, "write_error": self.write_error}
+        return out
 
     async def call(
         self,
         request: dict[str, Any],
         live: Callable[[], Awaitable[tuple[dict[str, Any], bool]]],
-        miss: Callable[[str], ReplayMissError],
+        miss: Callable[[str, str | None], ReplayMissError],
     ) -> dict[str, Any]:
         """The response recorded for `request` (a dict with its `key`), or the live one.
 
@@ -173,55 +183,130 @@ class Cassette:
         not kept. The first identical request of a run goes live; the others wait for it.
         """
         key = request["key"]
-        # answered earlier in this run, or on file: read without awaiting, so no lock is
-        # needed (nothing else runs in between)
-        known = self._seen.get(key)
-        if known is None and self.mode != "record":
-            known = self._read(key)
+        known = self._seen.get(key)  # answered earlier in this run
         if known is not None:
             self.replayed += 1
             return known
-        if self.mode == "replay":
-            self.missed += 1
-            raise miss(key)
         lock = self._locks.setdefault(key, asyncio.Lock())
-        async with lock:  # one live call per key; the identical ones wait for its answer
+        async with lock:  # one read or live call per key; the identical ones wait for it
             found = self._seen.get(key)
             if found is not None:
                 self.replayed += 1
                 return found
+            why = None
+            if self.mode != "record":  # a file is read on a worker thread, never the loop
+                found, why = await asyncio.to_thread(self._read, key, request)
+                if found is not None:
+                    self._seen[key] = found
+                    self.replayed += 1
+                    return found
+            if self.mode == "replay":
+                self.missed += 1
+                raise miss(key, why)
             response, keep = await live()
             if keep:
-                self._write(key, {"format": FORMAT, **request, "response": response})
-                self._seen[key] = response
-                self.recorded += 1
+                self._seen[key] = response  # the run uses it even if it cannot be kept on disk
+                kept = {k: v for k, v in request.items() if k != _BASE}
+                kept["request"] = _loads(request[_BASE])[1]  # what was sent, as it was
+                if self._write(key, {"format": FORMAT, **kept, "response": response}):
+                    self.recorded += 1
             return response
 
-    def _read(self, key: str) -> dict[str, Any] | None:
+    def _read(self, key: str, request: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
+        """The recorded response of `request`, or None and why a file there is not trusted
+        (None: no file). A recording is trusted only when it is a plain file in a plain
+        folder (no link, no FIFO or device, which could hang the read or lead outside the
+        cache) and its format, key and request are those of this call: a recording copied
+        under another call's name is not that call's answer."""
+        path = self._file(key)
         try:
-            with open(self._file(key), "rb") as file:
-                doc = _loads(file.read())
-        except (OSError, ValueError):
-            return None
+            data = _read_plain(path)
+        except FileNotFoundError:
+            return None, None
+        except OSError as exc:
+            return None, f"{path} is not read: {exc.strerror or exc}"
+        try:
+            doc = _loads(data)
+        except ValueError:
+            return None, f"{path} is not JSON"
         if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-            return None
+            return None, f"{path} is not a recording of format {FORMAT}"
+        if doc.get("key") != key or doc.get("occurrence") != request["occurrence"]:
+            return None, f"{path} records another call (its key differs)"
+        if _recorded_base(doc) != request[_BASE]:
+            return None, f"{path} records another call (its request differs)"
         response = doc.get("response")
-        if isinstance(response, dict):
-            self._seen[key] = response
-            return response
-        return None
+        if not isinstance(response, dict):
+            return None, f"{path} has no response"
+        return response, None
 
-    def _write(self, key: str, doc: dict[str, Any]) -> None:
-        """Write atomically; an unchanged recording is left alone (no churn in a diff)."""
+    def _write(self, key: str, doc: dict[str, Any]) -> bool:
+        """Write atomically; an unchanged recording is left alone (no churn in a diff).
+
+        A recording that cannot be written (a read-only folder, a full disk) leaves no
+        temporary file behind and costs the run nothing but the recording: False, and the
+        first such failure warns (the run's `settings["cache"]` counts them all).
+        """
         path = self.path(key)
         text = json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
-        with contextlib.suppress(OSError):
-            if path.read_text(encoding="utf-8") == text:
-                return
-        path.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(OSError, ValueError):
+            if _read_plain(str(path)) == text.encode():
+                return True
         temp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-        temp.write_text(text, encoding="utf-8")
-        os.replace(temp, path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if not stat.S_ISDIR(os.lstat(path.parent).st_mode):  # a link leads out of the cache
+                raise OSError(0, "the folder is a link, not a folder in the cache")
+            temp.write_text(text, encoding="utf-8")
+            os.replace(temp, path)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                temp.unlink()
+            self._unwritable(path, exc)
+            return False
+        return True
+
+    def _unwritable(self, path: Path, exc: OSError) -> None:
+        self.unwritten += 1
+        if self.write_error is not None:
+            return
+        why = exc.strerror or type(exc).__name__
+        self.write_error = f"cannot write recording {path}: {why}"
+        warnings.warn(
+            f"cache: {self.write_error}; the run goes on with the live answers, unrecorded",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+
+
+_NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+
+
+def _read_plain(path: str) -> bytes:
+    """The bytes of a regular file in a real folder; OSError for anything else: a link (the
+    file's or its folder's), a FIFO or a device (opened without blocking, then refused).
+
+    Raises:
+        FileNotFoundError: Nothing there.
+        OSError: Something there that is not a plain file in a plain folder.
+    """
+    if not stat.S_ISDIR(os.lstat(os.path.dirname(path)).st_mode):
+        raise OSError(0, "its folder is a link, not a folder in the cache")
+    fd = os.open(path, os.O_RDONLY | _NO_FOLLOW)  # a link: ELOOP; a FIFO: opens at once
+    with os.fdopen(fd, "rb") as file:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(0, "not a regular file")
+        return file.read()
+
+
+def _recorded_base(doc: dict[str, Any]) -> str | None:
+    """The canonical text of a recording's request, as its key was made from it."""
+    try:
+        return _canonical(
+            [doc.get("kind"), doc.get("request"), doc.get("run"), doc.get("repetition")]
+        )
+    except (TypeError, ValueError):
+        return None
 
 
 def open_cassette(mode: str | bool | None, folder: str | Path | None) -> Cassette | None:
@@ -275,9 +360,12 @@ class _Scope:
             "repetition": self.repetition,
             "occurrence": occurrence,
             "request": sent,
+            _BASE: base,
         }
 
-    def miss(self, what: str, request: dict[str, Any]) -> Callable[[str], ReplayMissError]:
+    def miss(
+        self, what: str, request: dict[str, Any]
+    ) -> Callable[[str, str | None], ReplayMissError]:
         call = _CALL.get()
         role = call[0] if call else "agent"
         turn = (call[1] if call and call[1] is not None else self.turn) + 1
@@ -286,10 +374,11 @@ class _Scope:
         sample += f", repetition {self.repetition}" if self.repetition else ""
         variant = f" [{self.variant}]" if self.variant else ""
 
-        def make(key: str) -> ReplayMissError:
+        def make(key: str, why: str | None = None) -> ReplayMissError:
+            found = "was never recorded" if why is None else f"has no trusted recording ({why})"
             return ReplayMissError(
                 f"replay: the {role} call of case {case!r}{variant}{sample} at turn {turn} "
-                f"was never recorded ({what}; key {key[:16]}, file "
+                f"{found} ({what}; key {key[:16]}, file "
                 f"{self.cassette.path(key)}): record it with cache='record' or cache='auto'",
                 case=case,
                 turn=turn,
@@ -299,6 +388,10 @@ class _Scope:
 
         return make
 
+
+_BASE = "_base"
+"""In a request: the canonical text its key is the hash of (as it was sent: a function's
+world may change during the call). Not written: the recording's `request` is read from it."""
 
 _SCOPE: ContextVar[_Scope | None] = ContextVar("convlab_cache_scope", default=None)
 _CALL: ContextVar[tuple[str, int | None] | None] = ContextVar("convlab_cache_call", default=None)
@@ -375,13 +468,16 @@ async def http_exchange(
     secret: _Secret,
     send: Callable[..., Awaitable[_Answer]],
     *args: Any,
+    query: str = "",
 ) -> tuple[int, str, bytes]:
     """A POST through the active cassette: (status, content type, body).
 
     `url` is already masked as `safe_url` masks it; `send("POST", *args, body)` makes the
-    live call. Secrets at least `SHORTEST_SECRET` long are redacted from what is kept; the live
-    and the replayed answer are the same normalised body, so a replay reads exactly what its
-    recording did.
+    live call. `query` is the real URL's query: its values are masked out of `url`, yet they
+    choose the answer (`?api-version=...`), so a digest of it is part of the request (and
+    so of the key), never the values themselves. Secrets at least `SHORTEST_SECRET` long are
+    redacted from what is kept; the live and the replayed answer are the same normalised
+    body, so a replay reads exactly what its recording did.
     """
     scope = _SCOPE.get()
     assert scope is not None, "http_exchange needs a recording() scope"
@@ -395,11 +491,14 @@ async def http_exchange(
     except ValueError:
         sent, _ = _json_or_text(text)
         plain = isinstance(sent, str)
-    request = scope.request("http", {"method": "POST", "url": url, "body": sent}, plain)
+    call = {"method": "POST", "url": url, "body": sent}
+    if query:  # only then: the keys of the recordings of URLs without a query stay as they were
+        call["query_sha256"] = hashlib.sha256(query.encode()).hexdigest()[:16]
+    request = scope.request("http", call, plain)
 
     async def go() -> tuple[dict[str, Any], bool]:
         got = await send("POST", *args, body)
-        keep = got.status < 500 and got.status != 429  # transient failures are not kept
+        keep = got.status < 400  # an error is not the answer to keep: a 401, a 429, a 500
         value, is_json = _json_or_text(redact(got.body.decode("utf-8", "replace")))
         ctype = got.headers.get("content-type", "")
         kept = {"json": value} if is_json else {"text": value}

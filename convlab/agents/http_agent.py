@@ -21,7 +21,15 @@ import httpx
 
 from convlab._util import elapsed_ms
 from convlab.agents._http_base import HTTPBackedAgent
-from convlab.agents._transport import HTTPClient, Secret, dumps, loads, safe_url, url_secrets
+from convlab.agents._transport import (
+    HTTPClient,
+    Secret,
+    dumps,
+    loads,
+    queued_s,
+    safe_url,
+    url_secrets,
+)
 from convlab.agents.function import observation
 from convlab.agents.protocol import AgentContext, AgentSession
 from convlab.errors import AgentResponseError
@@ -34,7 +42,6 @@ DEFAULT_REQUEST: dict[str, Any] = {"messages": "{messages}"}
 DEFAULT_TEXT_PATHS = ("text", "content", "choices.0.message.content")
 
 _PLACEHOLDER = re.compile(r"\{(messages|text|case_id|instance|turn|world)\}")
-_SENSITIVE = re.compile(r"auth|key|token|secret|cookie", re.IGNORECASE)
 _MISSING = object()
 
 
@@ -102,8 +109,7 @@ class HTTPAgent(HTTPBackedAgent):
         self.paths = _paths(response)
         self.timeout = timeout
         self.name = safe_url(url)  # a bare URL is itself a valid agent spec; no credentials
-        hidden = [v for k, v in (headers or {}).items() if _SENSITIVE.search(k)]
-        self._secret = Secret(None, *hidden, *url_secrets(url))
+        self._secret = Secret(None, *url_secrets(url))  # the client adds the headers' values
         self._http = HTTPClient(
             timeout=timeout, secret=self._secret, headers=headers, adaptive=adaptive
         )
@@ -215,12 +221,12 @@ class _HTTPSession(AgentSession):
         self.agent = agent
 
     async def send(self, messages: list[Message], ctx: AgentContext) -> Observation:
-        """One POST per turn."""
+        """One POST per turn; its latency leaves out the wait for an adaptive slot."""
         agent = self.agent
-        start = time.perf_counter()
+        start, queued = time.perf_counter(), queued_s()
         body = dumps(agent.build(messages, ctx))
         response = await agent._http.post(str(agent.url), body)
         # parsed straight into the Observation: no Reply model in between
         obs = observation(*agent._parts(response.body, response.headers.get("content-type", "")))
-        obs.latency_ms = elapsed_ms(start)
+        obs.latency_ms = round(elapsed_ms(start) - (queued_s() - queued) * 1000, 3)
         return obs

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AGENT_SPECS",
+    "CASE_DEADLINE",
     "Agent",
     "AgentContext",
     "AgentSession",
@@ -46,6 +48,34 @@ class Concurrency:
     """Requests allowed in flight now; None when the limit is open (only `parallel` bounds)."""
     overloads: int = 0
     """429/503 answers seen so far."""
+    pause_cut: tuple[float, float] | None = None
+    """The last Retry-After pause cut short to leave the cases in flight time to finish:
+    (seconds asked, seconds applied); None when every pause was honoured."""
+    stuck: int = 0
+    """Requests that stopped holding a slot: in flight far longer than the endpoint answers."""
+    waited_s: float = 0.0
+    """Seconds requests spent waiting for a slot of the limit, summed (not agent latency)."""
+
+    def summary(self) -> dict[str, object]:
+        """What a run's settings can show of it (a JSON-able dict)."""
+        out: dict[str, object] = {
+            "endpoint": self.endpoint,
+            "limit": self.limit,
+            "overloads": self.overloads,
+            "stuck": self.stuck,
+            "waited_s": round(self.waited_s, 3),
+        }
+        if self.pause_cut is not None:
+            asked, applied = self.pause_cut
+            out["retry_after_cut"] = {"asked_s": asked, "applied_s": round(applied, 3)}
+        return out
+
+
+CASE_DEADLINE: ContextVar[float | None] = ContextVar("convlab_case_deadline", default=None)
+"""The running case's deadline, in the event loop's time (`loop.time()`), when the engine
+sets it. An HTTP agent's adaptive limit never pauses new requests (a `Retry-After`) past half
+of the shortest time the cases it holds still have: an absurd `Retry-After` must not time
+out every healthy case."""
 
 
 @dataclass

@@ -45,6 +45,12 @@ __all__ = ["DemoApp", "DemoServer", "main", "serve"]
 HOST = "127.0.0.1"
 _MAX_WORLDS = 1000
 
+MAX_BODY_BYTES = 8 * 1024 * 1024
+"""The largest request body served (a chat request is kilobytes); larger is a 413."""
+
+BODY_TIMEOUT_S = 10.0
+"""The longest a request body may take to arrive; longer (a client trickling it) is a 408."""
+
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
@@ -52,6 +58,14 @@ Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 class _NotFound(LookupError):
     pass
+
+
+class _BadBody(Exception):
+    """A request body that is not read: its status and message."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 def _demo_agent(name: str) -> Agent:
@@ -64,7 +78,14 @@ def _demo_agent(name: str) -> Agent:
 class DemoApp:
     """The ASGI app: OpenAI chat completions answered by local agents."""
 
-    def __init__(self, agents: Mapping[str, Any] | None = None, latency_ms: float = 0.0) -> None:
+    def __init__(
+        self,
+        agents: Mapping[str, Any] | None = None,
+        latency_ms: float = 0.0,
+        max_body_bytes: int = MAX_BODY_BYTES,
+        body_timeout_s: float = BODY_TIMEOUT_S,
+    ) -> None:
+        self.max_body_bytes, self.body_timeout_s = max_body_bytes, body_timeout_s
         self.agents: dict[str, Agent] = {k: as_agent(v) for k, v in (agents or {}).items()}
         self.use_demos = agents is None
         self.latency_s = max(0.0, latency_ms) / 1000.0
@@ -97,7 +118,13 @@ class DemoApp:
             return
         path, method = scope["path"].rstrip("/"), scope["method"]
         if method == "POST" and path.endswith("/chat/completions"):
-            status, body, ctype = await self.completion(scope, await _read(receive))
+            try:
+                raw = await self.body(scope, receive)
+            except _BadBody as bad:  # the rest of the body is never read: close the connection
+                body = _error(str(bad), "invalid_request_error")
+                await _respond(send, bad.status, body, "application/json", close=True)
+                return
+            status, body, ctype = await self.completion(scope, raw)
         elif method == "GET" and path.endswith("/models"):
             data = [{"id": n, "object": "model", "owned_by": "convlab"} for n in self.models()]
             status, body, ctype = 200, dumps({"object": "list", "data": data}), "application/json"
@@ -105,6 +132,39 @@ class DemoApp:
             status, body = 404, _error(f"no route for {method} {path}", "not_found")
             ctype = "application/json"
         await _respond(send, status, body, ctype)
+
+    async def body(self, scope: Scope, receive: Receive) -> bytes:
+        """The request body, at most `max_body_bytes`, arrived within `body_timeout_s`.
+
+        Raises:
+            _BadBody: 413 for a larger body (a Content-Length that says so is refused before
+                any of it is read), 408 for one that does not arrive in time.
+        """
+        limit = self.max_body_bytes
+        too_big = f"request body larger than {limit} bytes (the demo server's limit)"
+        for name, value in scope.get("headers") or []:
+            declared = value.strip() if name.lower() == b"content-length" else b""
+            if declared.isdigit() and int(declared) > limit:
+                raise _BadBody(413, too_big)
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            async with asyncio.timeout(self.body_timeout_s):
+                while True:
+                    msg = await receive()
+                    chunk = msg.get("body", b"")
+                    size += len(chunk)
+                    if size > limit:
+                        raise _BadBody(413, too_big)
+                    chunks.append(chunk)
+                    if not msg.get("more_body"):
+                        return b"".join(chunks)
+        except TimeoutError:
+            raise _BadBody(
+                408,
+                f"request body not received within {self.body_timeout_s:g} s "
+                f"({size} bytes arrived)",
+            ) from None
 
     async def completion(self, scope: Scope, raw: bytes) -> tuple[int, bytes, str]:
         """Answer one chat-completions request: (status, body, content type)."""
@@ -236,17 +296,10 @@ def _error(message: str, kind: str) -> bytes:
     return dumps({"error": {"message": message, "type": kind, "code": kind}})
 
 
-async def _read(receive: Receive) -> bytes:
-    chunks = []
-    while True:
-        msg = await receive()
-        chunks.append(msg.get("body", b""))
-        if not msg.get("more_body"):
-            return b"".join(chunks)
-
-
-async def _respond(send: Send, status: int, body: bytes, ctype: str) -> None:
+async def _respond(send: Send, status: int, body: bytes, ctype: str, close: bool = False) -> None:
     headers = [(b"content-type", ctype.encode()), (b"content-length", str(len(body)).encode())]
+    if close:
+        headers.append((b"connection", b"close"))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
@@ -278,9 +331,11 @@ class DemoServer:
         latency_ms: float = 0.0,
         port: int = 0,
         host: str = HOST,
+        max_body_bytes: int = MAX_BODY_BYTES,
+        body_timeout_s: float = BODY_TIMEOUT_S,
     ) -> None:
         uvicorn = _uvicorn()
-        self.app = DemoApp(agents, latency_ms)
+        self.app = DemoApp(agents, latency_ms, max_body_bytes, body_timeout_s)
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind((host, port))

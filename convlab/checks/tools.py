@@ -9,10 +9,10 @@ name, ends with `__name` or `.name`, or simply contains it: `setup` matches
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from convlab.checks._core import CheckContext, Outcome, lean_kind, result
+from convlab.checks._regex import search
 from convlab.checks._values import deep_equal, go_v
 from convlab.model.assertions import ToolCalled, ToolExpectation, ToolResult
 from convlab.model.conversation import ToolCall
@@ -93,7 +93,7 @@ def match_result(actual: Any, expected: Any) -> bool:
         )
     if isinstance(expected, str):
         if expected.startswith("regex:"):
-            return re.search(expected[len("regex:") :], go_v(actual)) is not None
+            return search(expected[len("regex:") :], go_v(actual)) is not None  # time-limited
         return go_v(actual) == expected
     if isinstance(expected, bool):
         return isinstance(actual, bool) and actual == expected

@@ -149,11 +149,55 @@ def _unclaimed(path: Path, text: str) -> tuple[int | None, str, str]:
             or (isinstance(data, dict) and ("world_state" in data or "bot_instructions" in data))
         ):
             return None, "", _SCENARIO
+        if suffix != ".json" and not isinstance(data, dict | list):
+            shape = _yaml_top(text)
+            if shape is not None:
+                return shape[0], "", f"{shape[1]}; {_SUITE_SHAPE}"
     known = ", ".join(sorted({s for n in FORMATS for s in FORMATS.get(n).suffixes}))
     return None, "", f"not a recognised suite file (supported suffixes: {known})"
 
 
 _SCENARIO = "this is a thinkingbox scenario: load the dataset folder (the one holding scenario/)"
+
+_SUITE_SHAPE = (
+    "a YAML suite file is a mapping with `test_cases:` (a list of cases, each with `input:` "
+    "or `turns:`) or `test_cases_file:`, a top-level list of such cases, or convlab's own "
+    "form with `convlab_suite: 1`"
+)
+_CORE_TAG = "tag:yaml.org,2002:"
+_SCALAR_KINDS = {"str": "text", "int": "a number", "float": "a number", "bool": "a boolean"}
+
+
+def _yaml_top(text: str) -> tuple[int | None, str] | None:
+    """(line, what it is) for a YAML text whose top level no suite can be: invalid YAML, no
+    document, a scalar or a tagged node; None for a plain mapping or list."""
+    import yaml
+
+    from convlab._util import show_controls
+    from convlab.formats._yaml_budget import SAFE_LOADER
+
+    try:
+        node = yaml.compose(text, Loader=SAFE_LOADER)  # nodes only: no tag is constructed
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        why = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        return (mark.line + 1 if mark else None), f"invalid YAML: {why}"
+    if node is None:
+        return None, "the file holds no YAML document (only comments or `---`)"
+    line = node.start_mark.line + 1
+    if not node.tag.startswith(_CORE_TAG):
+        tag = node.tag if node.tag.startswith("!") else f"!<{node.tag}>"
+        return line, f"the top level is tagged {show_controls(tag)!r}, which no suite file uses"
+    name = node.tag.removeprefix(_CORE_TAG)
+    if isinstance(node, yaml.ScalarNode):
+        value = show_controls(str(node.value))
+        value = value if len(value) <= 40 else value[:39] + "…"
+        kind = _SCALAR_KINDS.get(name, "null" if name == "null" else name)
+        shown = "an empty value" if not node.value else f"{kind} {value!r}"
+        return line, f"the top level is a single scalar, {shown}, not a mapping or a list"
+    if name not in ("map", "seq"):
+        return line, f"the top level is tagged '!!{name}', which no suite file uses"
+    return None
 
 
 def load(path: str | Path, format: str | None = None) -> Suite:

@@ -344,6 +344,7 @@ def _main(argv: list[str]) -> None:
 def _run(namespace: dict[str, Any], args: argparse.Namespace) -> Any:
     """`%convlab run`: the Run (live tree, then its card), an Answer, or the cases."""
     import convlab
+    from convlab._cli_run import read_config, run_options
     from convlab.cli import _check_options, _is_path
 
     try:
@@ -369,33 +370,24 @@ def _run(namespace: dict[str, Any], args: argparse.Namespace) -> Any:
     if not args.name:
         _usage("convlab run: give the agent to test with -n AGENT (e.g. -n demo:expense)")
     agent = _agent(namespace, args.name)
-    judge = _agent(namespace, args.judge, "judge") if args.judge else None
-    judges = {key: _agent(namespace, spec, "judge") for key, spec in args.judges or []}
-    simulator: Any = None
-    if args.simulator:
+
+    def simulator(spec: str) -> Any:
         from convlab.engine.conversation import resolve_simulator
 
-        found, value = _lookup(namespace, args.simulator)
+        found, value = _lookup(namespace, spec)
         try:
-            simulator = resolve_simulator(value if found else args.simulator)
+            return resolve_simulator(value if found else spec)
         except (ConvlabError, ValueError, ImportError, TypeError) as exc:
-            _usage(f"simulator {args.simulator!r}: {exc}")
-    try:
-        run = convlab.run(
-            suite,
-            agent,
-            runs=args.runs,
-            parallel=args.parallel,
-            timeout=args.timeout,
-            simulator=simulator,
-            judge=judge,
-            judges=judges or None,
-            store=args.store,
-            resume=args.resume,
-            fail_fast=args.fail_fast,
-            allow_external_writes=args.allow_external_writes,
-            progress=None,
-        )
+            _usage(f"simulator {spec!r}: {exc}")
+
+    def judge(spec: str, flag: str, replay: bool) -> Any:
+        return _agent(namespace, spec, "judge")
+
+    source = Path(args.input)
+    try:  # every option of `convlab run` reaches the run as the CLI passes it (run_options)
+        config = read_config(source if source.is_dir() else source.parent)
+        options = run_options(args, config, agent, judge, simulator)
+        run = convlab.run(suite, agent, **options, progress=None)
     except SuiteError as err:
         _usage(str(err))
     except ConvlabError as err:

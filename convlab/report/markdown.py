@@ -20,12 +20,22 @@ from convlab.notebook._cards import cases_rated
 if TYPE_CHECKING:
     from convlab.model.run import Run
 
-__all__ = ["cell", "run_markdown"]
+__all__ = ["cell", "code", "run_markdown"]
 
 _REASON_LIMIT = 300
 _FAILURES_LIMIT = 200
 """Failures listed; a CI summary with thousands of rows helps nobody (the rest are counted)."""
 _NEWLINES = re.compile(r"\r\n|\r|\n")
+_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+"""Bidirectional controls: an override (U+202E) makes text read other than it is stored
+(the "Trojan Source" trick), so they are shown as `\\uXXXX`, never written raw."""
+_TICKS = re.compile("`+")
+
+
+def _visible(text: str) -> str:
+    """Control characters as `\\xNN`, bidirectional ones as `\\uXXXX`."""
+    text = show_controls(text)  # ESC starts terminal sequences: shown, never written raw
+    return _BIDI.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def cell(value: Any, limit: int | None = None) -> str:
@@ -41,11 +51,29 @@ def cell(value: Any, limit: int | None = None) -> str:
         text = ""
     if limit is not None and len(text) > limit:
         text = text[: limit - 1] + "…"
-    text = show_controls(text)  # ESC starts terminal sequences: shown, never written raw
+    text = _visible(text)
     text = html.escape(text, quote=False).replace("\\", "\\\\").replace("|", "\\|")
     text = text.replace("$", "\\$")  # GitHub reads `$...$` as math
     text = text.replace("[", "\\[").replace("]", "\\]")  # no `[x](javascript:...)` links
     return _NEWLINES.sub("<br>", text)
+
+
+def code(value: Any, in_table: bool = True) -> str:
+    """`value` as a Markdown code span: shown exactly as it is (ids are code, and a code span
+    reads no HTML, entity, escape or link), but for control and bidirectional characters,
+    shown as in `cell()`, and newlines, which a table cell cannot hold, as spaces.
+
+    The fence is one backtick longer than the longest run inside; `in_table` escapes `|` as
+    `\\|`, which GFM tables read back as `|` before the code span is read.
+    """
+    text = _NEWLINES.sub(" ", _visible("" if value is None else str(value)))
+    if not text:
+        return ""
+    if in_table:
+        text = text.replace("|", "\\|")
+    fence = "`" * (max((len(t) for t in _TICKS.findall(text)), default=0) + 1)
+    pad = " " if text[0] in "` " or text[-1] in "` " else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def _pct(value: Any) -> str:
@@ -87,7 +115,7 @@ def run_markdown(run: Run) -> str:
     stab = stability(df, order=suite_order(run))
     s = summary(df, stab)
     lines = [f"# {_title(run)}", ""]
-    meta = [f"run `{cell(run.id)}`" if run.id else "", cell(run.status)]
+    meta = [f"run {code(run.id, in_table=False)}" if run.id else "", cell(run.status)]
     meta += [f"started {cell(run.started_at)}" if run.started_at else ""]
     lines += [" · ".join(m for m in meta if m), ""]
     lines += [
@@ -102,7 +130,7 @@ def run_markdown(run: Run) -> str:
     lines += ["", "## Cases", ""]
     rows = [
         [
-            f"`{cell(r['case_id'])}`",
+            code(r["case_id"]),
             str(r["runs"]),
             str(r["passed"]),
             _pct(r["pass_rate"]),
@@ -120,7 +148,7 @@ def run_markdown(run: Run) -> str:
     else:
         rows = [
             [
-                f"`{cell(r['case_id'])}`",
+                code(r["case_id"]),
                 cell(r["variant"]),
                 str(r["run"]),
                 str(r["repetition"]),
