@@ -22,7 +22,15 @@ from typing import Any
 
 from convlab._util import elapsed_ms
 from convlab.agents._http_base import HTTPBackedAgent
-from convlab.agents._transport import HTTPClient, Secret, dumps, loads, safe_url, url_secrets
+from convlab.agents._transport import (
+    HTTPClient,
+    Secret,
+    dumps,
+    loads,
+    queued_s,
+    safe_url,
+    url_secrets,
+)
 from convlab.agents.cache import replaying
 from convlab.agents.protocol import AgentContext, AgentSession
 from convlab.agents.tools import Tool, ToolFailed, as_tools
@@ -173,7 +181,7 @@ class _OpenAISession(AgentSession):
     async def send(self, messages: list[Message], ctx: AgentContext) -> Observation:
         """Call the model, run its tool calls, call again, until it answers or passes run out."""
         agent = self.agent
-        start = time.perf_counter()
+        start, queued = time.perf_counter(), queued_s()
         convo = _answer_dangling([message_dict(m) for m in messages])
         system = agent.system_prompt(ctx)
         if system:
@@ -212,7 +220,7 @@ class _OpenAISession(AgentSession):
             messages=new,
             status=status,
             usage=usage,
-            latency_ms=elapsed_ms(start),
+            latency_ms=round(elapsed_ms(start) - (queued_s() - queued) * 1000, 3),
         )
 
     async def _run_tools(

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from convlab.agents.cache import recording
+from convlab.agents.protocol import CASE_DEADLINE
 from convlab.engine._clock import now as _now
 from convlab.engine._gc import quiet_gc
 from convlab.engine.conversation import Conversation, Env, stopping
@@ -239,6 +240,9 @@ class Runner:
         self.run.finished_at = _now()
         if self.env.cassette is not None:  # what the cache did, for the user to see
             self.run.settings["cache"] = self.env.cassette.summary()
+        concurrency = self.env.agent.concurrency()
+        if concurrency is not None:  # the adaptive limit, stuck requests, slot waits
+            self.run.settings["transport"] = concurrency.summary()
         try:
             await call_hook(resolve_hook(s.after), self.run, before_data)
         except Exception as exc:
@@ -333,6 +337,7 @@ class Runner:
                 async with asyncio.timeout(timeout):
                     await call_hook(resolve_hook(case.hooks.after, near), case, outcome, data)
 
+        deadline_token = CASE_DEADLINE.set(deadline)  # what the transport's pauses respect
         try:
             async with asyncio.timeout_at(deadline):
                 try:
@@ -364,6 +369,8 @@ class Runner:
             outcome = Outcome("error", str(exc), blame=blame_of(exc.original, "hook"))
         except BaseException as exc:  # SystemExit, KeyboardInterrupt, pytest's Failed ...
             outcome = Outcome("error", error_text(exc), blame=blame_of(exc, site))
+        finally:
+            CASE_DEADLINE.reset(deadline_token)
         if not hooked:
             return outcome
         try:
