@@ -10,13 +10,12 @@ bench_engine.py (a) (N single-turn cases, 3 checks each, store on, parallel=16) 
 child process under `valgrind --tool=callgrind` at two sizes; the difference of the two
 totals over the difference of the sizes is the cost of one case, without start-up and
 imports. The ideal (a plain asyncio loop making the same checks and JSONL lines) is counted
-the same way, and the ratio to it is printed. `--only` may also name `floor`
-(bench_floor.py's lean loop: what a case costs with no result model, no timeout, no store
-header) and `suite` (building the suite's models, which every figure but the ideal's holds).
+the same way, and the ratio to it is printed. `--only` may also name `suite` (building the
+suite's models, which every figure but the ideal's holds).
 
 Every workload but the ideal builds bench_engine's suite (its `Case` models) in the child,
 which the timed benchmark does before its clock starts and the ideal's loop does not do at
-all: that is counted apart (`suite`, about 104,000 instructions a case) and each figure is
+all: that is counted apart (`suite`) and each figure is
 printed whole and without it ("running it"), which is the one compared to the ideal.
 
 `--parts` says where a case's instructions go: it also counts the async workload without the
@@ -46,9 +45,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKLOADS = ("ideal", "async", "sync")
-MORE = ("floor", "suite")
-"""Counted when named in `--only`: bench_floor.py's lean loop, and building the suite's
-models (a part of every workload's figure but the ideal's, which builds none)."""
+MORE = ("suite",)
+"""Counted when named in `--only`: building the suite's models (a part of every workload's
+figure but the ideal's, which builds none)."""
 PARTS = ("async", "async-nostore", "async-nochecks", "async-bare")
 """`--parts`: the async workload, then without the store, the checks, or either."""
 
@@ -66,12 +65,6 @@ def child(kind: str, n: int) -> None:
         if kind == "suite":  # what the other workloads' figures include of building it
             _suite(200)
             _suite(n)
-            return
-        if kind == "floor":
-            from bench_floor import floor
-
-            floor(_suite(200), Path(tmp) / "w.jsonl")
-            floor(_suite(n), Path(tmp) / "f.jsonl")
             return
         import convlab as cl
 
