@@ -230,8 +230,14 @@ print(len(df), dt, time.perf_counter() - t1)
 
 
 def _child(code: str) -> list[float]:
+    """Run `code` in a fresh process (its `convlab` the one on PYTHONPATH, else installed:
+    not the working folder's) and read the numbers it prints."""
     out = subprocess.run(
-        [sys.executable, "-c", code], check=True, capture_output=True, text=True
+        [sys.executable, "-c", code],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=tempfile.gettempdir(),
     ).stdout
     return [float(x) for x in out.split()]
 

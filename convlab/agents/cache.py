@@ -30,7 +30,6 @@ import contextlib
 import hashlib
 import json
 import os
-import re
 import stat
 import uuid
 import warnings
@@ -43,6 +42,13 @@ from typing import Any, Literal, Protocol, TypeVar
 
 import orjson
 
+from convlab.agents._cache_files import (
+    _canonical,
+    _json_or_text,
+    _loads,
+    _read_plain,
+    _recorded_base,
+)
 from convlab.errors import ReplayMissError
 
 __all__ = [
@@ -94,44 +100,6 @@ def cached(fn: F) -> F:
 def is_cached(fn: Any) -> bool:
     """Whether `fn` opted in with `@cached`."""
     return getattr(fn, _MARK, False) is True
-
-
-_STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*"')
-_FLOAT = re.compile(rb"[0-9][.eE]")
-
-
-def _canonical(value: Any, plain: bool = False) -> str:
-    """The text a key is the hash of: sorted, compact JSON, as the json module writes it.
-
-    `plain`: `value` holds only what orjson parses JSON into (text, 64-bit integers, finite
-    floats, booleans, null, lists, objects). orjson then writes the same bytes, several times
-    faster, but for floats (`1e-07` against `1e-7`): with one, the json module writes it, so
-    every key stays what it was and recordings made before still replay.
-    """
-    if plain:
-        out = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
-        if not _FLOAT.search(_STRINGS.sub(b"", out)):
-            return out.decode()
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-
-
-def _loads(data: bytes | str) -> Any:
-    """Parse JSON: orjson (several times faster), else the json module, which also reads
-    what orjson refuses (NaN, integers past 64 bits), so a value reads as it always did."""
-    try:
-        return orjson.loads(data)
-    except ValueError:
-        return json.loads(data)
-
-
-def _json_or_text(raw: bytes | str) -> tuple[Any, bool]:
-    """(value, is_json): a body as JSON when it parses, else as text (the json module:
-    integers past 64 bits are kept exact in a recording)."""
-    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
-    try:
-        return json.loads(text), True
-    except ValueError:
-        return text, False
 
 
 class Cassette:
@@ -277,36 +245,6 @@ class Cassette:
             RuntimeWarning,
             stacklevel=2,
         )
-
-
-_NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-
-
-def _read_plain(path: str) -> bytes:
-    """The bytes of a regular file in a real folder; OSError for anything else: a link (the
-    file's or its folder's), a FIFO or a device (opened without blocking, then refused).
-
-    Raises:
-        FileNotFoundError: Nothing there.
-        OSError: Something there that is not a plain file in a plain folder.
-    """
-    if not stat.S_ISDIR(os.lstat(os.path.dirname(path)).st_mode):
-        raise OSError(0, "its folder is a link, not a folder in the cache")
-    fd = os.open(path, os.O_RDONLY | _NO_FOLLOW)  # a link: ELOOP; a FIFO: opens at once
-    with os.fdopen(fd, "rb") as file:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(0, "not a regular file")
-        return file.read()
-
-
-def _recorded_base(doc: dict[str, Any]) -> str | None:
-    """The canonical text of a recording's request, as its key was made from it."""
-    try:
-        return _canonical(
-            [doc.get("kind"), doc.get("request"), doc.get("run"), doc.get("repetition")]
-        )
-    except (TypeError, ValueError):
-        return None
 
 
 def open_cassette(mode: str | bool | None, folder: str | Path | None) -> Cassette | None:
