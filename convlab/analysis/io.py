@@ -189,7 +189,7 @@ def _json_head(run: Run) -> dict[str, Any]:
         "completed_at": run.finished_at,
         "version": _version(),
     }
-    return out | run.to_dict(results=False)
+    return out | run.to_dict(exclude=("results",))
 
 
 def json_text(run: Run) -> str:
@@ -266,7 +266,7 @@ def jsonl_lines(run: Run) -> list[str]:
 
     df = instances_frame(run)
     stab = stability(df, order=suite_order(run))
-    header = run.to_dict(results=False)
+    header = run.to_dict(exclude=("results",))
     start = {"type": "start", "timestamp": run.started_at, "agent_id": run.agent}
     first = {**start, "total_cases": int(df["case_id"].nunique()), "run": header}
     tail = [_stability_record(row) for row in stab.to_dict("records")]

@@ -105,14 +105,20 @@ class Runner:
         big run's count or last result decodes no other)."""
         return self.kept.reordered(i for i, p in enumerate(self._places) if p != SUPERSEDED)
 
-    def _hold(self, result: CaseResult, line: bytes | None, place: int) -> None:
-        """Keep a finished instance: as its line, or as its record when it has none."""
+    def _hold(self, result: CaseResult, line: bytes, place: int) -> None:
+        """Keep a finished instance as its line."""
         self._done[place] = 1
-        if line is None:
-            self.kept.append(result)
-        else:
-            self.kept.add_line(line, result.status)
+        self.kept.add_line(line, result.status)
         self._places.append(place)
+
+    def _stored_at(self, inst: Instance, place: int) -> bool:
+        """Whether a resumed store holds `inst`; if so, it is noted as done at `place`."""
+        stored = self._stored.get(inst.key)
+        if stored is None:
+            return False
+        self._places[stored] = place
+        self._done[place] = 1
+        return True
 
     def _ordered(self) -> Results:
         """The kept instances in plan order, those not in this plan last."""
@@ -225,11 +231,7 @@ class Runner:
         if self._planned_count < count(suite, s.runs):  # not every instance was planned
             why = failure or "run stopped before it ran"
             for n, inst in enumerate(expand(suite, s.runs, s.allow_external_writes)):
-                stored = self._stored.get(inst.key)
-                if stored is not None:
-                    self._places[stored] = n
-                    self._done[n] = 1
-                elif not self._done[n]:
+                if not self._stored_at(inst, n) and not self._done[n]:
                     status = "error" if failure else "cancelled"
                     self._keep(closed(inst, status, why, self._failure_blame), n)
         self.run.results = self._ordered()
@@ -262,11 +264,7 @@ class Runner:
         s = self.settings
         for n, inst in enumerate(expand(self.env.suite, s.runs, s.allow_external_writes)):
             self._planned_count = n + 1
-            stored = self._stored.get(inst.key)
-            if stored is not None:
-                self._places[stored] = n
-                self._done[n] = 1
-            else:
+            if not self._stored_at(inst, n):
                 yield n, inst
 
     async def _worker(

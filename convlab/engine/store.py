@@ -175,9 +175,7 @@ class ResultStore:
             self._repair_tail()
         else:
             self._fh = fh = open(self.path, "wb")  # noqa: SIM115 - kept open
-            head = run.to_dict(results=False)
-            for name in ("suite", "fingerprint"):
-                del head[name]
+            head = run.to_dict(exclude=("results", "suite", "fingerprint"))
             fh.write(b'{"type":"header","run":' + encode(head)[:-1])
             if run.suite is not None:  # written a case at a time, hashed as it goes
                 fh.write(b',"suite":')
@@ -242,8 +240,7 @@ class ResultStore:
             if fh is not None:
                 try:
                     if run is not None:
-                        ended = run.to_dict(results=False)
-                        end = encode({k: ended[k] for k in END_FIELDS})
+                        end = encode({k: getattr(run, k) for k in END_FIELDS})
                         fh.write(b'{"type":"summary","run":' + end + b"}\n")
                     fh.flush()
                     os.fsync(fh.fileno())

@@ -9,6 +9,8 @@ import msgspec
 from pydantic import GetPydanticSchema
 from pydantic_core import core_schema
 
+from convlab.model.codec import convert, decode_as, encode, to_builtins
+
 __all__ = ["Record", "held_by_pydantic"]
 
 R = TypeVar("R", bound="Record")
@@ -24,30 +26,22 @@ class Record(
 
     def to_dict(self) -> dict[str, Any]:
         """The record as JSON-ready builtins (dicts, lists, str, numbers, None)."""
-        from convlab.model.codec import to_builtins
-
         out: dict[str, Any] = to_builtins(self)
         return out
 
     def to_json(self) -> str:
         """The record's JSON text."""
-        from convlab.model.codec import encode
-
         return encode(self).decode()
 
     @classmethod
     def from_dict(cls: type[R], data: Any) -> R:
         """The record `data` describes (as `to_dict` gives it); raises `ValueError` naming the
         field that is wrong."""
-        from convlab.model.codec import convert
-
         return convert(data, cls)
 
     @classmethod
     def from_json(cls: type[R], text: str | bytes) -> R:
         """The record a JSON text holds (as `to_json` gives it), checked."""
-        from convlab.model.codec import decode_as
-
         return decode_as(text, cls)
 
 

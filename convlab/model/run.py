@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, MutableSequence
+from collections.abc import Collection, Iterable, MutableSequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
-from convlab.model.codec import FORMAT
+from convlab.model.codec import FORMAT, encode, to_builtins
 from convlab.model.records import AssertionResult, CaseResult
 from convlab.model.results import Results
 from convlab.model.suite import Suite
@@ -51,19 +51,16 @@ class Run(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     fingerprint: str = ""
     """Hash of the suite definition; a resumed store must match it."""
 
-    def to_dict(self, *, results: bool = True) -> dict[str, Any]:
-        """The run as JSON-ready builtins; `results=False` leaves its results out."""
-        from convlab.model.codec import to_builtins
-
-        out: dict[str, Any] = to_builtins(self if results else self.without_results())
-        if not results:
-            del out["results"]
-        return out
+    def to_dict(self, *, exclude: Collection[str] = ()) -> dict[str, Any]:
+        """The run as JSON-ready builtins, but for the fields named in `exclude`."""
+        return {
+            name: to_builtins(getattr(self, name))
+            for name in self.__struct_fields__
+            if name not in exclude
+        }
 
     def to_json(self) -> str:
         """The run's JSON text (its results as their records)."""
-        from convlab.model.codec import encode
-
         return encode(self).decode()
 
     def without_results(self) -> Run:
