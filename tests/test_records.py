@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -268,3 +270,34 @@ def test_no_module_touches_pydantic_internals_or_the_old_fast_paths() -> None:
         text=True,
     )
     assert found.returncode == 1 and not found.stdout, found.stdout
+
+
+# --- text that is not Unicode ----------------------------------------------------------------
+
+
+def test_a_lone_surrogate_in_a_reply_cannot_sink_a_run(tmp_path: Path) -> None:
+    suite = cl.Suite(id="s", cases=[cl.Case(id="a", input=[Message(content="hi")])])
+    store = tmp_path / "s.jsonl"
+    run = cl.run(suite, lambda m: "bad \udcff reply", store=store, progress=False)
+    [result] = run.results
+    obs = result.turns[0].observation
+    assert result.status == "passed" and obs is not None
+    assert obs.text == "bad \ufffd reply" and "U+FFFD" in (obs.error or "")
+    for path in (store, run.save(tmp_path / "run.json"), run.save(tmp_path / "run.jsonl")):
+        assert list(cl.load_run(path).results) == [result]
+
+
+def test_a_lone_surrogate_in_a_reply_cannot_sink_the_cli(tmp_path: Path) -> None:
+    (tmp_path / "surrogate_agent.py").write_text(
+        "def agent(messages):\n    return 'bad \\udcff reply'\n", encoding="utf-8"
+    )
+    (tmp_path / "s.jsonl").write_text('{"id": "a", "input": "hi"}\n', encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "convlab", "run", "-i", "s.jsonl", "-n",
+         "surrogate_agent:agent", "-o", "rep.json"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    [result] = cl.load_run(tmp_path / "rep.json").results
+    assert result.turns[0].observation.text == "bad \ufffd reply"

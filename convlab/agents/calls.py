@@ -11,6 +11,7 @@ from convlab._util import elapsed_ms
 from convlab.agents.cache import active, calling
 from convlab.agents.protocol import AgentContext, AgentSession
 from convlab.errors import AgentError
+from convlab.model.codec import valid_unicode
 from convlab.model.conversation import Message
 from convlab.model.records import Observation
 
@@ -77,5 +78,15 @@ async def call_agent(
             continue
         if obs.latency_ms is None:
             obs.latency_ms = elapsed_ms(start)
-        return obs
+        return _as_unicode(obs)
     raise AssertionError("unreachable")
+
+
+def _as_unicode(obs: Observation) -> Observation:
+    """The reply with text that is not Unicode (lone surrogates) replaced by U+FFFD, which
+    its `error` then says: nothing downstream (checks, views, the store) meets such text."""
+    obs, replaced = valid_unicode(obs)
+    if replaced:
+        note = "the reply held lone surrogates, which are not Unicode text: each became U+FFFD"
+        obs.error = f"{obs.error}; {note}" if obs.error else note
+    return obs

@@ -12,7 +12,7 @@ from convlab.engine.modes import Outcome
 from convlab.engine.replies import share_case_text
 from convlab.engine.store import ResultStore
 from convlab.model.blame import Blame, blame_of
-from convlab.model.codec import encode
+from convlab.model.codec import encode, valid_unicode
 from convlab.model.records import CaseResult
 from convlab.plan import Instance
 
@@ -62,50 +62,28 @@ def _reward(outcome: Outcome) -> float:
     return float(scores[0]) if scores else 1.0
 
 
-def kept(store: ResultStore | None, result: CaseResult) -> tuple[CaseResult, bytes | None]:
+def kept(store: ResultStore | None, result: CaseResult) -> tuple[CaseResult, bytes]:
     """The instance as finally recorded, and its encoded line (stored, if there is a store).
 
-    A result that cannot be encoded (a value JSON cannot hold) or stored (the disk refused)
-    becomes an `error` saying so; the line is None only when even that cannot be encoded,
-    and the record is then kept as it is."""
+    Text that is not Unicode (which an agent's reply cannot bring: it is cleaned where it
+    enters) is replaced here; a result the store cannot take becomes an `error` saying so."""
     try:
         line = encode(result)
-    except Exception as exc:
-        why = f"this instance's result could not be encoded ({error_text(exc)})"
-        result = _failed(result, why, "suite", keep_turns=False)
-        try:
-            line = encode(result)
-        except Exception:
-            return result, None
+    except UnicodeEncodeError:
+        result, _ = valid_unicode(result)
+        line = encode(result)
     if store is None:
         return result, line
     try:
         store.append(line)
     except Exception as exc:
         why = f"results store {store.path}: could not write this instance ({error_text(exc)})"
-        result = _failed(result, why, blame_of(exc, "infrastructure"))
+        error = f"{result.error}; {why}" if result.error else why
+        status = "error" if result.status == "passed" else result.status
+        blame = blame_of(exc, "infrastructure")
+        result = msgspec.structs.replace(result, status=status, error=error, blame=blame)
         return result, encode(result)
     return result, line
-
-
-def _failed(result: CaseResult, why: str, blame: Blame, keep_turns: bool = True) -> CaseResult:
-    """`result` as an error saying `why` (after its own error, if it had one)."""
-    error = f"{result.error}; {why}" if result.error else why
-    status = "error" if result.status == "passed" else result.status
-    if keep_turns:
-        return msgspec.structs.replace(result, status=status, error=error, blame=blame)
-    return CaseResult(
-        case_id=result.case_id,
-        variant=result.variant,
-        repetition=result.repetition,
-        run=result.run,
-        status="error",
-        error=error,
-        blame=blame,
-        duration_ms=result.duration_ms,
-        attempts=result.attempts,
-        started_at=result.started_at,
-    )
 
 
 def closed(inst: Instance, status: str, why: str, blame: Blame | None = None) -> CaseResult:

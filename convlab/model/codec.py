@@ -4,7 +4,9 @@ A store line, a `.json` or `.jsonl` save, `to_dict()`/`to_json()` and anything s
 processes are this encoding of the record; reading one back is one typed decode, which checks
 every field. Values a record holds that JSON has no type for are written as pydantic writes
 them: a pydantic model (a message, a tool call, a turn's input) by its own dump, any other
-value (a set, a path, a number type of another library) by `pydantic_core.to_jsonable_python`.
+value (a set, a path, a number type of another library) by `pydantic_core.to_jsonable_python`,
+and an object it does not know either as its `repr`. So only text that is not Unicode (a
+lone surrogate) cannot be encoded: `valid_unicode` replaces it.
 
 `FORMAT` is the version of this encoding; what earlier versions wrote is read by
 convlab.model._legacy, and a version this code does not know is refused (`FormatError`).
@@ -13,6 +15,7 @@ convlab.model._legacy, and a version this code does not know is refused (`Format
 from __future__ import annotations
 
 import functools
+import re
 from typing import Any, TypeVar
 
 import msgspec
@@ -30,6 +33,7 @@ __all__ = [
     "decode_as",
     "encode",
     "to_builtins",
+    "valid_unicode",
     "wrapped",
 ]
 
@@ -64,7 +68,7 @@ def _enc_hook(value: Any) -> Any:
     items = getattr(value, "__encoded_items__", None)  # a run's Results: lines as they are
     if items is not None:
         return items()
-    return to_jsonable_python(value)
+    return to_jsonable_python(value, fallback=repr)
 
 
 def _dec_hook(kind: Any, value: Any) -> Any:
@@ -79,6 +83,31 @@ _ENCODER = msgspec.json.Encoder(enc_hook=_enc_hook)
 def encode(value: Any) -> bytes:
     """The JSON of a record, a run or any JSON-ready value holding them."""
     return _ENCODER.encode(value)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def valid_unicode(record: T) -> tuple[T, bool]:
+    """`record`, or a copy of it whose text has each lone surrogate (half of a UTF-16 pair:
+    not Unicode, so not writable as UTF-8) replaced by U+FFFD; and whether one was."""
+    try:
+        encode(record)
+    except UnicodeEncodeError:
+        pass
+    else:
+        return record, False
+
+    def clean(value: Any) -> Any:
+        if isinstance(value, str):
+            return _SURROGATE.sub("\ufffd", value)
+        if isinstance(value, list):
+            return [clean(v) for v in value]
+        if isinstance(value, dict):
+            return {clean(k): clean(v) for k, v in value.items()}
+        return value
+
+    return convert(clean(to_builtins(record)), type(record)), True
 
 
 def wrapped(head: dict[str, Any], line: bytes) -> bytes:
