@@ -68,7 +68,9 @@ class _Pattern:
         if known is not None:
             raise known
         try:
-            return getattr(self.limited, how)(text, timeout=REGEX_TIMEOUT_S)
+            # concurrent=False: the search keeps the GIL; released, every check would wait
+            # to get it back from a run's agent threads
+            return getattr(self.limited, how)(text, timeout=REGEX_TIMEOUT_S, concurrent=False)
         except TimeoutError:
             err = RegexTimeout(self.text, text, REGEX_TIMEOUT_S)
             _TIMED_OUT[key] = err
