@@ -62,10 +62,10 @@ def result_line(raw: bytes, version: int) -> tuple[CaseResult, bytes]:
 
 
 def _scan(
-    path: str | Path, problems: list[str] | None
+    path: str | Path, problems: list[str] | None, keyed: bool = True
 ) -> tuple[dict[str, Any] | None, list[Key], Results]:
     """The header's run dict (with how the run ended, if the store says), and every complete
-    result line, checked: its instance key, and the line kept in `Results`. A torn last line
+    result line, checked: its instance key (`keyed`), and the line kept in `Results`. A torn last line
     is skipped; other lines that cannot be read are skipped too, each described in
     `problems` if given. A store written in a format this code does not read is refused."""
     header: dict[str, Any] | None = None
@@ -80,7 +80,8 @@ def _scan(
             try:
                 if raw.startswith(RESULT_PREFIX):
                     result, line = result_line(raw, version)
-                    keys.append(result.key)
+                    if keyed:  # a resume needs them, a reader does not
+                        keys.append(result.key)
                     results.add_line(line, result.status)
                     continue
                 rec = json.loads(raw)
@@ -106,7 +107,7 @@ def read_store(
     """The header's run dict and every complete result line as `Results` (records decoded
     when read). A torn last line is skipped, and so is any other line that cannot be read,
     each described in `problems` if given."""
-    header, _, results = _scan(path, problems)
+    header, _, results = _scan(path, problems, keyed=False)
     return header, results
 
 

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import msgspec
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 from pydantic_core import to_jsonable_python
 
 from convlab.errors import ConvlabError
@@ -71,10 +72,16 @@ def _enc_hook(value: Any) -> Any:
     return to_jsonable_python(value, fallback=repr)
 
 
-def _dec_hook(kind: Any, value: Any) -> Any:
+@functools.cache
+def _validator(kind: Any) -> Callable[[Any], Any]:
+    """pydantic's validation of a model a record holds (a TypeAdapter made once per type)."""
     if isinstance(kind, type) and issubclass(kind, BaseModel):
-        return kind.model_validate(value)
+        return TypeAdapter(kind).validate_python
     raise NotImplementedError(f"cannot read a {kind!r}")
+
+
+def _dec_hook(kind: Any, value: Any) -> Any:
+    return _validator(kind)(value)
 
 
 _ENCODER = msgspec.json.Encoder(enc_hook=_enc_hook)
