@@ -65,9 +65,10 @@ def _scan(
     path: str | Path, problems: list[str] | None, keyed: bool = True
 ) -> tuple[dict[str, Any] | None, list[Key], Results]:
     """The header's run dict (with how the run ended, if the store says), and every complete
-    result line, checked: its instance key (`keyed`), and the line kept in `Results`. A torn last line
-    is skipped; other lines that cannot be read are skipped too, each described in
-    `problems` if given. A store written in a format this code does not read is refused."""
+    result line, checked: its instance key (`keyed`), and the line kept in `Results`. A
+    torn last line is skipped; other lines that cannot be read are skipped too, each
+    described in `problems` if given. A store written in a format this code does not read
+    is refused."""
     header: dict[str, Any] | None = None
     end: dict[str, Any] = {}
     keys: list[Key] = []
