@@ -48,8 +48,13 @@ class InstanceRow(NamedTuple):
 
 
 def instance_row(r: CaseResult) -> InstanceRow:
-    """The `Run.df` row of one result."""
-    checks = list(_all_assertions(r))
+    """The `Run.df` row of one result (its counts in one pass over its turns)."""
+    checks = failed = calls = 0
+    for t in r.turns:
+        checks += len(t.assertions)
+        failed += _failed(t.assertions)
+        if t.observation is not None:
+            calls += len(t.observation.tool_calls)
     prompt, completion, total = usage_tokens(r)
     return InstanceRow(
         *r.key,
@@ -60,11 +65,11 @@ def instance_row(r: CaseResult) -> InstanceRow:
         error=why_not_passed(r),
         code=r.code or "",
         blame=r.blame,
-        assertions=len(checks),
-        assertions_failed=sum(a.status in ("failed", "error") for a in checks),
+        assertions=checks + len(r.assertions),
+        assertions_failed=failed + _failed(r.assertions),
         checkpoints=len(r.checkpoints),
         checkpoints_reached=sum(cp.reached for cp in r.checkpoints),
-        tool_calls=sum(len(t.observation.tool_calls) for t in r.turns if t.observation),
+        tool_calls=calls,
         attempts=r.attempts,
         prompt_tokens=prompt,
         completion_tokens=completion,
@@ -72,6 +77,11 @@ def instance_row(r: CaseResult) -> InstanceRow:
         started_at=r.started_at,
         finish_reason=r.finish_reason,
     )
+
+
+def _failed(checks: list[AssertionResult]) -> int:
+    """How many of `checks` failed or errored."""
+    return sum(a.status in ("failed", "error") for a in checks) if checks else 0
 
 
 def _all_assertions(r: CaseResult) -> Iterator[AssertionResult]:
@@ -121,9 +131,11 @@ def tokens_of(usage: Usage | None, turns: list[TurnResult]) -> tuple[int, int, i
     """`usage_tokens` of a result's `usage` and `turns`."""
     if usage is not None:
         return (usage.prompt_tokens, usage.completion_tokens, usage.total_tokens)
-    used = [t.observation.usage for t in turns if t.observation and t.observation.usage]
-    return (
-        sum(u.prompt_tokens for u in used),
-        sum(u.completion_tokens for u in used),
-        sum(u.total_tokens for u in used),
-    )
+    prompt = completion = total = 0
+    for t in turns:
+        used = t.observation.usage if t.observation is not None else None
+        if used is not None:
+            prompt += used.prompt_tokens
+            completion += used.completion_tokens
+            total += used.total_tokens
+    return (prompt, completion, total)
