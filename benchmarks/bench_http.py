@@ -34,6 +34,7 @@ import argparse
 import asyncio
 import importlib.util
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -45,7 +46,8 @@ from types import ModuleType
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+if importlib.util.find_spec("convlab") is None:  # not installed: this checkout's
+    sys.path.insert(0, str(ROOT))
 
 from convlab.agents.openai_agent import OpenAIAgent  # noqa: E402
 from convlab.agents.protocol import AgentContext  # noqa: E402
@@ -256,7 +258,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--httpx", action="store_true", help="also time plain httpx (default pool)")
     p.add_argument("--json", action="store_true", help="print one JSON line instead of a table")
     p.add_argument("--no-replay", action="store_true", help="skip the record/replay figures")
+    p.add_argument("--before", type=Path, help="also measure the convlab tree in this folder")
     args = p.parse_args(argv)
+    before = _before(args.before, argv) if args.before else None
     n, c, latency = args.n, args.concurrency, args.latency_ms
     missing = [m for m in ("uvloop", "httptools") if importlib.util.find_spec(m) is None]
     if missing:
@@ -351,9 +355,36 @@ def main(argv: list[str] | None = None) -> int:
                 f"{verdict}); replay / floor = {r['replay_s'] / r['floor_s']:.2f}; every case "
                 f"passed in every run: {r['all_passed']}"
             )
+        if before is not None:
+            print(
+                f"before ({args.before}): convlab / baseline = "
+                f"{before['convlab_vs_baseline']:.3f}, convlab.run (3 checks) / baseline = "
+                f"{before['run_vs_baseline']:.3f}"
+                + "".join(
+                    f"; live / replay at parallel={r['parallel']} = {r['live_over_replay']:.1f}x"
+                    for r in before["replay"] or []
+                )
+            )
     errors = sum(row["errors"] for row in clients.values())
     errors += sum(not r["all_passed"] for r in replayed or [])
     return 1 if errors else 0
+
+
+def _before(tree: Path, argv: list[str] | None) -> dict[str, Any]:
+    """The same measurement of the convlab tree in `tree` (a child process whose `convlab`
+    is that tree's), as its JSON summary."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    i = args.index("--before")
+    del args[i : i + 2]
+    done = subprocess.run(
+        [sys.executable, __file__, *args, "--json"],
+        env={**os.environ, "PYTHONPATH": str(tree)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    summary: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
+    return summary
 
 
 if __name__ == "__main__":
