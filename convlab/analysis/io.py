@@ -28,7 +28,7 @@ so `jq 'select(.type == "summary")'` works, and adds what a lossless reload need
 `{"type": "header", "run": {...}}` line, then one `result` line per finished instance; a record
 torn by a crash is skipped, as the store's own reader does; when a resumed store holds an
 instance twice, the frames use the latest). `stability` and `summary` lines are
-derived, so they are skipped and recomputed. Seed-style `result` lines without a `case_id` (as
+derived, so they are skipped and recomputed. Yao-style `result` lines without a `case_id` (as
 Yao writes them) are read too: `id` becomes the case id, `output`/`trace` go to `metadata`.
 """
 
@@ -81,7 +81,7 @@ _STORED = RESULT_PREFIX.decode() + '"case_id":'
 """How a store's result line starts (a `.jsonl` save's names Yao's `id` first)."""
 _YAO_EXTRAS = ("output", "trace", "input", "expected", "options", "metadata")
 _SEED_JSON_KEYS = ("summary", "environment", "stability_results", "metadata")
-"""Seed 002's report keys in `.json`: derived from the results, dropped on reading."""
+"""Yao's report keys in `.json`: derived from the results, dropped on reading."""
 _SEED_RESULT_KEYS = ("id", "input", "output")
 
 
@@ -165,7 +165,7 @@ def with_fields(head: dict[str, Any], record: CaseResult) -> str:
 
 
 def _seed_keys(r: CaseResult) -> dict[str, Any]:
-    """Seed 002's `id`, `input` (the messages the first turn sent) and `output`."""
+    """Yao's `id`, `input` (the messages the first turn sent) and `output` of a result."""
     first = r.turns[0].messages if r.turns else None
     sent = None if first is None else [m.model_dump(mode="json", exclude_none=True) for m in first]
     return {"id": r.case_id, "input": sent, "output": _output(r)}
@@ -205,7 +205,7 @@ def json_report(run: Run) -> dict[str, Any]:
     """The `.json` object: Yao's `summary`/`results`/`metadata` keys plus the Run."""
     return {
         **_json_head(run),
-        "results": [json.loads(with_fields(_seed_keys(r), r)) for r in run.results],
+        "results": [{**_seed_keys(r), **r.to_dict()} for r in run.results],
     }
 
 
