@@ -122,6 +122,7 @@ def in_process(n: int, repeat: int) -> dict[str, Any]:
         ideal = _rate(lambda: _ideal(n, 16, Path(tmp) / "i.jsonl"), n, repeat)
 
         def one(agent):
+            store.unlink()  # a new store each time (as in every tree measured)
             run = cl.run(suite, agent, parallel=16, store=store, progress=False)
             assert run.summary["passed"] == n, run.summary
 

@@ -78,6 +78,8 @@ def child(kind: str, n: int) -> None:
         store = None if kind in ("async-nostore", "async-bare") else Path(tmp) / "s.jsonl"
         suite = _unchecked if kind in ("async-nochecks", "async-bare") else _suite
         cl.run(suite(200), agent, parallel=16, store=store, progress=False)
+        if store is not None:
+            store.unlink()  # a new store (as in every tree counted)
         run = cl.run(suite(n), agent, parallel=16, store=store, progress=False)
         assert run.summary["passed"] == n, run.summary
 

@@ -289,6 +289,7 @@ def run_options(
         "judges": judges or None,
         "store": args.store,
         "resume": args.resume,
+        "overwrite": args.overwrite,
         "fail_fast": args.fail_fast,
         "allow_external_writes": args.allow_external_writes,
         "max_cases": args.max_cases,

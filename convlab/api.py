@@ -40,6 +40,7 @@ class RunOptions(TypedDict, total=False):
     judges: dict[str, Any] | None
     store: str | Path | None
     resume: bool
+    overwrite: bool
     fail_fast: bool
     progress: Any
     retries: int
@@ -61,6 +62,7 @@ RUN_DEFAULTS: RunOptions = {
     "judges": None,
     "store": None,
     "resume": False,
+    "overwrite": False,
     "fail_fast": False,
     "progress": None,
     "retries": 3,
@@ -88,6 +90,9 @@ OPTIONS_DOC = """
             for Yao's `{"type": "agent", "use": "agents:validator"}` (else the judge).
         store: A JSONL results store; every finished instance is appended at once.
         resume: Skip the instances already in `store`.
+        overwrite: Replace `store` when it holds an earlier run of this suite. Without
+            `resume` or `overwrite` an existing store is never written over, and a file that
+            is not a results store of this suite never is.
         fail_fast: Start nothing new after the first failure, error or timeout.
         progress: None picks the live widget tree in a notebook and text elsewhere;
             "widget" or "text" force one; False shows nothing; a callable receives every

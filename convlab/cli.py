@@ -258,6 +258,11 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--dry-run", action="store_true", help="load and list the cases only")
     r.add_argument("--store", help="JSONL results store (every finished case appended at once)")
     r.add_argument("--resume", action="store_true", help="skip cases already in --store")
+    r.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace --store when it holds an earlier run of this suite",
+    )
     r.add_argument("--simulator", help="user simulator agent (default: scripted)")
     r.add_argument("--judge", help="judge agent for judge assertions")
     r.add_argument(

@@ -309,6 +309,7 @@ RUN_FLAGS = {
     "fail_fast": "--fail-fast",
     "store": "--store results.jsonl",
     "resume": "--resume",
+    "overwrite": "--overwrite",
     "simulator": "--simulator sim",
     "judge": "--judge curt",
     "judges": "--judges agents:v=curt",

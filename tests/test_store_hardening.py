@@ -230,3 +230,75 @@ def test_a_store_with_crlf_line_ends_reads_back_and_resumes_whole(tmp_path: Path
     assert {r.case_id: r.status for r in again.results} == {
         r.case_id: r.status for r in first.results
     }
+
+
+# --- files that are never written over ------------------------------------------------------
+
+
+def _ok(messages: list[dict[str, str]]) -> str:
+    return "ok"
+
+
+def test_an_existing_store_needs_resume_or_overwrite(tmp_path: Path) -> None:
+    store = tmp_path / "s.jsonl"
+    first = cl.run(_suite(2), _ok, store=store, progress=False)
+    before = store.read_bytes()
+    with pytest.raises(StoreError, match=r"already exists.*resume.*overwrite"):
+        cl.run(_suite(2), _ok, store=store, progress=False)
+    assert store.read_bytes() == before
+    again = cl.run(_suite(2), _ok, store=store, overwrite=True, progress=False)
+    assert again.id != first.id and cl.load_run(store).id == again.id
+
+
+@pytest.mark.parametrize("what", ["the suite itself", "another suite's store", "a report"])
+def test_a_file_that_is_not_a_store_of_this_suite_is_never_written_over(
+    tmp_path: Path, what: str
+) -> None:
+    target = tmp_path / "target.jsonl"
+    if what == "the suite itself":
+        target.write_text('{"id": "a", "input": "hi"}\n', encoding="utf-8")
+        suite = cl.load(target)
+    elif what == "another suite's store":
+        cl.run(_suite(3), _ok, store=target, progress=False)
+        suite = _suite(2)
+    else:
+        target.write_text('{"type": "summary", "total": 2}\n', encoding="utf-8")
+        suite = _suite(2)
+    before = target.read_bytes()
+    with pytest.raises(StoreError, match="not a results store of this suite"):
+        cl.run(suite, _ok, store=target, overwrite=True, progress=False)
+    assert target.read_bytes() == before
+
+
+def test_the_cli_never_writes_a_store_over_its_own_suite(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    victim = tmp_path / "victim.jsonl"
+    victim.write_text('{"id": "a", "input": "hi"}\n', encoding="utf-8")
+    before = victim.read_bytes()
+    root = Path(__file__).resolve().parent.parent
+    for extra in ([], ["--overwrite"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "convlab.cli", "run", "-i", str(victim), "-n", "demo:expense",
+             "--store", str(victim), *extra],
+            capture_output=True, text=True, timeout=120, cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": str(root)},
+        )  # fmt: skip
+        assert done.returncode != 0, done.stdout
+        assert str(victim) in done.stderr and "Traceback" not in done.stderr
+        assert victim.read_bytes() == before
+
+
+def test_a_store_that_does_not_say_its_suite_is_not_resumed(tmp_path: Path) -> None:
+    store = tmp_path / "s.jsonl"
+    cl.run(_suite(2), _ok, store=store, progress=False)
+    lines = store.read_text(encoding="utf-8").splitlines()
+    header = json.loads(lines[0])
+    del header["run"]["fingerprint"]
+    store.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n", encoding="utf-8")
+    before = store.read_bytes()
+    with pytest.raises(StoreError, match="no fingerprint"):
+        cl.run(_suite(3), _ok, store=store, resume=True, progress=False)
+    assert store.read_bytes() == before

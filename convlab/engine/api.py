@@ -97,6 +97,7 @@ def build_runner(opts: dict[str, Any], listeners: list[Listener]) -> Runner:
         allow_external_writes=opts["allow_external_writes"],
         store=str(opts["store"]) if opts["store"] else None,
         resume=opts["resume"],
+        overwrite=opts["overwrite"],
         before=opts["before"],
         after=opts["after"],
         max_reply_bytes=opts.get("max_reply_bytes", MAX_REPLY_BYTES),

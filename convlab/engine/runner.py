@@ -55,6 +55,8 @@ class Settings:
     allow_external_writes: bool = False
     store: str | None = None
     resume: bool = False
+    overwrite: bool = False
+    """Replace an existing store of this suite (without it, or `resume`, one is refused)."""
     before: Any = None
     after: Any = None
     max_reply_bytes: int | None = MAX_REPLY_BYTES
@@ -162,7 +164,7 @@ class Runner:
         )
         self.env.run_id = self.run.id
         try:
-            store = ResultStore(s.store, self.run, s.resume) if s.store else None
+            store = ResultStore(s.store, self.run, s.resume, s.overwrite) if s.store else None
         except BaseException:
             await self.env.aclose()
             raise

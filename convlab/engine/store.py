@@ -149,9 +149,10 @@ class _StoreLock:
 class ResultStore:
     """Appends results to a JSONL file, one flushed line per finished instance."""
 
-    def __init__(self, path: str | Path, run: Run, resume: bool) -> None:
+    def __init__(self, path: str | Path, run: Run, resume: bool, overwrite: bool = False) -> None:
         """Open the store for `run` (a new one: its header is written and the run's
-        `fingerprint` set; `resume`: the lines already there are read back)."""
+        `fingerprint` set; `resume`: the lines already there are read back; `overwrite`: an
+        earlier store of this suite is replaced; a file there otherwise is refused)."""
         self.path = Path(path)
         self.stored = Results()
         """The lines already in the store when resumed (the run goes on appending to it)."""
@@ -163,19 +164,22 @@ class ResultStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = _StoreLock(self.path)
         try:
-            self._open(run, resume)
+            self._open(run, resume, overwrite)
         except BaseException:
             self._lock.release()
             raise
 
-    def _open(self, run: Run, resume: bool) -> None:
-        if resume and self.path.exists() and self.path.stat().st_size:
-            if run.suite is not None:
-                run.fingerprint = write_suite(run.suite, None)
+    def _open(self, run: Run, resume: bool, overwrite: bool) -> None:
+        found = self.path.exists() and self.path.stat().st_size > 0
+        if found and run.suite is not None:  # what an existing store is checked against
+            run.fingerprint = write_suite(run.suite, None)
+        if found and resume:
             self._load_existing(run)
             self._fh = open(self.path, "ab")  # noqa: SIM115 - kept open
             self._repair_tail()
         else:
+            if found:
+                self._may_replace(run, overwrite)
             self._fh = fh = open(self.path, "wb")  # noqa: SIM115 - kept open
             head = run.to_dict(exclude=("results", "suite", "fingerprint"))
             fh.write(b'{"type":"header","run":' + encode(head)[:-1])
@@ -185,6 +189,32 @@ class ResultStore:
             fh.write(b',"fingerprint":' + encode(run.fingerprint) + b"}}\n")
             fh.flush()
 
+    def _may_replace(self, run: Run, overwrite: bool) -> None:
+        """Refuse to write over the file there unless asked to and it is a store of this
+        suite (never a suite file, a report or another suite's results)."""
+        if not overwrite:
+            raise StoreError(
+                f"{self.path} already exists: pass resume=True (CLI: --resume) to go on with "
+                "the run it holds, or overwrite=True (--overwrite) to replace it"
+            )
+        with open(self.path, "rb") as fh:
+            first = fh.readline()
+        try:
+            head = json.loads(first)
+        except ValueError:
+            head = None
+        run_head = head.get("run") if isinstance(head, dict) else None
+        if not (isinstance(run_head, dict) and head.get("type") == "header"):
+            why = "its first line is not a convlab store's header"
+        elif run_head.get("fingerprint") != run.fingerprint:
+            why = f"it holds another suite's results (fingerprint {run_head.get('fingerprint')})"
+        else:
+            return
+        raise StoreError(
+            f"{self.path} is not a results store of this suite ({why}), so convlab does not "
+            "write over it: use another store path"
+        )
+
     def _load_existing(self, run: Run) -> None:
         header, keys, self.stored = _scan(self.path, self.skipped)
         if header is None:
@@ -192,8 +222,14 @@ class ResultStore:
                 f"{self.path} has no complete header line (torn or not a convlab store), so "
                 "its suite cannot be checked; use another store path or resume=False"
             )
-        stored = (header or {}).get("fingerprint")
-        if stored and stored != run.fingerprint:
+        stored = header.get("fingerprint")
+        if not stored:
+            raise StoreError(
+                f"{self.path} does not say which suite it holds (no fingerprint in its header), "
+                "so it cannot be checked to be this suite's; use another store path or "
+                "resume=False"
+            )
+        if stored != run.fingerprint:
             raise StoreError(
                 f"{self.path} holds results of a different suite (fingerprint {stored}, "
                 f"this suite {run.fingerprint}); use another store path or resume=False"
