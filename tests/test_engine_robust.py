@@ -9,6 +9,8 @@ import textwrap
 import threading
 from typing import Any
 
+import pytest
+
 import convlab as cl
 from convlab.cli import main
 from convlab.model import Case, Message, Suite
@@ -358,3 +360,29 @@ def test_a_stores_header_holds_the_suite_pydantic_dumps(tmp_path):
     assert header["suite"] == json.loads(run.suite.model_dump_json())
     assert header["fingerprint"] == run.fingerprint != ""
     assert cl.load_run(store).suite == run.suite
+
+
+@pytest.mark.parametrize("raised", [KeyboardInterrupt, SystemExit])
+def test_a_listener_that_raises_a_base_exception_stops_the_run_keeping_its_results(
+    tmp_path, raised
+):
+    """Not an Exception: the run stops as a stop does, and nothing finished is lost."""
+    suite = Suite(id="s", cases=[std(f"c{i}") for i in range(6)])
+    seen: list[str] = []
+
+    def listener(event: Any) -> None:
+        if type(event).__name__ == "CaseFinished":
+            seen.append(event.result.case_id)
+            if len(seen) == 2:
+                raise raised("stop here")
+
+    store = tmp_path / "s.jsonl"
+    with pytest.warns(RuntimeWarning, match=f"{raised.__name__}.*the run stops"):
+        run = cl.run(suite, lambda m: "ok", parallel=1, store=store, progress=listener)
+    assert run.status == "cancelled"
+    statuses = {r.case_id: r.status for r in run.results}
+    assert [statuses[c] for c in seen] == ["passed"] * len(seen) and len(seen) >= 2
+    assert "cancelled" in statuses.values() and len(statuses) == 6
+    stored = cl.load_run(store)
+    assert stored.status == "cancelled"  # the store's end line was written
+    assert {r.case_id for r in stored.results if r.status == "passed"} >= set(seen)

@@ -99,6 +99,8 @@ class Runner:
     _planned_count: int = 0
     _stopped: dict[tuple[str, str, int, int], CaseResult] = field(default_factory=dict)
     """What an instance stopped mid-way got to (its worker records it as cancelled)."""
+    _main: asyncio.Task[Any] | None = None
+    """The task running `execute` (what a listener's stop cancels)."""
     _failure_blame: Blame = "hook"
     """Whose fault the run-level failure is (the run's before hook, unless it says otherwise)."""
 
@@ -130,24 +132,35 @@ class Runner:
         return self.kept.reordered(kept)
 
     def emit(self, event: Event) -> None:
-        """Tell every listener; a broken listener never breaks the run, but says so once."""
+        """Tell every listener; a broken listener never breaks the run, but says so once. A
+        listener that raises what is not an Exception (KeyboardInterrupt, SystemExit, ...)
+        stops the run as a stop does: the finished results are kept and stored."""
         for listener in self.listeners:
             try:
                 listener(event)
-            except Exception as exc:  # consumers must not affect results
+            except BaseException as exc:  # consumers must not affect results
+                stops = not isinstance(exc, Exception)
+                if stops and self._main is not None and not isinstance(event, RunFinished):
+                    self._main.cancel()
                 if id(listener) in self._warned:
                     continue
                 self._warned.add(id(listener))
                 name = getattr(listener, "__qualname__", None) or type(listener).__name__
+                then = (
+                    "the run stops, keeping what finished"
+                    if stops
+                    else ("its later errors are not reported")
+                )
                 warnings.warn(
                     f"convlab event listener {name} raised {type(exc).__name__}: {exc} "
-                    f"(on {type(event).__name__}; its later errors are not reported)",
+                    f"(on {type(event).__name__}; {then})",
                     RuntimeWarning,
                     stacklevel=2,
                 )
 
     async def execute(self) -> Run:
         """Run every planned instance; Ctrl-C / stop() keeps finished results."""
+        self._main = asyncio.current_task()
         with quiet_gc(), recording(self.env.cassette):  # suite checks' calls are recorded too
             return await self._execute()
 
