@@ -191,18 +191,37 @@ def test_a_passed_single_turn_case_with_3_checks_is_stored_in_at_most_1_kb(tmp_p
     assert len(line) <= 1024, line
 
 
-def test_a_mangled_line_is_an_error_naming_its_line_and_field(tmp_path: Path) -> None:
+def test_a_mangled_store_line_is_left_out_naming_its_line_and_field(tmp_path: Path) -> None:
+    """As a resume does: every bad line is named, the others are read."""
     store = tmp_path / "s.jsonl"
-    suite = cl.Suite(id="s", cases=[cl.Case(id="a", input=[Message(content="hi")])])
+    suite = cl.Suite(id="s", cases=[cl.Case(id=c, input=[Message(content="hi")]) for c in "abc"])
     cl.run(suite, lambda m: "ok", store=store, progress=False)
-    lines = store.read_text(encoding="utf-8").splitlines()
-    lines[1] = lines[1].replace('"status":"passed"', '"status":"maybe"')
-    store.write_text("\n".join([*lines, lines[1].replace('"a"', '"b"')]) + "\n", encoding="utf-8")
+    lines = store.read_bytes().splitlines()
+    lines[1] = lines[1].replace(b'"status":"passed"', b'"status":"maybe"')
+    lines[2] = lines[2].replace(b'"hi"', b'"h\xff"')  # not UTF-8
+    store.write_bytes(b"\n".join(lines) + b"\n")
+    with pytest.warns(RuntimeWarning) as seen:
+        run = cl.load_run(store)
+    message = str(seen[0].message)
+    assert "2 stored line(s)" in message and "line 2 (status)" in message
+    assert "line 3: not UTF-8" in message and "maybe" in message
+    assert len(run.results) == 1 and run.status == "completed"
+
+
+def test_a_mangled_line_of_a_saved_run_is_an_error_naming_its_line_and_field(
+    tmp_path: Path,
+) -> None:
+    suite = cl.Suite(id="s", cases=[cl.Case(id=c, input=[Message(content="hi")]) for c in "ab"])
+    saved = cl.run(suite, lambda m: "ok", progress=False).save(tmp_path / "run.jsonl")
+    lines = saved.read_bytes().splitlines()
+    lines[1] = lines[1].replace(b'"status":"passed"', b'"status":"maybe"')
+    lines[2] = lines[2].replace(b'"hi"', b'"h\xff"')
+    saved.write_bytes(b"\n".join(lines) + b"\n")
     with pytest.raises(cl.SuiteError) as info:
-        cl.load_run(store)
+        cl.load_run(saved)
     message = str(info.value)
-    assert f"{store}:2" in message and f"{store}:4" in message  # every bad line, not the first
-    assert "status" in message and "maybe" not in message.split("status")[0]
+    assert f"{saved}:2" in message and f"{saved}:3" in message  # every bad line, not the first
+    assert "status" in message and "not UTF-8" in message
 
 
 # --- what earlier versions wrote -----------------------------------------------------------

@@ -38,6 +38,7 @@ import json
 import math
 import os
 import uuid
+import warnings
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -287,13 +288,11 @@ def _dumps(record: dict[str, Any]) -> str:
     return json.dumps(record, ensure_ascii=False, default=str)
 
 
-def _read(path: Path) -> str:
+def _read(path: Path) -> bytes:
     if not path.is_file():
         raise SuiteError.one(str(path), None, "", "no such results file")
     try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise SuiteError.one(str(path), None, "", f"not UTF-8 text: {exc.reason}") from None
+        return path.read_bytes()
     except OSError as exc:
         raise SuiteError.one(str(path), None, "", f"cannot read: {exc.strerror}") from None
 
@@ -301,25 +300,34 @@ def _read(path: Path) -> str:
 def load_run(path: str | os.PathLike[str]) -> Run:
     """Read a run saved by `Run.save` (`.json` or `.jsonl`) or an engine results store.
 
+    A store's result line that cannot be read (not UTF-8, not JSON, not a result) is left
+    out with a warning naming its line, as a resumed run leaves it out; in a saved run every
+    such line is an error.
+
     Raises:
         SuiteError: With every problem found (file, line, field path, message).
     """
     p = Path(path)
-    text = _read(p)
+    data = _read(p)
     with paused_gc():
-        return _parse(p, text)
+        return _parse(p, data)
 
 
-def _parse(p: Path, text: str) -> Run:
+def _parse(p: Path, data: bytes) -> Run:
     if p.suffix.lower() == ".json":
         try:
-            data = json.loads(text)
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = data.count(b"\n", 0, exc.start) + 1
+            raise SuiteError.one(str(p), line, "", f"not UTF-8 text: {exc.reason}") from None
+        try:
+            parsed = json.loads(text)
         except json.JSONDecodeError as exc:
             if exc.msg != "Extra data":  # several JSON values: JSON Lines under a .json name
                 raise SuiteError.one(str(p), exc.lineno, "", f"not JSON: {exc.msg}") from None
         else:
-            return _from_json(p, data)
-    return _from_lines(p, text)
+            return _from_json(p, parsed)
+    return _from_lines(p, data)
 
 
 def _from_json(path: Path, data: Any) -> Run:
@@ -350,19 +358,18 @@ def _run(data: dict[str, Any], line: int | None, problems: Problems, where: str)
     try:
         run = convert({**data, "results": []}, Run)
     except msgspec.ValidationError as exc:
-        _add_invalid(problems, line, where, exc)
+        problems.add(line, *_invalid(where, exc))
         return None
     run.format_version = FORMAT  # it holds results as this code's records now
     return run
 
 
-def _add_invalid(problems: Problems, line: int | None, where: str, exc: Exception) -> None:
-    """A decode error as a problem at its field (`... - at `$.turns[0].status``)."""
+def _invalid(where: str, exc: Exception) -> tuple[str, str]:
+    """A decode error's field and message (`... - at `$.turns[0].status``), below `where`."""
     text = str(exc)
     message, _, at = text.rpartition(" - at `")
     path = at.rstrip("`").removeprefix("$").lstrip(".") if message else ""
-    field = ".".join(p for p in (where, path) if p)
-    problems.add(line, field, message or text)
+    return ".".join(p for p in (where, path) if p), message or text
 
 
 def _result(
@@ -382,7 +389,7 @@ def _result(
     try:
         return convert(body, CaseResult)
     except msgspec.ValidationError as exc:
-        _add_invalid(problems, line, where, exc)
+        problems.add(line, *_invalid(where, exc))
         return None
 
 
@@ -393,37 +400,54 @@ def _yao_body(rec: dict[str, Any]) -> dict[str, Any]:
     return body | {k: rec[k] for k in ("duration_ms", "error") if k in rec}
 
 
-def _from_lines(path: Path, text: str) -> Run:
+def _from_lines(path: Path, data: bytes) -> Run:
     problems = Problems(str(path))
     header: Run | None = None
     version = FORMAT
+    stored = False
+    """Whether the file is an engine results store (its first record a `header`)."""
+    left_out: list[str] = []
     end: tuple[int, dict[str, Any]] | None = None
     results = Results()
-    # JSON Lines end at "\n" only: str.splitlines would also break inside a JSON string
-    # holding U+2028, U+0085 or a form feed, which json.dumps writes as they are
-    lines = [line.removesuffix("\r") for line in text.split("\n")]
-    last = len(lines) - (1 if text.endswith("\n") else 0)
-    for n, raw in enumerate(lines, 1):
+
+    def unreadable(n: int, why: str, field: str = "") -> None:
+        """A line that cannot be read: left out of a store (as a resume does), else an
+        error."""
+        if stored:
+            left_out.append(f"line {n}{f' ({field})' if field else ''}: {why}")
+        else:
+            problems.add(n, field, why)
+
+    # JSON Lines end at "\n" only: splitting at other line breaks would also break inside a
+    # JSON string holding U+2028, U+0085 or a form feed, which json.dumps writes as they are
+    lines = data.split(b"\n")
+    last = len(lines) - (1 if data.endswith(b"\n") else 0)
+    for n, line in enumerate(lines, 1):
+        try:
+            raw = line.removesuffix(b"\r").decode("utf-8")
+        except UnicodeDecodeError as exc:
+            unreadable(n, f"not UTF-8 text: {exc.reason} at byte {exc.start + 1}")
+            continue
         if not raw.strip():
             continue
         if raw.startswith(_STORED):  # a store's result line: its record, as the store reads it
             try:
-                result, encoded = result_line(raw.encode(), version)
+                result, encoded = result_line(line, version)
             except msgspec.ValidationError as exc:
-                _add_invalid(problems, n, "", exc)
+                field, why = _invalid("", exc)
+                unreadable(n, why, field)
                 continue
             except (msgspec.DecodeError, json.JSONDecodeError) as exc:
                 if n < last:  # a torn last record is a crash mid-write (the engine skips it)
-                    problems.add(n, "", f"not JSON: {exc}")
+                    unreadable(n, f"not JSON: {exc}")
                 continue
             results.add_line(encoded, result.status)
             continue
         try:
             rec = json.loads(raw)
         except json.JSONDecodeError as exc:
-            torn = n == len(lines) and not text.endswith("\n")
-            if not torn:
-                problems.add(n, "", f"not JSON: {exc.msg} (column {exc.colno})")
+            if n < last:  # a torn last line
+                unreadable(n, f"not JSON: {exc.msg} (column {exc.colno})")
             continue
         kind = rec.get("type") if isinstance(rec, dict) else None
         if kind in ("start", "header"):
@@ -432,6 +456,7 @@ def _from_lines(path: Path, text: str) -> Run:
                 if isinstance(body, dict):
                     version = check_format(body.get("format_version"), f"{path}:{n}")
                 header = _header(rec, n, problems)
+                stored = kind == "header"
         elif kind == "result":
             found = _result(rec, version, n, problems)
             if found is not None:
@@ -445,6 +470,13 @@ def _from_lines(path: Path, text: str) -> Run:
     if end is not None:
         _ended(run, *end, problems)
     problems.raise_if_any()
+    if left_out:
+        warnings.warn(
+            f"{path}: {len(left_out)} stored line(s) could not be read and are left out "
+            f"(a resumed run would run them again): {'; '.join(left_out[:3])}",
+            RuntimeWarning,
+            stacklevel=3,
+        )
     run.results = results
     return run
 
