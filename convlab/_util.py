@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import errno
 import importlib
 import re
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from convlab._threads import DaemonPool
@@ -14,6 +16,7 @@ __all__ = [
     "VARIADIC",
     "call_user",
     "elapsed_ms",
+    "folder_for",
     "import_callable",
     "in_daemon_thread",
     "is_async_callable",
@@ -167,3 +170,14 @@ def elapsed_ms(start: float) -> float:
     """Milliseconds since `start` (a `time.perf_counter()` reading), to the microsecond:
     what results record of a duration or a latency."""
     return round((time.perf_counter() - start) * 1000, 3)
+
+
+def folder_for(path: Path) -> None:
+    """Make the folder `path` goes in; a NotADirectoryError naming the part of it that is a
+    file (mkdir would say only that it exists)."""
+    for folder in (path.parent, *path.parent.parents):
+        if folder.exists():
+            if not folder.is_dir():
+                raise NotADirectoryError(errno.ENOTDIR, "a file, not a folder", str(folder))
+            break
+    path.parent.mkdir(parents=True, exist_ok=True)

@@ -10,7 +10,9 @@ Exit codes, the same for every command (`validate` included):
   argparse errors and bad values (`--runs 0`, `--timeout abc`), an invalid suite (every
   SuiteError problem, one per line), no agent given, an agent spec that does not resolve
   (unknown scheme, a module or attribute that is not found: ImportError, a bad value:
-  ValueError), an `openai:` agent with no key, any other ConvlabError raised before results;
+  ValueError), an `openai:` agent with no key, any other ConvlabError raised before results,
+  a file that cannot be read or written (a read-only folder, a full disk, a file-size
+  limit, a path through a file): the path and the system's reason;
 - 3: an unexpected exception (a bug, or user code raising something else while it is
   imported or called outside a case): its traceback is printed, never disguised as usage.
 
@@ -207,7 +209,8 @@ def _parser() -> argparse.ArgumentParser:
         description="Evaluate conversational agents.",
         epilog=(
             "example:\n  convlab run -i examples/expense -n demo:expense -o report.html\n\n"
-            "exit codes: 0 all passed, 1 something did not pass, 2 invalid suite or usage,"
+            "exit codes: 0 all passed, 1 something did not pass, 2 invalid suite, usage or a file"
+            " that cannot be read or written,"
             " 3 unexpected error (traceback printed)"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -377,6 +380,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except ConvlabError as err:
         print(f"convlab {args.command}: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as err:  # a file that cannot be read or written: read-only, full, a folder
+        where = f"{err.filename}: " if err.filename else ""
+        print(f"convlab {args.command}: {where}{err.strerror or err}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

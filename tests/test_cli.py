@@ -343,3 +343,29 @@ def test_ask_and_a_quick_run_never_print_an_agents_terminal_escapes(tmp_path: Pa
         assert "done" in done.both  # the text is shown...
         assert re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", done.both) is None, done.both
         assert "\\x1b]8;;http://evil.example" in done.both  # ...with its controls visible
+
+
+def test_an_output_that_cannot_be_written_is_a_clean_message_naming_it(tmp_path):
+    """A path through a file, or a file-size limit (a full disk shows the same way): exit 2,
+    the path and the reason, no traceback, no half-written file."""
+    import resource
+
+    (tmp_path / "afile").write_text("x")
+    through = cli("run", "-i", str(EXAMPLES / "expense"), "-n", "demo:expense",
+                  "-o", str(tmp_path / "afile" / "rep.json"))  # fmt: skip
+    assert through.code == 2 and "Traceback" not in through.err
+    assert f"{tmp_path / 'afile'}: a file, not a folder" in through.err
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "convlab.cli", "run", "-i", str(EXAMPLES / "expense"), "-n",
+         "demo:expense", "-o", str(tmp_path / "big.json")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(),
+        preexec_fn=limited,
+    )  # fmt: skip
+    done = finish(proc)
+    assert done.code == 2 and "Traceback" not in done.err
+    assert f"{tmp_path / 'big.json'}: File too large" in done.err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]  # no .tmp left behind

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from convlab._util import folder_for
 from convlab.engine._gc import paused_gc
 from convlab.engine.store import END_FIELDS, RESULT_PREFIX, result_line
 from convlab.errors import SuiteError
@@ -125,20 +126,24 @@ def save(run: Run, path: str | os.PathLike[str]) -> Path:
         supported = ", ".join(sorted(SAVERS))
         reason = f"unknown suffix {suffix or '(none)'!r}"
         raise ValueError(f"cannot save {str(target)!r}: {reason}; supported suffixes: {supported}")
-    target.parent.mkdir(parents=True, exist_ok=True)
+    folder_for(target)
     saver(run, target)
     return target
 
 
 def write_atomic(path: Path, text: str) -> None:
     """Write through a temporary file in the same folder (its own name, so two writers never
-    share it): a crash or a failure never leaves half a file behind."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    share it): a crash or a failure never leaves half a file behind. An OSError names `path`
+    (a full disk or a size limit otherwise names no file)."""
+    folder_for(path)
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp")
     try:
         with tmp.open("x", encoding="utf-8", newline="") as fh:
             fh.write(text)
         os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

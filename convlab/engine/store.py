@@ -25,6 +25,7 @@ try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows: no OS lock, one writer is up to the user
     fcntl = None  # type: ignore[assignment]
+from convlab._util import folder_for
 from convlab.engine._gc import paused_gc
 from convlab.model._legacy import upgrade
 from convlab.model.codec import FORMAT, check_format, convert, decode_as, encode, wrapped
@@ -161,7 +162,7 @@ class ResultStore:
         self.skipped: list[str] = []
         """Stored lines that could not be read on resume (their instances run again)."""
         self._fh: IO[bytes] | None = None
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        folder_for(self.path)
         self._lock = _StoreLock(self.path)
         try:
             self._open(run, resume, overwrite)

@@ -23,6 +23,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from convlab._util import folder_for
 from convlab.analysis.io import register_saver, write_atomic
 from convlab.errors import ConvlabError, MissingDependencyError
 
@@ -349,7 +350,7 @@ def render_report(
     if src.suffix.lower() == ".ipynb":
         nb = execute_notebook(src, timeout)
     else:
-        out.parent.mkdir(parents=True, exist_ok=True)  # the notebook runs where it will live
+        folder_for(out)  # the notebook runs where it will live
         nb = run_notebook(src, timeout=timeout, cwd=out.resolve().parent)
     if html_out:
         write_atomic(out, export_html(nb))
