@@ -201,12 +201,16 @@ def test_adaptive_can_be_turned_off_on_the_cli_and_in_config(tmp_path, monkeypat
     assert seen == [True, False]
 
 
-def test_hanging_requests_do_not_starve_retries_and_healthy_requests() -> None:
+@pytest.mark.parametrize("retry_after", [None, "1"])
+def test_hanging_requests_do_not_starve_retries_and_healthy_requests(
+    retry_after: str | None,
+) -> None:
     """Four requests that never answer take their slots first; sixteen cases are answered
-    429 once. The cut must not leave the limit held by the hanging requests: every "429
+    429 once (with a Retry-After of a second, or none). The cut must not leave the limit
+    held by the hanging requests, nor the pauses outlast the cases' deadlines: every "429
     once" case passes on its retry, as it does with adaptive concurrency off."""
     words = [f"hang {i}" for i in range(4)] + [f"429 once {i}" for i in range(16)]
-    faults = {"hang": hang, "429 once": error(429, times=1)}
+    faults = {"hang": hang, "429 once": error(429, retry_after=retry_after, times=1)}
     cases = [Case(id=f"c{i}", input=[Message(content=w)]) for i, w in enumerate(words)]
     with FaultServer(chat_faults(faults, route=lambda w: w.rsplit(" ", 1)[0])) as server:
         agent = cl.agents.openai("m", base_url=server.base + "/v1", api_key="k")
