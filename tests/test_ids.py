@@ -1,6 +1,10 @@
-"""The engine's ids are intention-kernel's digests: the fast paths write the same text."""
+"""The engine's ids are intention-kernel's digests: sha256 of the compact, key-sorted JSON
+that the json module (and JavaScript's JSON.stringify) writes."""
 
 from __future__ import annotations
+
+import hashlib
+import json
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -19,7 +23,9 @@ _text = st.text(alphabet=st.characters(codec="utf-8"), max_size=12)
 def test_a_thread_id_is_the_digest_of_scenario_variants_and_repetition(case_id, variant, n):
     case_thread.cache_clear()
     made = case_thread("run1", case_id, tuple(variant.items()), n)
-    assert made == "run1:" + digest({"scenarioId": case_id, "variants": variant, "repetition": n})
+    value = {"scenarioId": case_id, "variants": variant, "repetition": n}
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert made == "run1:" + digest(value) == "run1:" + hashlib.sha256(text.encode()).hexdigest()
 
 
 def test_start_times_are_iso_text_to_the_millisecond_in_utc():

@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 from typing import Any
+
+import msgspec
 
 __all__ = ["case_thread", "digest", "trace_of", "turn_id_of"]
 
 
 def digest(value: Any) -> str:
-    """intention-kernel's `digest`: sha256 hex of the JSON with keys sorted."""
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode()).hexdigest()
+    """intention-kernel's `digest`: sha256 hex of the compact JSON with keys sorted (msgspec
+    writes the text `json.dumps(sort_keys=True, separators=(",", ":"), ensure_ascii=False)`
+    writes, for the texts and integers ids are made of)."""
+    return hashlib.sha256(msgspec.json.encode(value, order="sorted")).hexdigest()
 
 
 @functools.lru_cache(maxsize=1024)  # every turn of a case asks for its case's thread
