@@ -45,7 +45,7 @@ _LAZY = {
     "check": "convlab.checks.api",
     "compare": "convlab.analysis.compare",
     "evaluator": "convlab.checks._core",
-    "load_run": "convlab.analysis.io",
+    "load_run": "convlab.analysis.load",
     "run": "convlab.api",
     "RunHandle": "convlab.api",
     "Comparison": "convlab.analysis.compare",

@@ -293,7 +293,7 @@ def run_notebook(
     The notebook loads the run by a path relative to `cwd` (default: the run's folder), the
     folder it runs in and is meant to be saved in, so the pair can be moved together.
     """
-    from convlab.analysis.io import load_run
+    from convlab.analysis.load import load_run
 
     p = Path(run_path)
     run = load_run(p)  # a bad file fails here, with every problem, not inside the kernel
@@ -341,7 +341,7 @@ def render_report(
         # a saved run re-rendered as data (.json, .jsonl, .md, .xml): no notebook needed
         if not src.is_file():
             raise ReportInputError(f"{src}: no such file")
-        from convlab.analysis.io import load_run
+        from convlab.analysis.load import load_run
 
         return load_run(src).save(out)
     _check_paths(src, out)
