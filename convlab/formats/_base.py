@@ -15,6 +15,7 @@ import yaml
 from pydantic import ValidationError
 
 from convlab.errors import Problem, SuiteError
+from convlab.formats._unicode import SURROGATE, YAML_ESCAPE, mask, mend
 from convlab.formats._yaml_budget import (
     MAX_YAML_CHARS,
     SAFE_LOADER,
@@ -222,7 +223,17 @@ def safe_yaml(text: str) -> Any:
     """
     if len(text) > MAX_YAML_CHARS:
         raise YAMLBudgetError(None, None, "file too big", None)
-    return budgeted_load(text, SAFE_LOADER)
+    try:
+        return budgeted_load(text, SAFE_LOADER)
+    except (yaml.YAMLError, UnicodeEncodeError) as exc:
+        # libyaml refuses surrogate escapes (and cannot read a surrogate in the text): the
+        # pure-Python parser reads them, so such a file is claimed by the format it belongs to
+        # and its loader reports them
+        hidden = mask(text) if SURROGATE.search(text) else None
+        if isinstance(exc, YAMLBudgetError) or (hidden is None and not YAML_ESCAPE.search(text)):
+            raise
+    data = budgeted_load(text if hidden is None else hidden, yaml.SafeLoader)
+    return mend(data, lambda loc, message: None, "YAML", masked=hidden is not None)
 
 
 def yaml_with_lines(text: str, problems: Problems) -> Any:
@@ -233,10 +244,29 @@ def yaml_with_lines(text: str, problems: Problems) -> Any:
     and a text only libyaml rejects still loads as before. A text longer than
     MAX_YAML_CHARS, or a document bigger than the node and character budget once its
     aliases are expanded, is a problem (with the line of the first alias), never built.
+
+    Text that is not Unicode (a lone surrogate, from a `"\\udcff"` escape or written in the
+    text itself, as a Python escape in a docstring does) is a problem at its key's line and
+    field path, and the data is still returned, with that text mended
+    (`convlab.formats._unicode.mend`), so the caller reports every other problem too: None
+    is returned only when the text does not parse.
     """
     if len(text) > MAX_YAML_CHARS:
         problems.add(None, "", f"file too big: {len(text):,} characters (limit {MAX_YAML_CHARS:,})")
         return None
+    hidden = mask(text) if SURROGATE.search(text) else None
+    masked = hidden is not None
+    data = _parse_yaml(text if hidden is None else hidden, problems)
+    if data is not None and (masked or YAML_ESCAPE.search(text)):
+
+        def report(loc: tuple[int | str, ...], message: str) -> None:
+            problems.add(line_of(data, loc), dotted(loc), message)
+
+        data = mend(data, report, "YAML", masked=masked)
+    return data
+
+
+def _parse_yaml(text: str, problems: Problems) -> Any:
     try:
         return budgeted_load(text, _FastLineLoader)
     except YAMLBudgetError as exc:

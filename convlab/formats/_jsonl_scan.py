@@ -12,6 +12,11 @@ A syntax error never hides the errors after it:
   "recovery": the first later object that parses and is not a fragment of the broken one
   (followed by `,`, `]` or `}`) is read again as a case; fragments are skipped silently;
 - consecutive lines that are not part of any object are one problem (at the first of them).
+
+Text that is not Unicode (a lone surrogate, which only a `\\ud800`-`\\udfff` escape can put
+in JSON) is a problem at the object's first line with its field path, and is mended
+(`convlab.formats._unicode.mend`) so the case's other problems are still found; only an object
+whose text holds such an escape, not paired (`lone_json_escape`), is looked at.
 """
 
 from __future__ import annotations
@@ -22,7 +27,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from convlab.formats._base import Problems, json_type
+from convlab.formats._base import Problems, dotted, json_type
+from convlab.formats._unicode import Loc, lone_json_escape, mend
 
 __all__ = ["Chunk", "decode", "scan"]
 
@@ -85,9 +91,11 @@ class _Scanner:
     """(first index, last index, message) of the current run of lines outside any object."""
     closes: list[int] | None = None
     """For each line index, where an object starting there closes (-1: never); lazy."""
+    escapes: bool = True
+    """Whether any object may hold a surrogate escape (False: none is looked for)."""
 
     def run(self) -> Iterator[Chunk]:
-        i, n, chunks = 0, len(self.lines), self.chunks
+        i, n, chunks, escapes = 0, len(self.lines), self.chunks, self.escapes
         while i < n:
             text = self.lines[i].strip()
             if not text or text.startswith("//"):
@@ -105,6 +113,8 @@ class _Scanner:
                         end = -1
                     if end == len(text):
                         i += 1
+                        if escapes and lone_json_escape(text):
+                            self._mend(value, i)
                         yield Chunk(i, value, i)
                         continue
                 i = self._candidate(i, text)
@@ -141,7 +151,7 @@ class _Scanner:
             value = decode(text)
         except (ValueError, RecursionError) as exc:
             return self._multi(i, text, exc)
-        return self._accept(i, i, value)
+        return self._accept(i, i, value, text)
 
     def _multi(self, i: int, text: str, first_exc: BaseException) -> int:
         j = self._closing_line(i)
@@ -153,8 +163,9 @@ class _Scanner:
         if j > i:
             # comment lines inside a pretty-printed object become blank (line numbers kept)
             parts = ["" if _is_comment(line) else line for line in self.lines[i : j + 1]]
+            joined = "\n".join(parts)
             try:
-                return self._accept(i, j, decode("\n".join(parts)))
+                return self._accept(i, j, decode(joined), joined)
             except (ValueError, RecursionError) as exc:
                 first_exc, at = exc, i + 1
         else:
@@ -190,12 +201,22 @@ class _Scanner:
             return "invalid JSON: the object starting on this line is never closed"
         return _error_text(exc)
 
-    def _accept(self, i: int, end: int, value: Any) -> int:
+    def _accept(self, i: int, end: int, value: Any, text: str) -> int:
         if self.recovering and self._is_fragment(end):
             return end + 1
         self.recovering = False
+        if self.escapes and lone_json_escape(text):
+            self._mend(value, i + 1)
         self.chunks.append(Chunk(i + 1, value, end + 1))
         return end + 1
+
+    def _mend(self, value: dict[str, Any], line: int) -> None:
+        """Report (at `line`) and mend, in place, the object's text that is not Unicode."""
+
+        def report(loc: Loc, message: str) -> None:
+            self.problems.add(line, dotted(loc), message)
+
+        mend(value, report, "JSON")
 
     def _is_fragment(self, end: int) -> bool:
         """Is the object ending at line index `end` followed by `,`, `]` or `}`?"""
@@ -206,10 +227,12 @@ class _Scanner:
         return False
 
 
-def scan(lines: Sequence[str], problems: Problems) -> Iterator[Chunk]:
+def scan(lines: Sequence[str], problems: Problems, *, escapes: bool = True) -> Iterator[Chunk]:
     """Every JSON object of a JSONL file's lines (`text.split("\\n")`, or `Lines` read on
     demand), single-line or pretty-printed, in file order.
 
-    Syntax problems are added to `problems` as the scan passes them.
+    Syntax problems, and text that is not Unicode, are added to `problems` as the scan passes
+    them. `escapes=False` says the file holds no surrogate escape (`\\ud800`-`\\udfff`), so
+    no object is searched for one.
     """
-    return _Scanner(lines, problems).run()
+    return _Scanner(lines, problems, escapes=escapes).run()

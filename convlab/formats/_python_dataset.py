@@ -221,7 +221,8 @@ class Dataset:
             return None
         problems = Problems(str(path))
         data = _read_yaml(path, problems)
-        scenario = None if problems else _check_scenario(name, path, data, problems)
+        unread = data is None and problems  # not YAML; other problems leave data to check
+        scenario = None if unread else _check_scenario(name, path, data, problems)
         self.problems.extend(problems)
         return scenario
 

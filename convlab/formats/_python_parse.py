@@ -226,7 +226,7 @@ def _doc_yaml(node: ast.stmt, lines: list[str], problems: Problems, where: str) 
     doc = DocYaml(data, _line_map(lines, node.value, value))
     for p in local:
         problems.add(doc.at(p.line), p.path, f"{where}: {p.message}")
-    if local or data is None:
+    if data is None:  # not YAML (text that is not Unicode is mended: the rest is checked)
         return None
     if not isinstance(data, dict):
         problems.add(node.lineno, "", f"{where} must be a YAML mapping, got {kind_of(data)}")

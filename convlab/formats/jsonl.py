@@ -7,7 +7,9 @@ Reading (Yao's `JSONLLoader.LoadFile`, with the decisions of docs/yao.md):
 - every problem of every line is collected into one SuiteError, each at the line where its
   object starts, with a field path (`assert[1].value`, `input[0].content[1].source`);
 - a case id used twice is a problem naming both lines; a file with no case is
-  `no test cases found`.
+  `no test cases found`;
+- text that is not Unicode (a lone surrogate, from a `\\udcff` escape) is a problem at its
+  field path (`convlab.formats._unicode`).
 Cases: `convlab.formats._jsonl_case`; assertions: `convlab.formats._jsonl_assert`
 (`parse_jsonl_assertion`, also used by `convlab.check()` for dicts written with `type`).
 
@@ -30,6 +32,7 @@ from convlab.formats._jsonl_assert import parse_jsonl_assertion
 from convlab.formats._jsonl_case import CaseReader
 from convlab.formats._jsonl_lines import LazyCases, Lines
 from convlab.formats._jsonl_scan import Chunk, decode, scan
+from convlab.formats._unicode import JSON_ESCAPE_BYTES
 from convlab.model.suite import Case, Source, Suite
 
 __all__ = ["LAZY_BYTES", "load", "load_jsonl", "parse_jsonl_assertion", "read_jsonl", "sniff"]
@@ -75,7 +78,8 @@ def read_jsonl(path: Path, data: bytes) -> Suite:
         firsts, lasts = array("i"), array("i")
         ids = _Ids()
         found = 0
-        for chunk in scan(lines, problems):
+        escapes = JSON_ESCAPE_BYTES.search(data) is not None  # else no line is searched
+        for chunk in scan(lines, problems, escapes=escapes):
             found += 1
             case_id = chunk.value.get("id")
             if isinstance(case_id, str) and case_id:

@@ -8,7 +8,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from convlab.formats._base import Problems, line_of, register_format, yaml_with_lines
+from convlab.formats._base import Problems, dotted, line_of, register_format, yaml_with_lines
+from convlab.formats._suite_json_lines import deepest_line, locate
+from convlab.formats._unicode import Loc, lone_json_escape, mend
 from convlab.model.suite import NATIVE_TAG, Source, Suite
 
 __all__ = ["load_native"]
@@ -29,9 +31,12 @@ def load_native(path: Path, text: str) -> Suite:
         except json.JSONDecodeError as exc:
             problems.add(exc.lineno, "", f"invalid JSON: {exc.msg}")
             problems.raise_if_any()
+        if lone_json_escape(text):
+            data = _mended(text, data, problems)
     else:
         data = yaml_with_lines(text, problems)
-        problems.raise_if_any()
+        if data is None:  # not YAML (else its problems are reported with the model's)
+            problems.raise_if_any()
     if not isinstance(data, dict):
         problems.add(1, "", "a native suite must be a mapping")
         problems.raise_if_any()
@@ -50,6 +55,17 @@ def load_native(path: Path, text: str) -> Suite:
     if not suite.sources:
         suite.sources.append(Source(file=str(path), line=None, format="native"))
     return suite
+
+
+def _mended(text: str, data: Any, problems: Problems) -> Any:
+    """The JSON data with text that is not Unicode mended, each such value a problem at its
+    line (`convlab.formats._unicode.mend`)."""
+    found: list[tuple[Loc, str]] = []
+    data = mend(data, lambda loc, message: found.append((loc, message)), "JSON")
+    lines = locate(text, [loc for loc, _ in found])
+    for loc, message in found:
+        problems.add(deepest_line(lines, loc), dotted(loc), message)
+    return data
 
 
 def _unique_ids(data: Any, problems: Problems) -> None:

@@ -3,7 +3,8 @@
 A suite holds scenarios; a scenario is a `turns` case whose steps are turns (with optional
 variants) and whose own assertions are final-scope checks. Every rule of `parseEvaluationSuite`
 is enforced and every problem is reported, each with its field path
-(`scenarios[3].steps[1].assertions[0].operator`) and line.
+(`scenarios[3].steps[1].assertions[0].operator`) and line; so is text that is not Unicode (a
+lone surrogate from a `\\udcff` escape: `convlab.formats._unicode`).
 
 Speed: the text is parsed once by `json.loads`, validated as plain dicts, and the native
 model is built with one pydantic validation. Lines cost a second, C-speed pass over the
@@ -52,6 +53,7 @@ from convlab.formats._suite_json_lines import (
     locate,
     non_json_tokens,
 )
+from convlab.formats._unicode import lone_json_escape, mend
 from convlab.model.assertions import ASSERTION_ADAPTER, Assertion
 from convlab.model.suite import Suite
 
@@ -115,6 +117,8 @@ def _load(file: str, text: str) -> Suite:
     if limit is not None:  # as the kernel: too large or deep to validate safely
         raise _error(file, text, [limit])
     issues = Issues()
+    if lone_json_escape(text):  # text that is not Unicode: reported, mended, then all checked
+        data = mend(data, issues.add, "JSON")
     native = _suite(data, issues)
     if issues or native is None:
         raise _error(file, text, issues)

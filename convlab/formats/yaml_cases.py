@@ -107,7 +107,8 @@ def _load(path: Path, text: str) -> Suite:
     problems = Problems(str(path))
     text = _substituted(text, problems)
     doc = yaml_with_lines(text, problems)
-    problems.raise_if_any()
+    if doc is None:  # not YAML (else its problems are reported with the cases')
+        problems.raise_if_any()
     if isinstance(doc, dict):
         return _agent_suite(path, doc, problems)
     if isinstance(doc, list):
@@ -232,8 +233,6 @@ def _payload(ref: Any, at: At, base: Path) -> tuple[str, list[Any], Problems] | 
     except SuiteError:
         return shown, [], problems
     data = yaml_with_lines(text, problems)
-    if problems:
-        return shown, [], problems
     if not data:
         return shown, [], problems
     cases = data["test_cases"] if isinstance(data, dict) and "test_cases" in data else data
