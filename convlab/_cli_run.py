@@ -353,8 +353,31 @@ def run_command(args: argparse.Namespace) -> int:
             ),
             file=sys.stderr,
         )
+    transport = transport_text(run.settings.get("transport"))
+    if transport:
+        print(transport, file=sys.stderr)  # noqa: T201 - the CLI's output
     print(f"results written to {written}", file=sys.stderr)  # noqa: T201 - the CLI's output
     return run_exit_code(run)
+
+
+def transport_text(status: dict[str, Any] | None) -> str:
+    """What the adaptive concurrency of a run's endpoint did, in one line ('' when it did
+    nothing worth saying: no overload, no stuck request)."""
+    if not status or not (status.get("overloads") or status.get("stuck")):
+        return ""
+    parts = [f"{status['overloads']} overload answer(s)"]
+    if status.get("limit") is not None:
+        parts.append(f"limit now {status['limit']} in flight")
+    if status.get("stuck"):
+        parts.append(f"{status['stuck']} request(s) stuck past the endpoint's usual time")
+    cut = status.get("retry_after_cut")
+    if cut:
+        parts.append(
+            f"a Retry-After of {cut['asked_s']:g} s was cut to {cut['applied_s']:g} s for the "
+            "cases' deadlines"
+        )
+    parts.append(f"{status.get('waited_s', 0):g} s waited for a slot")
+    return f"adaptive concurrency ({status.get('endpoint')}): " + "; ".join(parts)
 
 
 def run_exit_code(run: Any) -> int:

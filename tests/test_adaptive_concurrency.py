@@ -277,3 +277,24 @@ def test_an_absurd_retry_after_never_outlasts_a_cases_deadline() -> None:
     asked, applied = status.pause_cut
     assert asked >= 29 and applied <= 1
     assert status.summary()["retry_after_cut"]["asked_s"] == asked
+
+
+def test_a_run_says_when_a_retry_after_was_cut_for_its_cases_deadlines() -> None:
+    """Through cl.run: the engine gives each case's deadline to the transport, the healthy
+    case passes within its timeout, and the run's settings and the CLI's line say the pause
+    was cut."""
+    from convlab._cli_run import transport_text
+
+    faults = {"absurd": error(429, retry_after="1000", times=None)}
+    cases = [Case(id="absurd", input=[Message(content="absurd")])]
+    cases += [Case(id=f"ok{i}", input=[Message(content="healthy")]) for i in range(3)]
+    with FaultServer(chat_faults(faults)) as server:
+        agent = cl.agents.openai("m", base_url=server.base + "/v1", api_key="k")
+        run = cl.run(Suite(id="s", cases=cases), agent, parallel=4, timeout="4s", retries=0,
+                     progress=False)  # fmt: skip
+    statuses = {r.case_id: r.status for r in run.results}
+    assert statuses["absurd"] == "error" and statuses["ok0"] == "passed"
+    assert all(statuses[f"ok{i}"] == "passed" for i in range(3))
+    cut = run.settings["transport"]["retry_after_cut"]
+    assert cut["asked_s"] >= 29 and cut["applied_s"] <= 2
+    assert "Retry-After of" in transport_text(run.settings["transport"])
