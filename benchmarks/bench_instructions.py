@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--compare", type=Path, help="another convlab checkout to count too")
     p.add_argument("--small", type=int, default=200)
     p.add_argument("--large", type=int, default=1000)
-    p.add_argument("--only", default=",".join(WORKLOADS), help="of ideal,async,sync,floor,suite")
+    p.add_argument("--only", default=",".join(WORKLOADS), help="of ideal,async,sync,suite")
     p.add_argument("--parts", action="store_true", help="what the store and the checks cost")
     p.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
