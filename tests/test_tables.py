@@ -7,8 +7,6 @@ network blocked (a missing browser fails it: `.ci/run` installs Debian's chromiu
 
 from __future__ import annotations
 
-import base64
-import gzip
 import html
 import json
 import re
@@ -28,8 +26,6 @@ from convlab.notebook._style import CHANGE_COLORS, CLASS_COLORS, GLYPHS, STATUS_
 from convlab.notebook.tables import (
     KINDS,
     Table,
-    bundle_html,
-    dedupe_bundles,
     frame_html,
     run_table,
 )
@@ -143,29 +139,6 @@ def test_cases_kind_has_one_row_per_case_with_the_first_failure(xss_run: cl.Run)
     assert df.set_index("case_id").loc["greet", "first_failure"] == ""
 
 
-def test_the_bundle_is_the_itables_datatables_build_gzipped() -> None:
-    from itables.utils import find_package_file
-
-    loader = bundle_html()
-    blobs = re.findall(r'inflate\("([A-Za-z0-9+/=]+)"\)', loader)
-    assert len(blobs) == 2
-    css, js = (gzip.decompress(base64.b64decode(b)) for b in blobs)
-    assert js == find_package_file("html", "dt_bundle.js").read_bytes()
-    assert css == find_package_file("html", "dt_bundle.css").read_bytes()
-    assert len(loader) < 300_000  # a third of what base64 alone would weigh
-
-
-def test_bundle_false_and_dedupe_ship_the_bundle_once() -> None:
-    df = pd.DataFrame({"a": [1, 2]})
-    assert "data-convlab-bundle" not in frame_html(df, bundle=False)
-    page = "<body>" + frame_html(df) + frame_html(df) + frame_html(df) + "</body>"
-    assert page.count("data-convlab-bundle") == 3
-    once = dedupe_bundles(page)
-    assert once.count("data-convlab-bundle") == 1
-    assert once.count("new ITable(") == 3
-    assert len(page) - len(once) > 2 * 250_000
-
-
 # ---------------------------------------------------------------- safety
 
 
@@ -189,9 +162,9 @@ def test_headers_caption_and_arbitrary_frames_are_escaped() -> None:
 
 _TAG = re.compile(r"<[^>]*>")
 _OURS = re.compile(
-    r'^(<details class="cl-more">|<summary title="[\d,]+ characters, click for all">|'
-    r"</summary>|<div>|</div>|</details>|<span class=\"cl-badge\" "
-    r'style="color:#[0-9a-f]{6};background:#[0-9a-f]{6}1a">|</span>)$'
+    r"^(<details class='cl-more'>|<summary title='[\d,]+ characters, click for all'>|"
+    r"</summary>|<div>|</div>|</details>|<span class='cl-badge' "
+    r"style='color:#[0-9a-f]{6};background:#[0-9a-f]{6}1a'>|</span>)$"
 )
 
 

@@ -136,10 +136,11 @@ def _suite_card(suite: Suite) -> str:
 
 
 def suite_html(suite: Suite) -> str:
-    """The suite's card and an interactive table of its cases."""
+    """The suite's card and an interactive table of its cases (a notebook output: the table
+    carries the DataTables bundle only where it is the page's carrier)."""
     from convlab.notebook.tables import suite_table
 
-    return _suite_card(suite) + suite_table(suite).to_html()
+    return _suite_card(suite) + suite_table(suite)._repr_html_()
 
 
 def suite_bundle(suite: Suite) -> dict[str, Any]:
@@ -155,7 +156,7 @@ def run_bundle(run: Run) -> dict[str, Any]:
     runs = int(run.settings.get("runs", 1) or 1)
     table = run_table(run, "cases" if runs > 1 else "instances")
     text, card = run_card(run)
-    return {"text/plain": text, "text/html": card + table.to_html()}
+    return {"text/plain": text, "text/html": card + table._repr_html_()}
 
 
 def summary_bundle(summary: Mapping[str, Any]) -> dict[str, Any]:
@@ -173,4 +174,4 @@ def comparison_bundle(comparison: Any) -> dict[str, Any]:
 
     # the table's description is the paragraph: the card is the table itself
     text = f"{comparison.summary}\n\n{comparison.to_string(max_rows=40)}"
-    return {"text/plain": text, "text/html": compare_table(comparison).to_html()}
+    return {"text/plain": text, "text/html": compare_table(comparison)._repr_html_()}

@@ -3,25 +3,9 @@
 `run.table(kind)`, `suite.table()` and `compare(a, b).table()` return a `Table`: `.df` is the
 untouched pandas frame (the source of truth), its HTML an itables DataTable in offline mode.
 
-How the DataTables bundle travels (the decision, and why)
----------------------------------------------------------
-itables' own offline mode (`init_notebook_mode(connected=False)`) puts the bundle in one
-cell's output and every later table depends on it: clear or re-run that cell, open one
-output in Colab's per-output iframe, or export a notebook whose init cell was dropped, and
-every table says "Loading ITables..." forever. A library cannot ask users to keep a magic
-cell, so here **every table output is self-contained**: it carries the bundle (dt_bundle.js
-and .css from the itables wheel), gzip-compressed and base64-encoded, in a loader script that
-runs once per page (guarded by itables' own `window._itables_<version>` promise, so later
-tables, and tables made by plain itables of the same version, reuse the first one loaded).
-The browser inflates it with `DecompressionStream` (Chromium 80+, Firefox 113+, Safari 16.4+).
-
-Compressed, the bundle is a fraction of what itables embeds (base64 without gzip), and for a
-small table it is most of the output. The trade-off is the bundle in every table instead of
-once per notebook, for outputs that work
-anywhere on their own: live JupyterLab (any cell re-run in any order), nbclient + nbconvert
-HTML opened from file:// with the network blocked, a standalone report, Colab. A page holding
-many tables can ship the bundle once: `frame_html(df, bundle=False)` for each table plus one
-`bundle_html()` anywhere in the page, or `dedupe_bundles(page)` on a finished page.
+How the DataTables bundle travels: once per page (convlab.notebook._bundle). In a kernel the
+first table of the session carries it and later tables wait for it, wherever it sits on the
+page; outside a kernel (`to_html()`) a table carries it unless `bundle=False`.
 
 Without JavaScript (an untrusted notebook, GitHub's viewer) itables' static preview of the
 first rows shows instead. If the bundle fails to load, the loader reveals that preview too.
@@ -40,21 +24,25 @@ wrapped in fixed markup: coloured status badges, `<details>` for long texts (sho
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import gzip
 import html
 import json
 import math
 import re
 import uuid
 from collections.abc import Callable
-from functools import cache
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from convlab.formats._base import did_you_mean
+from convlab.notebook._bundle import (
+    bundle_html,
+    carries_bundle,
+    dedupe_bundles,
+    missing_bundle_html,
+    own_namespace,
+)
 from convlab.notebook._style import (
     BLAME_COLORS,
     CHANGE_COLORS,
@@ -115,8 +103,14 @@ _PALETTES: dict[str, dict[str, str]] = {
 _CHECK_COLUMNS = frozenset({"passed", "reached"})
 """Boolean columns shown as a green ✓ / red ✗."""
 
-_BUNDLE_RE = re.compile(r"<script data-convlab-bundle=[^>]*>.*?</script>", re.DOTALL)
 _CHUNK = 5000
+_PREVIEW_CELL = re.compile(
+    r'(<t[hdr])\s+style="(?:border:1px solid #ddd;padding:8px|text-align: right;)"'
+)
+_PREVIEW_CSS = """
+.convlab.cl-table>div[id$=_fallback] :is(th,td){border:1px solid rgba(128,128,128,.35);
+ padding:4px 8px;text-align:left}"""
+"""The static preview's cell borders, once per table instead of inline on every cell."""
 _CONTROL = str.maketrans({"\n": "&#10;", "\r": "", "\t": "&#9;"})
 
 
@@ -155,17 +149,20 @@ def _long_text(value: Any, limit: int) -> str:
     line = " ".join(text.split())
     short = line[: limit - 1] + "…"
     return (
-        f'<details class="cl-more"><summary title="{len(text):,} characters, click for all">'
+        f"<details class='cl-more'><summary title='{len(text):,} characters, click for all'>"
         f"{_escape(short)}</summary><div>{_escape(text)}</div></details>"
     )
 
 
 def _badge(label: str, color: str | None, glyph: str = "") -> str:
-    """A word in its colour on a light tint of it (inline style: survives a sanitiser)."""
+    """A word in its colour on a light tint of it (inline style: survives a sanitiser).
+
+    Cell markup quotes its attributes with `'`: a cell travels as a JSON string inside a JSON
+    string inside a notebook's JSON, where every `"` costs eight bytes."""
     text = _escape(f"{glyph} {label}" if glyph else label)
     if color is None:
         return text
-    return f'<span class="cl-badge" style="color:{color};background:{color}1a">{text}</span>'
+    return f"<span class='cl-badge' style='color:{color};background:{color}1a'>{text}</span>"
 
 
 def _check(value: Any) -> str:
@@ -255,79 +252,17 @@ def _prepare(df: pd.DataFrame, limit: int, max_bytes: int) -> tuple[pd.DataFrame
     return out, list(renders)
 
 
-# ---------------------------------------------------------------- the DataTables bundle
-
-
-@cache
-def _bundle_payload() -> tuple[str, str, str, str]:
-    """(namespace, ready event, gzipped js as base64, gzipped css as base64), once a process."""
-    from itables.javascript import _itables_ready_event, _itables_underscore_version
-    from itables.utils import find_package_file
-
-    def packed(name: str) -> str:
-        raw = find_package_file("html", name).read_bytes()
-        return base64.b64encode(gzip.compress(raw, 9, mtime=0)).decode("ascii")
-
-    return (
-        _itables_underscore_version(),
-        _itables_ready_event(),
-        packed("dt_bundle.js"),
-        packed("dt_bundle.css"),
-    )
-
-
-_LOADER = """<script data-convlab-bundle="{ns}">(function () {{
-  var ns = "{ns}", ready = "{event}";
-  if (window[ns]) return;
-  function inflate(b64) {{
-    var s = atob(b64), a = new Uint8Array(s.length);
-    for (var i = 0; i < s.length; i++) a[i] = s.charCodeAt(i);
-    var z = new Blob([a]).stream().pipeThrough(new DecompressionStream("gzip"));
-    return new Response(z).text();
-  }}
-  window[ns] = (async function () {{
-    var css = document.createElement("style");
-    css.textContent = await inflate("{css}");
-    document.head.appendChild(css);
-    var url = URL.createObjectURL(
-      new Blob([await inflate("{js}")], {{type: "text/javascript"}}));
-    try {{ var m = await import(url); }} finally {{ URL.revokeObjectURL(url); }}
-    if (m.set_or_remove_dark_class) m.set_or_remove_dark_class();
-    return m;
-  }})();
-  window[ns].then(function () {{ window.dispatchEvent(new Event(ready)); }}, function (e) {{
-    console.error("convlab: the offline table bundle did not load", e);
-    var show = document.createElement("style");  /* the static previews, now and later */
-    show.textContent = ".convlab.cl-table>div[id$=_fallback]{{display:block!important}}" +
-      ".convlab.cl-table>table[id^=cl_]{{display:none!important}}";
-    document.head.appendChild(show);
-  }});
-}})();</script>"""
-
-
-def bundle_html() -> str:
-    """The DataTables JS + CSS loader (compressed): for a page that holds several tables made
-    with `frame_html(..., bundle=False)`. It runs once per page, wherever it is placed."""
-    ns, event, js, css = _bundle_payload()
-    return _LOADER.format(ns=ns, event=event, js=js, css=css)
-
-
-def dedupe_bundles(page: str) -> str:
-    """Keep the first bundle loader in a page (an exported notebook, a report) and drop the
-    rest: the page shrinks by one bundle per extra table and renders the same."""
-    seen = False
-
-    def keep_first(m: re.Match[str]) -> str:
-        nonlocal seen
-        if seen:
-            return ""
-        seen = True
-        return m.group(0)
-
-    return _BUNDLE_RE.sub(keep_first, page)
-
-
 # ---------------------------------------------------------------- frames -> HTML
+
+
+def _light_preview(table: str) -> str:
+    """itables' table HTML with its static preview's per-cell inline styles dropped (one rule
+    in `_PREVIEW_CSS` draws them): a tenth of a small table's bytes."""
+    start = table.find("_fallback")
+    end = table.find("</div><script>", start)
+    if start < 0 or end < 0:
+        return table
+    return table[:start] + _PREVIEW_CELL.sub(r"\1", table[start:end]) + table[end:]
 
 
 def frame_html(
@@ -340,8 +275,9 @@ def frame_html(
     bundle: bool = True,
     page_length: int = 10,
 ) -> str:
-    """Offline interactive HTML for any frame: a self-contained fragment (see the module
-    docstring) safe to embed in a notebook output, a card or a report."""
+    """Offline interactive HTML for any frame, safe to embed in a notebook output, a card or a
+    report: self-contained, or with `bundle=False` waiting for the page's one bundle loader
+    (and saying so over its static preview when the page has none)."""
     from itables import to_html_datatable
 
     prepared, html_columns = _prepare(df, text_limit, max_bytes)
@@ -375,16 +311,15 @@ def frame_html(
     }
     if html_columns:
         options["columnDefs"] = [{"targets": html_columns, "type": "html"}]
-    table = to_html_datatable(prepared, **options)
-    parts = ['<div class="convlab cl-table">', f"<style>{TABLE_CSS}</style>"]
+    table = own_namespace(_light_preview(to_html_datatable(prepared, **options)))
+    parts = ['<div class="convlab cl-table">', f"<style>{TABLE_CSS}{_PREVIEW_CSS}</style>"]
     if caption:
         parts.append(f'<div class="cl-caption">{_escape(caption)}</div>')
     if description:
         parts.append(f'<div class="cl-desc">{_escape(description)}</div>')
     if note:
         parts.append(f'<div class="cl-note">{note}</div>')
-    if bundle:
-        parts.append(bundle_html())
+    parts.append(bundle_html() if bundle else missing_bundle_html(options["table_id"]))
     parts += [table, "</div>"]
     return "\n".join(parts)
 
@@ -439,10 +374,12 @@ class Table:
         return "\n".join(lines)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        return {"text/plain": self._text(), "text/html": self.to_html()}
+        return {"text/plain": self._text(), "text/html": self._repr_html_()}
 
     def _repr_html_(self) -> str:
-        return self.to_html()
+        """The notebook output: the bundle only where this output is its carrier (in a
+        kernel session, the first table shown; convlab.notebook._bundle)."""
+        return self.to_html(bundle=carries_bundle())
 
     def __repr__(self) -> str:
         return f"<{self._header()}>"

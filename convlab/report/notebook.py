@@ -10,8 +10,9 @@ Why the exporter is configured as it is:
   read it, and it is left out of the page.
 - Plotly figures ship `text/html` without plotly.js; `plotly.min.js` from the installed plotly
   package is inlined once, in the head, when the notebook has a figure.
-- itables tables need the DataTables bundle the first table's output carries (offline mode);
-  that output is `text/html`, so it is kept as is.
+- itables tables need the DataTables bundle, which one table output per kernel session carries
+  (convlab.notebook._bundle); the page keeps exactly one loader, and gets one when no output
+  had it.
 """
 
 from __future__ import annotations
@@ -64,6 +65,9 @@ _DATA_SUFFIXES = (".json", ".jsonl", ".md", ".markdown", ".xml")
 _ITABLES_LINK = re.compile(r"<a href=[\"']?https://itables\.org/[^\s>\"']*[\"']?[^>]*>(.*?)</a>")
 """itables' help and static-preview links: a page that needs no network links to none either."""
 _PLOTLY_MIME = "application/vnd.plotly.v1+json"
+_WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+_WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+_MODEL_REF = re.compile(r"IPY_MODEL_([0-9a-f]+)")
 _OFFLINE_TEMPLATE = """{%- extends 'index.html.j2' -%}
 {%- block html_head_js_requirejs -%}{%- endblock html_head_js_requirejs -%}
 {%- block jupyter_widgets -%}{%- endblock jupyter_widgets -%}
@@ -132,7 +136,37 @@ def _execute(nb: NotebookNode, cwd: Path, timeout: float, label: str) -> Noteboo
         raise NotebookError(label, _at(running), "DeadKernelError", str(exc)) from None
     except (NoSuchKernel, RuntimeError) as exc:  # no python3 kernel; it did not start in time
         raise NotebookError(label, _at(running), type(exc).__name__, str(exc)) from None
+    _drop_dead_widgets(nb)
     return nb
+
+
+def _drop_dead_widgets(nb: NotebookNode) -> None:
+    """Keep only the saved widget models that an output still shows (and the models those
+    refer to). nbclient stores every model the kernel ever made, closed or replaced: the live
+    tree's, swapped for its static summary when the run ended, would weigh on every save."""
+    import json
+
+    store = nb.metadata.get("widgets", {}).get(_WIDGET_STATE)
+    if not store or not isinstance(store.get("state"), dict):
+        return
+    models: dict[str, Any] = store["state"]
+    todo = [
+        str(out["data"][_WIDGET_VIEW].get("model_id", ""))
+        for cell in nb.cells
+        for out in cell.get("outputs", [])
+        if _WIDGET_VIEW in out.get("data", {})
+    ]
+    keep: set[str] = set()
+    while todo:
+        model = todo.pop()
+        if model in models and model not in keep:
+            keep.add(model)
+            todo += _MODEL_REF.findall(json.dumps(models[model]))
+    store["state"] = {k: v for k, v in models.items() if k in keep}
+    if not keep:
+        nb.metadata["widgets"].pop(_WIDGET_STATE)
+        if not nb.metadata["widgets"]:
+            nb.metadata.pop("widgets")
 
 
 def _at(running: list[int]) -> int | None:
@@ -192,7 +226,7 @@ def export_html(nb: NotebookNode, *, keep_widget_state: bool = False) -> str:
     from nbconvert import HTMLExporter
     from traitlets.config import Config
 
-    from convlab.notebook.tables import dedupe_bundles
+    from convlab.notebook._bundle import one_bundle
 
     config = Config()
     config.NbConvertBase.display_data_priority = DISPLAY_PRIORITY
@@ -214,7 +248,7 @@ def export_html(nb: NotebookNode, *, keep_widget_state: bool = False) -> str:
     if not keep_widget_state:
         page_nb.metadata.pop("widgets", None)
     body, _ = exporter.from_notebook_node(page_nb)
-    body = dedupe_bundles(body)  # each table output carries the DataTables bundle; keep one
+    body = one_bundle(body)  # the DataTables bundle once, wherever the outputs had it
     if _has_plotly(page_nb):
         body = body.replace("</head>", plotly_script() + "\n</head>", 1)
     return without_itables_links(str(body))
