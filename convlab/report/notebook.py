@@ -17,10 +17,13 @@ Why the exporter is configured as it is:
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import html
 import os
 import re
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +42,7 @@ __all__ = [
     "ReportInputError",
     "execute_notebook",
     "export_html",
+    "notebook_title",
     "render_report",
     "run_notebook",
     "without_itables_links",
@@ -109,23 +113,50 @@ def _execute(nb: NotebookNode, cwd: Path, timeout: float, label: str) -> Noteboo
     Jupyter) and becomes a NotebookError naming that cell: a report must never be half a report.
     """
     _require("nbclient", "ipykernel")
-    from jupyter_client.kernelspec import NoSuchKernel
     from nbclient import NotebookClient
-    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
     running: list[int] = []  # the 1-based position of the cell being run
 
     def started(cell: Any, cell_index: int) -> None:
         running[:] = [cell_index + 1]
 
-    client = NotebookClient(
-        nb,
-        timeout=max(1, round(timeout)),
-        kernel_name="python3",
-        resources={"metadata": {"path": str(cwd)}},
-        store_widget_state=True,
-        on_cell_start=started,
-    )
+    with _local_sockets() as config:
+        client = NotebookClient(
+            nb,
+            config=config,
+            timeout=max(1, round(timeout)),
+            kernel_name="python3",
+            resources={"metadata": {"path": str(cwd)}},
+            store_widget_state=True,
+            on_cell_start=started,
+        )
+        _run(client, label, running, timeout)
+    _drop_dead_widgets(nb)
+    return nb
+
+
+@contextlib.contextmanager
+def _local_sockets() -> Iterator[Any]:
+    """Kernel settings for local sockets where the system has them: the report's kernel talks
+    to nothing else, and a TCP kernel prints ipykernel's "running over TCP without
+    encryption" warning into the user's terminal. The sockets live in a private folder."""
+    from traitlets.config import Config
+
+    config = Config()
+    if os.name == "nt":  # no unix sockets for zmq's ipc transport
+        yield config
+        return
+    with tempfile.TemporaryDirectory(prefix="convlab-kernel-") as folder:
+        config.KernelManager.transport = "ipc"
+        config.KernelManager.ip = str(Path(folder, "k"))
+        yield config
+
+
+def _run(client: Any, label: str, running: list[int], timeout: float) -> None:
+    """`client.execute()`, its failures turned into a NotebookError naming the cell."""
+    from jupyter_client.kernelspec import NoSuchKernel
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+
     try:
         client.execute()
     except CellExecutionError as exc:
@@ -136,8 +167,6 @@ def _execute(nb: NotebookNode, cwd: Path, timeout: float, label: str) -> Noteboo
         raise NotebookError(label, _at(running), "DeadKernelError", str(exc)) from None
     except (NoSuchKernel, RuntimeError) as exc:  # no python3 kernel; it did not start in time
         raise NotebookError(label, _at(running), type(exc).__name__, str(exc)) from None
-    _drop_dead_widgets(nb)
-    return nb
 
 
 def _drop_dead_widgets(nb: NotebookNode) -> None:
@@ -215,11 +244,14 @@ def plotly_script() -> str:
     return '<script type="text/javascript">' + js.replace("</script", "<\\/script") + "</script>"
 
 
-def export_html(nb: NotebookNode, *, keep_widget_state: bool = False) -> str:
+def export_html(
+    nb: NotebookNode, *, keep_widget_state: bool = False, name: str | None = None
+) -> str:
     """The executed notebook as one self-contained HTML page that works offline.
 
-    `keep_widget_state=True` keeps nbclient's saved widget state in the page, for a reader
-    that brings its own widget manager; convlab's own views never need it.
+    The page's title is the notebook's `title` metadata, else its first heading, else `name`
+    (the file's stem, say). `keep_widget_state=True` keeps nbclient's saved widget state in
+    the page, for a reader that brings its own widget manager; convlab's views never need it.
     """
     _require("nbconvert")
     from jinja2 import DictLoader
@@ -247,11 +279,31 @@ def export_html(nb: NotebookNode, *, keep_widget_state: bool = False) -> str:
     page_nb = copy.deepcopy(nb)
     if not keep_widget_state:
         page_nb.metadata.pop("widgets", None)
+    page_nb.metadata["title"] = notebook_title(nb, name)
     body, _ = exporter.from_notebook_node(page_nb)
     body = one_bundle(body)  # the DataTables bundle once, wherever the outputs had it
     if _has_plotly(page_nb):
         body = body.replace("</head>", plotly_script() + "\n</head>", 1)
     return without_itables_links(str(body))
+
+
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
+_MD_ESCAPED = re.compile(r"\\([\\`*_\[\]{}()#+!|~>-])")
+
+
+def notebook_title(nb: NotebookNode, name: str | None = None) -> str:
+    """A notebook's name for a page title: its `title` metadata, its first Markdown heading
+    (markup and escapes removed), `name`, or "Notebook"."""
+    title = str(nb.metadata.get("title") or "").strip()
+    if title:
+        return title
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            match = _HEADING.search(str(cell.source))
+            if match:
+                text = _MD_ESCAPED.sub(r"\1", match.group(1)).replace("`", "")
+                return html.unescape(text.replace("**", "").strip()) or name or "Notebook"
+    return name or "Notebook"
 
 
 def without_itables_links(page: str) -> str:
@@ -387,7 +439,7 @@ def render_report(
         folder_for(out)  # the notebook runs where it will live
         nb = run_notebook(src, timeout=timeout, cwd=out.resolve().parent)
     if html_out:
-        write_atomic(out, export_html(nb))
+        write_atomic(out, export_html(nb, name=src.stem))
     else:
         import nbformat
 
