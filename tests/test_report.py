@@ -75,7 +75,7 @@ def test_markdown_report_has_summary_cases_and_failures():
     md = run_markdown(expense_run())
     assert md.startswith("# convlab report · suite expense · agent demo:expense")
     assert "**24 instances**: 20 passed, 4 failed, 0 errors" in md
-    assert "| `expense-policy-limit` | 2 | 0 | 0.0% | highly_unstable |" in md
+    assert "| `expense-policy-limit` | 2 | 0 | 0.0% | always fails |" in md
     assert "manager approval" in md and "## Failures" in md
 
 

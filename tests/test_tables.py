@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from offline_browser import Opened
 
 import convlab as cl
-from convlab.notebook._style import CHANGE_COLORS, CLASS_COLORS, GLYPHS, STATUS_COLORS
+from convlab.notebook._style import CHANGE_COLORS, GLYPHS, STABILITY_COLORS, STATUS_COLORS
 from convlab.notebook.tables import (
     KINDS,
     Table,
@@ -102,7 +102,7 @@ def test_every_kind_is_an_offline_datatable_of_its_frame(expense_run: cl.Run, ki
     assert "new ITable(" in page and "data-convlab-bundle" in page
     assert "unpkg.com" not in page and "<script src=" not in page  # nothing from the network
     assert len(_rows(page)) == len(table) == len(table.df) > 0
-    assert _header(page) == [str(c) for c in table.df.columns]
+    assert _header(page) == [str(c) for c in table.shown.columns]
     assert kind in bundle["text/plain"] and f"{len(table):,} rows" in bundle["text/plain"]
 
 
@@ -129,7 +129,7 @@ def test_cases_kind_has_one_row_per_case_with_the_first_failure(xss_run: cl.Run)
         "failed",
         "errors",
         "pass_rate",
-        "classification",
+        "stability",
     ]
     assert df.columns[-1] == "first_failure"
     assert list(df["case_id"]) == ["greet", "xss-" + IMG, "long"]
@@ -192,8 +192,9 @@ def test_status_and_class_cells_are_coloured(xss_run: cl.Run) -> None:
     passed = next(r for r in rows if r["case_id"] == "greet")
     assert f"color:{STATUS_COLORS['passed']}" in passed["status"]
     cases = _records(xss_run.table("cases").to_html())
-    assert f"color:{CLASS_COLORS['highly_unstable']}" in cases[2]["classification"]
-    assert f"color:{CLASS_COLORS['stable']}" in cases[0]["classification"]
+    assert f"color:{STABILITY_COLORS['always fails']}" in cases[2]["stability"]
+    assert "always fails" in cases[2]["stability"] and "unstable" not in str(cases[2])
+    assert f"color:{STABILITY_COLORS['stable']}" in cases[0]["stability"]
     checks = _records(xss_run.table("assertions").to_html())
     assert any(f"color:{STATUS_COLORS['failed']}" in r["passed"] for r in checks)
 

@@ -12,6 +12,7 @@ __all__ = [
     "CLASS_COLORS",
     "CSS",
     "GLYPHS",
+    "STABILITY_COLORS",
     "STATUS_COLORS",
     "TABLE_CSS",
     "TRANSCRIPT_CSS",
@@ -46,6 +47,16 @@ VERDICT_COLORS = {
 }
 """`Run.stability()`'s plain-word verdict -> colour."""
 
+STABILITY_COLORS = {
+    "stable": CLASS_COLORS["stable"],
+    "mostly stable": CLASS_COLORS["mostly_stable"],
+    "unstable": CLASS_COLORS["unstable"],
+    "highly unstable": STATUS_COLORS["error"],  # orange: red is for a case that never passes
+    "always fails": VERDICT_COLORS["always fails"],
+    "one run": VERDICT_COLORS["one run"],
+}
+"""`Run.stability()`'s `stability`, the class the views show -> colour (from the palettes above)."""
+
 BLAME_COLORS = {
     "agent": "#cf222e",
     "simulator": "#9a6700",
@@ -69,13 +80,15 @@ GLYPHS = {
     "passed": "✓",
     "failed": "✗",
     "error": "!",
-    "timeout": "⏱",
+    "timeout": "◷",
     "skipped": "○",
     "cancelled": "■",
     "blocked": "⊘",
     "running": "…",
 }
-"""Status -> a glyph that needs no emoji font."""
+"""Status -> a glyph that needs no emoji font: each is in common text fonts (DejaVu Sans,
+Segoe UI Symbol, Apple Symbols), so a page falls back to one of them, never to an empty box.
+(U+23F1, the stopwatch, is only in emoji fonts: a box where there is none.)"""
 
 CSS = """
 .convlab{font-family:-apple-system,BlinkMacSystemFont,"Segoe UI",Helvetica,Arial,sans-serif;

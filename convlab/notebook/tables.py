@@ -48,6 +48,7 @@ from convlab.notebook._style import (
     CHANGE_COLORS,
     CLASS_COLORS,
     GLYPHS,
+    STABILITY_COLORS,
     STATUS_COLORS,
     TABLE_CSS,
     VERDICT_COLORS,
@@ -59,8 +60,10 @@ if TYPE_CHECKING:
     from convlab.model.suite import Suite
 
 __all__ = [
+    "COUNTED",
     "KINDS",
     "MAX_BYTES",
+    "STABILITY_VIEW",
     "TEXT_LIMIT",
     "Table",
     "bundle_html",
@@ -68,6 +71,8 @@ __all__ = [
     "dedupe_bundles",
     "frame_html",
     "run_table",
+    "stability_columns",
+    "stability_table",
     "suite_table",
 ]
 
@@ -77,6 +82,31 @@ TEXT_LIMIT = 120
 MAX_BYTES = 8 * 2**20
 """Row data (HTML) kept in one table's output; larger frames keep their first rows, with a
 note. Past this size a notebook output gets sluggish."""
+
+STABILITY_VIEW = (
+    "case_id",
+    "variant",
+    "runs",
+    "passed",
+    "failed",
+    "errors",
+    "timeouts",
+    "pass_rate",
+    "stability",
+    "k",
+    "pass_hat_k",
+    "ci_low",
+    "ci_high",
+    "duration_mean_ms",
+    "not_agent",
+    "not_agent_blame",
+)
+"""The columns `run.stability()` and `run.table("stability")` show, those of them that are
+not empty; the frame (`.df`) keeps every column."""
+
+COUNTED = ("repetition", "run", "turn", "index")
+"""Run frames' 0-based columns (run, repetition, turn, a tool call's index in its turn) that a
+table shows from 1, as the tree, the cards and the console count; `.df` keeps them 0-based."""
 
 KINDS: dict[str, Callable[[Run], pd.DataFrame]] = {
     "instances": lambda run: run.df,
@@ -92,8 +122,9 @@ KINDS: dict[str, Callable[[Run], pd.DataFrame]] = {
 _PALETTES: dict[str, dict[str, str]] = {
     "status": STATUS_COLORS,
     "classification": CLASS_COLORS,
-    "class_before": CLASS_COLORS,
-    "class_after": CLASS_COLORS,
+    "stability": STABILITY_COLORS,
+    "class_before": STABILITY_COLORS,
+    "class_after": STABILITY_COLORS,
     "verdict": VERDICT_COLORS,
     "change": CHANGE_COLORS,
     "blame": BLAME_COLORS,
@@ -339,17 +370,30 @@ class Table:
         description: str | None = None,
         text_limit: int = TEXT_LIMIT,
         max_bytes: int = MAX_BYTES,
+        columns: list[str] | None = None,
+        counted: tuple[str, ...] = (),
     ) -> None:
         self.df = df
         self.caption = caption
         self.description = description
         self.text_limit = text_limit
         self.max_bytes = max_bytes
+        self.columns = columns
+        """The columns shown (None: all); `.df` keeps every column either way."""
+        self.counted = counted
+        """0-based index columns shown counting from 1, as people count (`.df` keeps 0)."""
+
+    @property
+    def shown(self) -> pd.DataFrame:
+        """The frame as shown: `.df`, or its `columns`, with `counted` columns from 1."""
+        df = self.df if self.columns is None else pd.DataFrame(self.df[self.columns])
+        ones = {c: df[c] + 1 for c in self.counted if c in df.columns}
+        return pd.DataFrame(df.assign(**ones)) if ones else df
 
     def to_html(self, *, bundle: bool = True) -> str:
         """The offline interactive HTML (with the DataTables bundle unless `bundle=False`)."""
         return frame_html(
-            self.df,
+            self.shown,
             self.caption,
             description=self.description,
             text_limit=self.text_limit,
@@ -358,14 +402,14 @@ class Table:
         )
 
     def _header(self) -> str:
-        rows, cols = self.df.shape
+        rows, cols = self.shown.shape
         what = self.caption or "Table"
         return f"{what}: {rows:,} row{'' if rows == 1 else 's'} x {cols} columns"
 
     def _text(self) -> str:
         if self.df.empty:
             return self._header()
-        preview = pd.DataFrame(self.df).to_string(
+        preview = pd.DataFrame(self.shown).to_string(
             index=False, max_rows=10, max_cols=8, max_colwidth=40
         )
         lines = [f"{self._header()} (the data: .df)", preview]
@@ -392,10 +436,10 @@ class Table:
 
 
 def _cases_frame(run: Run) -> pd.DataFrame:
-    """One row per case: counts, pass rate, class (and verdict), the first reason it failed."""
+    """One row per case: counts, pass rate, stability, the first reason it failed."""
     stab = run.stability()
-    cols = ["case_id", "runs", "passed", "failed", "errors", "pass_rate", "classification"]
-    cols += [c for c in ("verdict", "not_agent", "not_agent_blame") if c in stab.columns]
+    cols = ["case_id", "runs", "passed", "failed", "errors", "pass_rate", "stability"]
+    cols += [c for c in ("not_agent", "not_agent_blame") if c in stab.columns]
     out = stab[[c for c in cols if c in stab.columns]].copy()
     df = run.df
     reasons: dict[Any, str] = {}
@@ -415,7 +459,36 @@ def run_table(run: Run, kind: str = "instances") -> Table:
             + did_you_mean(kind, KINDS)
         )
     label = f"Run {run.id}" if run.id else "Run"
-    return Table(frame(run), f"{label} · {kind}")
+    if kind == "stability":
+        return stability_table(run.stability(), f"{label} · stability")
+    df = frame(run)
+    counted = tuple(c for c in COUNTED if c in df.columns)
+    note = (
+        f"{', '.join(counted)} count from 1 here; from 0 in the DataFrame (.df)."
+        if counted
+        else None
+    )
+    return Table(df, f"{label} · {kind}", description=note, counted=counted)
+
+
+def stability_columns(df: pd.DataFrame) -> list[str]:
+    """The `STABILITY_VIEW` columns of a stability frame worth showing: those it has, less
+    the ones with nothing in them (no timeout, no variant, nothing blamed elsewhere)."""
+    quiet = ("variant", "timeouts", "not_agent", "not_agent_blame")
+    cols = [c for c in STABILITY_VIEW if c in df.columns]
+    cols = [c for c in cols if c not in quiet or bool(df[c].fillna(0).astype(bool).any())]
+    return cols if "case_id" in cols else list(df.columns)
+
+
+def stability_table(df: pd.DataFrame, caption: str = "Stability") -> Table:
+    """`run.stability()` as an interactive table of its main columns (`.df`: every column)."""
+    cols = stability_columns(df)
+    interval = str(df.attrs.get("interval", "wilson")).capitalize()
+    note = (
+        f"Per case: runs, passes, pass rate, stability, pass^k and the 95% {interval} interval "
+        f"(percent). {len(cols)} of {df.shape[1]} columns; all of them are in the DataFrame."
+    )
+    return Table(df, caption, description=note, columns=cols)
 
 
 def suite_table(suite: Suite) -> Table:
