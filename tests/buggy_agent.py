@@ -36,6 +36,11 @@ def evaluator(ctx: Any, parameters: dict[str, Any]) -> bool:
     return bool(parameters["threshold"] < 1)  # BUG
 
 
+def hostile(messages: list[dict[str, Any]]) -> str:
+    """A function agent whose error message is HTML."""
+    raise ValueError("<img src=x onerror=alert(1)><script>alert(2)</script>")  # BUG
+
+
 def line_of(function: Any) -> int:
     """The line of `function`'s `# BUG` comment."""
     import inspect

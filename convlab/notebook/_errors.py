@@ -13,7 +13,10 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from convlab.model.records import ErrorInfo
 
-__all__ = ["info_html", "location_html", "traceback_html"]
+__all__ = ["location_html", "traceback_html"]
+
+_PRE = "white-space:pre-wrap;overflow-wrap:anywhere;margin:2px 0;font-size:12px"
+"""A traceback's layout where the transcript's stylesheet is not loaded (the tree, cards)."""
 
 
 def location_html(info: ErrorInfo | None) -> str:
@@ -31,13 +34,5 @@ def traceback_html(info: ErrorInfo | None, open_: bool = False) -> str:
         return ""
     return (
         f"<details{' open' if open_ else ''}><summary class='cl-muted'>traceback</summary>"
-        f"<pre class='cl-json'>{html.escape(info.traceback)}</pre></details>"
+        f"<pre class='cl-json' style='{_PRE}'>{html.escape(info.traceback)}</pre></details>"
     )
-
-
-def info_html(info: ErrorInfo | None, open_: bool = False) -> str:
-    """Where the user's code raised, then its short traceback: '' with no user frame."""
-    where = location_html(info)
-    if not where:
-        return ""
-    return f"<div class='cl-muted'>raised{where}</div>{traceback_html(info, open_)}"
