@@ -109,6 +109,19 @@ class OpenAIAgent(HTTPBackedAgent):
             return self.name
         return f"{self.name} @ {safe_url(self.base_url)}"
 
+    def settings(self) -> dict[str, Any]:
+        """The spec, model, endpoint, full system prompt, request params and tool names."""
+        return self.masked_settings(
+            {
+                "spec": self.name,
+                "model": self.model,
+                "base_url": safe_url(self.base_url),
+                "system": self.system,
+                "params": dict(self.params),
+                "tools": list(self.tools),
+            }
+        )
+
     def missing_key(self) -> str | None:
         """Why this agent cannot call its endpoint (no key for a remote one), or None.
 
