@@ -187,3 +187,11 @@ def test_the_card_and_the_cli_show_the_total_or_say_which_model_has_no_price(
     saved = json.loads((tmp_path / "out.json").read_text())
     total = sum(s["cost_usd"] for r in saved["results"] for s in r.get("spend", []))
     assert total > 0 and f"${total:.3g}" in cost
+
+
+def test_the_reports_show_the_cost(base: str, tmp_path: Path) -> None:
+    run = run_it(base, prices={"house-judge": {"input_mtok": 1}})
+    total = run.summary["cost_usd"]
+    md = run.save(tmp_path / "r.md").read_text()
+    page = run.save(tmp_path / "r.html").read_text()
+    assert f"Cost \\${total:.3g}" in md and f"cost ${total:.3g}" in page
