@@ -14,7 +14,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from convlab.agents.cache import recording
-from convlab.agents.protocol import CASE_DEADLINE
+from convlab.agents.meter import METER
+from convlab.agents.protocol import CASE_DEADLINE, Agent
 from convlab.engine._clock import now as _now
 from convlab.engine._gc import quiet_gc
 from convlab.engine.conversation import Conversation, Env, stopping
@@ -174,6 +175,7 @@ class Runner:
             id=uuid.uuid4().hex[:12],
             suite=suite,
             agent=self.env.agent.describe(),
+            agent_settings=_settings_of(self.env.agent),
             settings=s.public(),
             started_at=_now(),
             status="running",
@@ -356,6 +358,7 @@ class Runner:
                     await call_hook(resolve_hook(case.hooks.after, near), case, outcome, data)
 
         deadline_token = CASE_DEADLINE.set(deadline)  # what the transport's pauses respect
+        meter_token = METER.set(conv.meter)  # what the model calls used, by role
         try:
             async with asyncio.timeout_at(deadline):
                 try:
@@ -398,6 +401,7 @@ class Runner:
             )
         finally:
             CASE_DEADLINE.reset(deadline_token)
+            METER.reset(meter_token)
         if not hooked:
             return outcome
         try:
@@ -463,3 +467,11 @@ def _fmt_duration(seconds: float) -> str:
         m, s = divmod(seconds, 60)
         return f"{int(m)}m{s:g}s" if s else f"{int(m)}m"
     return f"{seconds:g}s"
+
+
+def _settings_of(agent: Agent) -> dict[str, Any]:
+    """`agent.settings()`; a user's own override that fails says why instead of the settings."""
+    try:
+        return agent.settings()
+    except Exception as exc:  # a user's Agent subclass: its run goes on
+        return {"spec": agent.describe(), "settings_error": f"{type(exc).__name__}: {exc}"}
