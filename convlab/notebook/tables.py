@@ -18,9 +18,9 @@ text ("showing the first N of M rows ... the full data is in .df").
 
 Safety: case ids, agent replies, inputs and error messages are untrusted. itables runs with
 `allow_html=True` only because every cell and header is escaped first (html.escape, in
-convlab.notebook._cells), then
-wrapped in fixed markup: coloured status badges, `<details>` for long texts (shortened to
-`text_limit` characters in the cell, the full text one click away and still searchable).
+convlab.notebook._cells), then wrapped in fixed markup: coloured status badges, `<details>`
+for long texts (shortened to `text_limit` characters in the cell, the full text one click
+away and still searchable).
 """
 
 from __future__ import annotations
