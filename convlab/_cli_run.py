@@ -16,7 +16,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from convlab._cli_experiment import agent_specs, experiment_command, is_experiment
+from convlab._cli_experiment import (
+    agent_specs,
+    experiment_command,
+    is_experiment,
+    variant_names,
+)
 from convlab.agents.cache import CACHE_MODES
 from convlab.errors import AgentError, ConvlabError
 from convlab.report._console_text import clean
@@ -38,6 +43,7 @@ __all__ = [
     "run_command",
     "run_options",
     "set_adaptive",
+    "variant_names",
 ]
 
 CONFIG_NAME = "convlab.yaml"

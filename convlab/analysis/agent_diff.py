@@ -40,7 +40,7 @@ PROMPT_KEYS = frozenset({"system", "instructions", "prompt", "system_prompt"})
 CHANGE_COLUMNS = ("setting", "before", "after")
 
 Op = Literal["equal", "delete", "insert"]
-_TOKENS = re.compile(r"\s+|[^\s]+")
+_TOKENS = re.compile(r"^\s+|\S+\s*")
 
 
 def flatten(settings: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -92,10 +92,17 @@ def word_diff(before: str | None, after: str | None) -> list[tuple[Op, str]]:
         if tag == "equal":
             out.append(("equal", "".join(a[i1:i2])))
             continue
-        if i2 > i1:
-            out.append(("delete", "".join(a[i1:i2])))
-        if j2 > j1:
-            out.append(("insert", "".join(b[j1:j2])))
+        removed, added = "".join(a[i1:i2]), "".join(b[j1:j2])
+        r_core, a_core = removed.rstrip(), added.rstrip()
+        tail = removed[len(r_core) :]
+        if removed and added and tail and tail == added[len(a_core) :]:
+            # a word replaced by another: the space after them is common to both sides
+            out += [("delete", r_core), ("insert", a_core), ("equal", tail)]
+            continue
+        if removed:
+            out.append(("delete", removed))
+        if added:
+            out.append(("insert", added))
     return out
 
 
