@@ -37,6 +37,7 @@ body{margin:0;background:#fff}
 main.convlab{max-width:1200px;margin:0 auto;padding:16px 24px 48px}
 main.convlab h1{font-size:22px;margin:8px 0 2px}
 main.convlab h2{font-size:17px;margin:28px 0 8px;padding-bottom:4px;border-bottom:1px solid #d0d7de}
+main.convlab h3{font-size:14px;margin:16px 0 4px}
 main.convlab .cl-meta{color:#57606a;margin-bottom:10px}
 """
 
@@ -77,7 +78,7 @@ def experiment_html_report(exp: Experiment) -> str:
         "<h2>Charts</h2>",
         *(str(fig._repr_mimebundle_()["text/html"]) for fig in figures),
         "<h2>Variants</h2>",
-        *(run_html(run) for run in exp.runs.values()),
+        *(f"<h3>{_e(name)}</h3>{run_html(run)}" for name, run in exp.runs.items()),
     ]
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
