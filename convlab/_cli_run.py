@@ -23,6 +23,7 @@ from convlab._cli_experiment import (
     variant_names,
 )
 from convlab.agents.cache import CACHE_MODES
+from convlab.agents.pricing import prices_from
 from convlab.errors import AgentError, ConvlabError
 from convlab.report._console_text import clean
 
@@ -128,7 +129,8 @@ def read_config(folder: Path) -> dict[str, Any]:
         return {}
     if not isinstance(doc, dict):
         raise ConvlabError(
-            f"{path}: expected a mapping with agent, runs, parallel, timeout, judges, adaptive"
+            f"{path}: expected a mapping with agent, runs, parallel, timeout, judges, adaptive, "
+            "cache, cache_dir, prices"
         )
     out: dict[str, Any] = {}
     for key, value in doc.items():
@@ -157,10 +159,20 @@ def read_config(folder: Path) -> dict[str, Any]:
         elif key == "cache_dir" and isinstance(value, str) and value.strip():
             # relative to the convlab.yaml, so the recordings sit next to the suite
             out[key] = str(folder / value.strip())
+        elif key == "prices":
+            if not isinstance(value, dict):
+                raise ConvlabError(
+                    f"{path}: prices: expected a mapping of model names to "
+                    f"{{input_mtok: ..., output_mtok: ...}}, got {value!r}"
+                )
+            try:
+                out[key] = prices_from(value)
+            except ValueError as exc:
+                raise ConvlabError(f"{path}: {exc}") from None
         else:
             raise ConvlabError(
                 f"{path}: {key}: expected agent (a spec string), runs, parallel, timeout, "
-                "judges, adaptive, cache or cache_dir"
+                "judges, adaptive, cache, cache_dir or prices"
             )
     return out
 
@@ -312,6 +324,7 @@ def run_options(
         "after": args.after,
         "cache": cache,
         "cache_dir": _setting(args, config, "cache_dir"),
+        "prices": config.get("prices"),
     }
 
 

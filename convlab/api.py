@@ -52,6 +52,7 @@ class RunOptions(TypedDict, total=False):
     max_cases: int | None
     cache: Literal["record", "replay", "auto"] | None
     cache_dir: str | Path | None
+    prices: dict[str, Any] | None
     experiment: str | None
 
 
@@ -75,6 +76,7 @@ RUN_DEFAULTS: RunOptions = {
     "max_cases": None,
     "cache": None,
     "cache_dir": None,
+    "prices": None,
     "experiment": None,
 }
 
@@ -121,6 +123,10 @@ OPTIONS_DOC = """
             `run.settings["cache"]`.
         cache_dir: The recordings folder (default `./convlab-cache`): small JSON files, one
             per call, named by the hash of what it sent; commit it next to the suite.
+        prices: Prices of models genai-prices does not know, or that you pay otherwise for:
+            `{"my-model": {"input_mtok": 0.5, "output_mtok": 1.5}}` (US dollars per million
+            tokens), keyed by the model name the endpoint reports. Every model call's usage
+            is priced by role (agent, simulator, judge): `Run.df["cost_usd"]`.
         experiment: A name for the experiment (with a dict of agents; default: the variants'
             names joined by "vs").
 """
