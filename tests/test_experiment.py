@@ -476,3 +476,30 @@ def test_escaping_of_names_in_the_views(base: str, tmp_path: Path) -> None:
     assert name not in page and html.escape(name, quote=True) in page
     fig = exp.plot.tradeoff(x="latency")
     assert all("<img" not in str(t.text) for t in fig.data if t.text is not None)
+
+
+def test_cost_in_the_leaderboard_and_the_tradeoff(base: str, tmp_path: Path) -> None:
+    """A priced model's cost is the run's total; an unknown model's is missing (named), never
+    0, and the cost chart leaves it off, saying so."""
+    suite = small_suite(tmp_path)
+    exp = cl.run(
+        suite,
+        {"priced": agent(base, "good"), "unknown": agent(base, "bad")},
+        runs=2,
+        prices={"good": {"input_mtok": 1.0, "output_mtok": 2.0}},
+        progress=False,
+    )
+    rows = {r["agent_variant"]: r for r in exp.leaderboard().to_dict("records")}
+    priced = exp["priced"]
+    assert rows["priced"]["cost_usd"] == pytest.approx(priced.summary["cost_usd"])
+    assert rows["priced"]["cost_usd"] == pytest.approx(priced.df["cost_usd"].sum())
+    assert rows["priced"]["cost_usd"] > 0
+    assert rows["priced"]["agent_tokens"] == priced.df["agent_tokens"].sum() > 0
+    assert math.isnan(rows["unknown"]["cost_usd"])
+    board = exp.leaderboard()
+    assert board.attrs["unpriced"] == {"unknown": ["bad"]}
+    assert "no price for 'bad'" in board.attrs["note"]
+    fig = exp.plot.tradeoff(x="cost")
+    shown = [t for t in fig.data if t.mode == "markers+text"]
+    assert [list(t.text) for t in shown] == [["priced"]]
+    assert "not shown" in fig.layout.title.text and "unknown" in fig.layout.title.text

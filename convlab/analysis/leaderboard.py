@@ -9,8 +9,9 @@ How the leaderboard counts, for each variant's run:
   interval of passed / runs (Wilson by default, or Jeffreys);
 - `stable` ... `highly_unstable` count cases by stability class, `flaky` the cases whose runs
   disagree;
-- tokens are summed over the instances (by role when the run records roles); `cost_usd` is
-  the run's total, missing (NaN) when any priced call's cost is unknown, never 0 for unknown;
+- tokens are summed over the instances (in all, and by role: agent, simulator, judge);
+  `cost_usd` is the run's total (`Run.summary["cost_usd"]`), missing (NaN) when a model call
+  has no price, never 0 for unknown (`attrs["unpriced"]` names the models, by variant);
 - `latency_p50_ms`/`latency_p95_ms` are percentiles of the agent's reply latency over every
   turn of every instance (linear interpolation, as pandas' `quantile`).
 
@@ -279,6 +280,11 @@ def leaderboard(
     order = frame["pass_rate"].fillna(-1).sort_values(ascending=False, kind="stable").index
     out = Leaderboard(frame.loc[order].reset_index(drop=True))
     changes = experiment_changes(exp, base_name)
+    unpriced = {
+        name: list(run.summary.get("unpriced_models") or [])
+        for name, run in exp.runs.items()
+        if math.isnan(rows[name]["cost_usd"]) and run.summary.get("unpriced_models")
+    }
     out.attrs.update(
         {
             "baseline": base_name,
@@ -286,11 +292,25 @@ def leaderboard(
             "interval": kind,
             "count_errors_as": mode,
             "experiment": exp.name,
-            "note": _note(base_name, alpha, kind, len(others)),
+            "note": _note(base_name, alpha, kind, len(others)) + _unpriced_note(unpriced),
+            "unpriced": unpriced,
             "changes": changes.to_dict("records"),
         }
     )
     return out
+
+
+def _unpriced_note(unpriced: dict[str, list[str]]) -> str:
+    """Which variants' cost is missing, and for want of which model's price."""
+    if not unpriced:
+        return ""
+    parts = [
+        f"{name} (no price for {', '.join(map(repr, models))})" for name, models in unpriced.items()
+    ]
+    return (
+        " Cost missing for " + "; ".join(parts) + ": pass prices={model: {'input_mtok': ..., "
+        "'output_mtok': ...}}."
+    )
 
 
 def _note(baseline: str, alpha: float, kind: str, tested: int) -> str:

@@ -64,6 +64,14 @@ def _ms(value: Any) -> str:
     return text if text == "n/a" else text + "ms"
 
 
+def _usd(value: Any) -> str:
+    """`$0.0123`, `$0.000010` below a cent, `n/a` when unknown."""
+    shown = _num(value, ",.4f")
+    if shown == "n/a":
+        return shown
+    return f"${_num(value, '.6f')}" if float(value) < 0.01 else f"${shown}"
+
+
 def _versus(row: dict[str, Any]) -> str:
     if row["baseline"]:
         return "baseline"
@@ -82,7 +90,6 @@ def leaderboard_lines(lb: pd.DataFrame, g: Glyphs, s: Style) -> list[str]:
     rows: list[tuple[str, ...]] = []
     for row in _records(lb):
         stable = f"{row['stable']}/{row['cases']}"
-        cost = _num(row["cost_usd"], ".4f")
         rows.append(
             (
                 clip(row[VARIANT_COLUMN], 24, g.ellipsis),
@@ -90,7 +97,7 @@ def leaderboard_lines(lb: pd.DataFrame, g: Glyphs, s: Style) -> list[str]:
                 f"{_pct(row['ci_low'])}-{_pct(row['ci_high'])}",
                 stable,
                 _num(row["total_tokens"], ",.0f", "-"),
-                "n/a" if cost == "n/a" else f"${cost}",
+                _usd(row["cost_usd"]),
                 _ms(row["latency_p50_ms"]),
                 _ms(row["latency_p95_ms"]),
                 _versus(row),
