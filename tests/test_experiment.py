@@ -503,3 +503,11 @@ def test_cost_in_the_leaderboard_and_the_tradeoff(base: str, tmp_path: Path) -> 
     shown = [t for t in fig.data if t.mode == "markers+text"]
     assert [list(t.text) for t in shown] == [["priced"]]
     assert "not shown" in fig.layout.title.text and "unknown" in fig.layout.title.text
+
+
+def test_arun_awaits_an_experiment() -> None:
+    import asyncio
+
+    exp = asyncio.run(cl.arun(EXPENSE, {"a": "demo:expense", "b": "demo:finance"}, progress=False))
+    assert isinstance(exp, cl.Experiment) and exp.variants == ["a", "b"]
+    assert exp.status == "completed" and len(exp.df) == 24

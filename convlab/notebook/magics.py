@@ -347,12 +347,16 @@ def _agents(namespace: dict[str, Any], args: argparse.Namespace) -> Any:
     from convlab._cli_run import agent_specs, is_experiment, variant_names
 
     specs = agent_specs(args.name)
-    if not is_experiment(args):
+    if len(specs) == 1 and specs[0][0] is None:
         found, value = _lookup(namespace, specs[0][1])
         if found and isinstance(value, dict):
             return dict(value)
-        return _agent(namespace, specs[0][1])
-    names = variant_names(specs)
+        if not is_experiment(args):
+            return _agent(namespace, specs[0][1])
+    try:
+        names = variant_names(specs)
+    except ConvlabError as err:
+        _usage(f"convlab run: {err}")
     return {name: _agent(namespace, spec) for name, (_, spec) in zip(names, specs, strict=True)}
 
 
