@@ -17,19 +17,17 @@ Why the exporter is configured as it is:
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import html
 import os
 import re
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from convlab._util import folder_for
 from convlab.analysis.io import register_saver, write_atomic
 from convlab.errors import ConvlabError, MissingDependencyError
+from convlab.report._nbkeep import drop_dead_widgets, local_sockets, notebook_title
 
 if TYPE_CHECKING:
     from nbformat import NotebookNode
@@ -69,9 +67,6 @@ _DATA_SUFFIXES = (".json", ".jsonl", ".md", ".markdown", ".xml")
 _ITABLES_LINK = re.compile(r"<a href=[\"']?https://itables\.org/[^\s>\"']*[\"']?[^>]*>(.*?)</a>")
 """itables' help and static-preview links: a page that needs no network links to none either."""
 _PLOTLY_MIME = "application/vnd.plotly.v1+json"
-_WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-_WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
-_MODEL_REF = re.compile(r"IPY_MODEL_([0-9a-f]+)")
 _OFFLINE_TEMPLATE = """{%- extends 'index.html.j2' -%}
 {%- block html_head_js_requirejs -%}{%- endblock html_head_js_requirejs -%}
 {%- block jupyter_widgets -%}{%- endblock jupyter_widgets -%}
@@ -120,7 +115,7 @@ def _execute(nb: NotebookNode, cwd: Path, timeout: float, label: str) -> Noteboo
     def started(cell: Any, cell_index: int) -> None:
         running[:] = [cell_index + 1]
 
-    with _local_sockets() as config:
+    with local_sockets() as config:
         client = NotebookClient(
             nb,
             config=config,
@@ -131,25 +126,8 @@ def _execute(nb: NotebookNode, cwd: Path, timeout: float, label: str) -> Noteboo
             on_cell_start=started,
         )
         _run(client, label, running, timeout)
-    _drop_dead_widgets(nb)
+    drop_dead_widgets(nb)
     return nb
-
-
-@contextlib.contextmanager
-def _local_sockets() -> Iterator[Any]:
-    """Kernel settings for local sockets where the system has them: the report's kernel talks
-    to nothing else, and a TCP kernel prints ipykernel's "running over TCP without
-    encryption" warning into the user's terminal. The sockets live in a private folder."""
-    from traitlets.config import Config
-
-    config = Config()
-    if os.name == "nt":  # no unix sockets for zmq's ipc transport
-        yield config
-        return
-    with tempfile.TemporaryDirectory(prefix="convlab-kernel-") as folder:
-        config.KernelManager.transport = "ipc"
-        config.KernelManager.ip = str(Path(folder, "k"))
-        yield config
 
 
 def _run(client: Any, label: str, running: list[int], timeout: float) -> None:
@@ -167,35 +145,6 @@ def _run(client: Any, label: str, running: list[int], timeout: float) -> None:
         raise NotebookError(label, _at(running), "DeadKernelError", str(exc)) from None
     except (NoSuchKernel, RuntimeError) as exc:  # no python3 kernel; it did not start in time
         raise NotebookError(label, _at(running), type(exc).__name__, str(exc)) from None
-
-
-def _drop_dead_widgets(nb: NotebookNode) -> None:
-    """Keep only the saved widget models that an output still shows (and the models those
-    refer to). nbclient stores every model the kernel ever made, closed or replaced: the live
-    tree's, swapped for its static summary when the run ended, would weigh on every save."""
-    import json
-
-    store = nb.metadata.get("widgets", {}).get(_WIDGET_STATE)
-    if not store or not isinstance(store.get("state"), dict):
-        return
-    models: dict[str, Any] = store["state"]
-    todo = [
-        str(out["data"][_WIDGET_VIEW].get("model_id", ""))
-        for cell in nb.cells
-        for out in cell.get("outputs", [])
-        if _WIDGET_VIEW in out.get("data", {})
-    ]
-    keep: set[str] = set()
-    while todo:
-        model = todo.pop()
-        if model in models and model not in keep:
-            keep.add(model)
-            todo += _MODEL_REF.findall(json.dumps(models[model]))
-    store["state"] = {k: v for k, v in models.items() if k in keep}
-    if not keep:
-        nb.metadata["widgets"].pop(_WIDGET_STATE)
-        if not nb.metadata["widgets"]:
-            nb.metadata.pop("widgets")
 
 
 def _at(running: list[int]) -> int | None:
@@ -285,25 +234,6 @@ def export_html(
     if _has_plotly(page_nb):
         body = body.replace("</head>", plotly_script() + "\n</head>", 1)
     return without_itables_links(str(body))
-
-
-_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
-_MD_ESCAPED = re.compile(r"\\([\\`*_\[\]{}()#+!|~>-])")
-
-
-def notebook_title(nb: NotebookNode, name: str | None = None) -> str:
-    """A notebook's name for a page title: its `title` metadata, its first Markdown heading
-    (markup and escapes removed), `name`, or "Notebook"."""
-    title = str(nb.metadata.get("title") or "").strip()
-    if title:
-        return title
-    for cell in nb.cells:
-        if cell.cell_type == "markdown":
-            match = _HEADING.search(str(cell.source))
-            if match:
-                text = _MD_ESCAPED.sub(r"\1", match.group(1)).replace("`", "")
-                return html.unescape(text.replace("**", "").strip()) or name or "Notebook"
-    return name or "Notebook"
 
 
 def without_itables_links(page: str) -> str:
