@@ -185,7 +185,8 @@ def test_validate_notes_inputs_refused_when_sent(
     path.write_text(json.dumps(doc, indent=1), encoding="utf-8")
     assert main(["validate", str(path)]) == 0
     err = capsys.readouterr().err
-    assert f"note: {path}:" in err and "scenario 'sc' step 'st': refused by a strict_input agent" in err
+    assert f"note: {path}:" in err
+    assert "scenario 'sc' step 'st': refused by a strict_input agent" in err
     assert "EVALUATION_AGENT_INPUT_INVALID): input.locale: unknown field 'locale'" in err
 
 
