@@ -31,6 +31,7 @@ from convlab.checks._core import (
 from convlab.checks._extract import extract_path
 from convlab.checks._values import (
     deep_equal,
+    go_v,
     is_number,
     json_safe,
     output_of,
@@ -64,7 +65,7 @@ def json_path(spec: JsonPath, ctx: CheckContext) -> Outcome | AssertionResult:
     one_of = isinstance(spec.value, list) and not isinstance(actual, list)
     if one_of and any(deep_equal(actual, v) for v in spec.value):
         return True, f"path '{spec.path}' equals one of expected values", spec.value, actual, None
-    msg = f"path '{spec.path}': expected {show(spec.value)}, got {show(actual)}"
+    msg = f"path '{spec.path}': expected {go_v(spec.value)}, got {go_v(actual)}"  # Go's %v
     return False, msg, spec.value, actual, None
 
 
