@@ -38,6 +38,7 @@ from convlab.model.assertions import PythonTest
 from convlab.model.blame import blame_of
 from convlab.model.conversation import Message
 from convlab.model.records import AssertionResult
+from convlab.model.tracebacks import error_info
 
 __all__ = ["TestContext", "build_test_context", "python_test"]
 
@@ -245,7 +246,14 @@ async def python_test(spec: PythonTest, ctx: CheckContext) -> AssertionResult:
         # decode is a run, a pass only when the test returned): so the agent's, unless the
         # judge's call (or its connection) raised it
         blame = blame_of(out.exc, "agent")
-        return error_result(spec, msg, blame, score=0.0, details={**details, "location": where})
+        return error_result(
+            spec,
+            msg,
+            blame,
+            score=0.0,
+            details={**details, "location": where},
+            error_info=error_info(out.exc),
+        )
     if out.value is None:
         return result(spec, True, "the test returned normally", score=1.0, details=details)
     reward, problem = _reward(out.value)
