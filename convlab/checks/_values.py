@@ -19,6 +19,7 @@ __all__ = [
     "combined_output",
     "deep_equal",
     "go_json",
+    "go_shown",
     "go_v",
     "is_empty",
     "is_number",
@@ -152,6 +153,13 @@ def go_v(value: Any) -> str:
     if isinstance(value, list | tuple):
         return "[" + " ".join(go_v(v) for v in value) + "]"
     return str(value)
+
+
+def go_shown(value: Any, limit: int = 200) -> str:
+    """`go_v` for a failure message (Yao prints values with `%v`), cut at `limit` characters
+    as `show` cuts: a long reply is never copied into its checks."""
+    text = go_v(value)
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _go_float(value: float) -> str:

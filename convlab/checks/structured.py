@@ -31,7 +31,7 @@ from convlab.checks._core import (
 from convlab.checks._extract import extract_path
 from convlab.checks._values import (
     deep_equal,
-    go_v,
+    go_shown,
     is_number,
     json_safe,
     output_of,
@@ -66,7 +66,8 @@ def json_path(spec: JsonPath, ctx: CheckContext) -> Outcome | AssertionResult:
     one_of = isinstance(spec.value, list) and not isinstance(actual, list)
     if one_of and any(deep_equal(actual, v) for v in spec.value):
         return True, f"path '{spec.path}' equals one of expected values", spec.value, actual, None
-    msg = f"path '{spec.path}': expected {go_v(spec.value)}, got {go_v(actual)}"  # Go's %v
+    # assertJSONPath prints both with Go's %v
+    msg = f"path '{spec.path}': expected {go_shown(spec.value)}, got {go_shown(actual)}"
     return False, msg, spec.value, actual, None
 
 

@@ -16,7 +16,7 @@ from convlab.checks._extract import extract_json, extract_path
 from convlab.checks._regex import search
 from convlab.checks._values import (
     deep_equal,
-    go_v,
+    go_shown,
     json_safe,
     json_type,
     output_of,
@@ -40,7 +40,7 @@ def equals(spec: Equals, ctx: CheckContext) -> Outcome:
     out = output_of(ctx.observation, ctx.scope)
     if deep_equal(out, spec.value):
         return True, "values are equal", spec.value, out, None
-    msg = f"expected {go_v(spec.value)}, got {go_v(out)}"  # assertEquals: Go's %v
+    msg = f"expected {go_shown(spec.value)}, got {go_shown(out)}"  # assertEquals: Go's %v
     return False, msg, spec.value, out, None
 
 
