@@ -37,7 +37,8 @@ from convlab.model import (
 
 __version__ = "0.1.0"
 
-# Public names defined in modules that load heavier code: imported on first use.
+# Public names defined in modules that load heavier code: imported on first use. `history`
+# is the module convlab.history itself, which is callable (`cl.history()`).
 _LAZY = {
     "arun": "convlab.api",
     "ask": "convlab.api",
@@ -45,6 +46,7 @@ _LAZY = {
     "check": "convlab.checks.api",
     "compare": "convlab.analysis.compare",
     "evaluator": "convlab.checks._core",
+    "history": "convlab.history",
     "load_run": "convlab.analysis.load",
     "run": "convlab.api",
     "RunHandle": "convlab.api",
@@ -54,6 +56,7 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
+    from convlab import history
     from convlab.agents.cache import cached
     from convlab.agents.protocol import AgentContext
     from convlab.analysis.compare import Comparison
@@ -72,7 +75,8 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY:
         import importlib
 
-        value = getattr(importlib.import_module(_LAZY[name]), name)
+        module = importlib.import_module(_LAZY[name])
+        value = module if name == "history" else getattr(module, name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'convlab' has no attribute {name!r}")
@@ -110,6 +114,7 @@ __all__ = [
     "check",
     "compare",
     "evaluator",
+    "history",
     "load",
     "load_run",
     "run",

@@ -2,8 +2,8 @@
 
 The agent comes from `-n`, else from a `convlab.yaml` beside the input (`agent: SPEC`, and
 optional `runs`, `parallel`, `timeout`, `judges: {ID: SPEC}`, `adaptive`, `cache`,
-`cache_dir`), else from a HoloDeck agent.yaml's `model` block; with none of them a run stops
-with a usage error that says how to pass one. Flags given on the command line win over
+`cache_dir`, `history`), else from a HoloDeck agent.yaml's `model` block; with none of them a
+run stops with a usage error that says how to pass one. Flags given on the command line win over
 `convlab.yaml`.
 """
 
@@ -44,6 +44,7 @@ DEFAULTS: dict[str, Any] = {
     "adaptive": True,
     "cache": None,
     "cache_dir": None,
+    "history": True,
 }
 NO_AGENT = (
     "no agent to test: pass one with -n AGENT (e.g. -n demo:expense, -n openai:gpt-4o-mini, "
@@ -118,7 +119,8 @@ def read_config(folder: Path) -> dict[str, Any]:
         return {}
     if not isinstance(doc, dict):
         raise ConvlabError(
-            f"{path}: expected a mapping with agent, runs, parallel, timeout, judges, adaptive"
+            f"{path}: expected a mapping with agent, runs, parallel, timeout, judges, adaptive, "
+            "cache, cache_dir, history"
         )
     out: dict[str, Any] = {}
     for key, value in doc.items():
@@ -131,9 +133,9 @@ def read_config(folder: Path) -> dict[str, Any]:
                 raise ConvlabError(f"{path}: {key}: {exc}") from None
         elif key == "judges":
             out[key] = judge_map(value, f"{path}: judges")
-        elif key == "adaptive":
+        elif key in ("adaptive", "history"):
             if not isinstance(value, bool):
-                raise ConvlabError(f"{path}: adaptive: expected true or false, got {value!r}")
+                raise ConvlabError(f"{path}: {key}: expected true or false, got {value!r}")
             out[key] = value
         elif key == "timeout":
             try:
@@ -150,7 +152,7 @@ def read_config(folder: Path) -> dict[str, Any]:
         else:
             raise ConvlabError(
                 f"{path}: {key}: expected agent (a spec string), runs, parallel, timeout, "
-                "judges, adaptive, cache or cache_dir"
+                "judges, adaptive, cache, cache_dir or history"
             )
     return out
 
@@ -298,6 +300,7 @@ def run_options(
         "after": args.after,
         "cache": cache,
         "cache_dir": _setting(args, config, "cache_dir"),
+        "history": _setting(args, config, "history"),
     }
 
 

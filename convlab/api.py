@@ -20,6 +20,7 @@ from convlab._sync import run_sync
 from convlab.engine.api import RunHandle, ask_once, build_runner
 from convlab.engine.events import Listener
 from convlab.engine.runner import Runner
+from convlab.history import record_run
 from convlab.model.answer import Answer
 from convlab.model.run import Run
 from convlab.model.suite import Suite
@@ -51,6 +52,7 @@ class RunOptions(TypedDict, total=False):
     max_cases: int | None
     cache: Literal["record", "replay", "auto"] | None
     cache_dir: str | Path | None
+    history: bool
 
 
 RUN_DEFAULTS: RunOptions = {
@@ -73,6 +75,7 @@ RUN_DEFAULTS: RunOptions = {
     "max_cases": None,
     "cache": None,
     "cache_dir": None,
+    "history": True,
 }
 
 OPTIONS_DOC = """
@@ -114,6 +117,10 @@ OPTIONS_DOC = """
             `run.settings["cache"]`.
         cache_dir: The recordings folder (default `./convlab-cache`): small JSON files, one
             per call, named by the hash of what it sent; commit it next to the suite.
+        history: Record the run when it ends (stopped ones too) in the history database,
+            `history.db` in `$CONVLAB_HOME` or `~/.convlab` (`cl.history()` lists them,
+            `cl.load_run(history_id)` brings one back); False records nothing. An entry
+            that cannot be written is a warning, and the run is returned as ever.
 """
 
 
@@ -153,10 +160,12 @@ def _options(where: str, suite: Any, agent: Any, given: dict[str, Any]) -> dict[
 
 
 class _View:
-    """The chosen progress view: its listeners and how to close it when a run ends."""
+    """The chosen progress view: its listeners and how to close it when a run ends (where
+    the run is recorded in the history, for every way of running)."""
 
     def __init__(self, listeners: list[Listener], tree: Any = None) -> None:
         self.listeners, self.tree = listeners, tree
+        self.history = False
 
     def show(self, stop: Callable[[], None] | None, hint: str = "") -> None:
         """Show the tree in the cell, with a Stop button that calls `stop` (or, None, a hint
@@ -166,8 +175,13 @@ class _View:
             self.tree.show()
 
     def close(self, run: Run | None = None) -> None:
-        if self.tree is not None:
-            self.tree.close(run)
+        """The run has ended (`run`: None when it raised): record it, then close the tree."""
+        try:
+            if run is not None and self.history:
+                record_run(run)  # never raises for a history problem: it warns
+        finally:
+            if self.tree is not None:
+                self.tree.close(run)
 
 
 def _check_progress(progress: Any) -> None:
@@ -180,8 +194,11 @@ def _check_progress(progress: Any) -> None:
 def _runner_and_view(opts: dict[str, Any]) -> tuple[Runner, _View]:
     """The runner, then the view (no widget is made for a suite that fails to load)."""
     _check_progress(opts["progress"])
+    if not isinstance(opts["history"], bool):
+        raise ValueError(f"history={opts['history']!r}: use True (record the run) or False")
     runner = build_runner(opts, [])
     view = _view(opts["progress"])
+    view.history = bool(opts["history"])
     runner.listeners.extend(view.listeners)
     return runner, view
 
