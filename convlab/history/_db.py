@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import sqlite3
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from convlab._util import folder_for
 from convlab.errors import HistoryError
@@ -110,6 +112,28 @@ def _error(path: Path, exc: sqlite3.Error) -> HistoryError:
     return _damaged(path, text)
 
 
+T = TypeVar("T")
+
+
+def _locked(exc: sqlite3.Error) -> bool:
+    text = str(exc)
+    return isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
+
+
+def retrying(step: Callable[[], T]) -> T:
+    """`step()`, again while another process holds the lock, up to BUSY_TIMEOUT_S: sqlite's
+    own busy wait does not cover every case (a WAL file being made or removed by another
+    connection can answer "locked" at once)."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            return step()
+        except sqlite3.OperationalError as exc:
+            if not _locked(exc) or time.monotonic() > deadline:
+                raise
+        time.sleep(random.uniform(0.005, 0.05))
+
+
 def _open(path: Path) -> sqlite3.Connection:
     try:
         folder_for(path)
@@ -175,7 +199,7 @@ def connect(
         return
     conn = _open(path)
     try:
-        _prepare(conn, path)
+        retrying(lambda: _prepare(conn, path))
         yield conn
     except sqlite3.Error as exc:
         raise _error(path, exc) from None
@@ -198,10 +222,14 @@ def insert(conn: sqlite3.Connection, row: dict[str, Any]) -> int:
         f"INSERT INTO runs ({', '.join(names)}) VALUES ({marks}) "
         f"ON CONFLICT(run_id) DO UPDATE SET {updates}"
     )
-    with transaction(conn):  # no RETURNING: it needs SQLite 3.35
-        conn.execute(sql, [row[n] for n in names])
-        found = conn.execute("SELECT id FROM runs WHERE run_id = ?", (row["run_id"],))
-        return int(found.fetchone()[0])
+
+    def write() -> int:
+        with transaction(conn):  # no RETURNING: it needs SQLite 3.35
+            conn.execute(sql, [row[n] for n in names])
+            found = conn.execute("SELECT id FROM runs WHERE run_id = ?", (row["run_id"],))
+            return int(found.fetchone()[0])
+
+    return retrying(write)
 
 
 def update_saved(run_id: str, saved: str, path: Path | None = None) -> bool:
@@ -209,9 +237,13 @@ def update_saved(run_id: str, saved: str, path: Path | None = None) -> bool:
     with connect(path, create=False) as conn:
         if conn is None:
             return False
-        with transaction(conn):
-            cur = conn.execute("UPDATE runs SET saved_path = ? WHERE run_id = ?", (saved, run_id))
-            return cur.rowcount > 0
+
+        def write() -> bool:
+            with transaction(conn):
+                sql = "UPDATE runs SET saved_path = ? WHERE run_id = ?"
+                return conn.execute(sql, (saved, run_id)).rowcount > 0
+
+        return retrying(write)
 
 
 def select(
@@ -227,5 +259,5 @@ def select(
     with connect(path, create=False) as conn:
         if conn is None:
             return ["id", *COLUMNS], []
-        cur = conn.execute(sql, args)
-        return [d[0] for d in cur.description], cur.fetchall()
+        cur = retrying(lambda: conn.execute(sql, args))
+        return [d[0] for d in cur.description], retrying(cur.fetchall)
