@@ -2,9 +2,9 @@
 
 The agent comes from `-n`, else from a `convlab.yaml` beside the input (`agent: SPEC`, and
 optional `runs`, `parallel`, `timeout`, `judges: {ID: SPEC}`, `adaptive`, `cache`,
-`cache_dir`, `history`), else from a HoloDeck agent.yaml's `model` block; with none of them a
-run stops with a usage error that says how to pass one. Flags given on the command line win over
-`convlab.yaml`.
+`cache_dir`, `prices`, `history`), else from a HoloDeck agent.yaml's `model` block; with none
+of them a run stops with a usage error that says how to pass one. Flags given on the command
+line win over `convlab.yaml`.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from convlab.agents.cache import CACHE_MODES
+from convlab.agents.pricing import prices_from
 from convlab.errors import AgentError, ConvlabError
 from convlab.report._console_text import clean
 
@@ -120,7 +121,7 @@ def read_config(folder: Path) -> dict[str, Any]:
     if not isinstance(doc, dict):
         raise ConvlabError(
             f"{path}: expected a mapping with agent, runs, parallel, timeout, judges, adaptive, "
-            "cache, cache_dir, history"
+            "cache, cache_dir, prices, history"
         )
     out: dict[str, Any] = {}
     for key, value in doc.items():
@@ -149,10 +150,20 @@ def read_config(folder: Path) -> dict[str, Any]:
         elif key == "cache_dir" and isinstance(value, str) and value.strip():
             # relative to the convlab.yaml, so the recordings sit next to the suite
             out[key] = str(folder / value.strip())
+        elif key == "prices":
+            if not isinstance(value, dict):
+                raise ConvlabError(
+                    f"{path}: prices: expected a mapping of model names to "
+                    f"{{input_mtok: ..., output_mtok: ...}}, got {value!r}"
+                )
+            try:
+                out[key] = prices_from(value)
+            except ValueError as exc:
+                raise ConvlabError(f"{path}: {exc}") from None
         else:
             raise ConvlabError(
                 f"{path}: {key}: expected agent (a spec string), runs, parallel, timeout, "
-                "judges, adaptive, cache, cache_dir or history"
+                "judges, adaptive, cache, cache_dir, prices or history"
             )
     return out
 
@@ -301,6 +312,7 @@ def run_options(
         "cache": cache,
         "cache_dir": _setting(args, config, "cache_dir"),
         "history": _setting(args, config, "history"),
+        "prices": config.get("prices"),
     }
 
 

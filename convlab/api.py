@@ -53,6 +53,7 @@ class RunOptions(TypedDict, total=False):
     cache: Literal["record", "replay", "auto"] | None
     cache_dir: str | Path | None
     history: bool
+    prices: dict[str, Any] | None
 
 
 RUN_DEFAULTS: RunOptions = {
@@ -76,6 +77,7 @@ RUN_DEFAULTS: RunOptions = {
     "cache": None,
     "cache_dir": None,
     "history": True,
+    "prices": None,
 }
 
 OPTIONS_DOC = """
@@ -121,6 +123,10 @@ OPTIONS_DOC = """
             `history.db` in `$CONVLAB_HOME` or `~/.convlab` (`cl.history()` lists them,
             `cl.load_run(history_id)` brings one back); False records nothing. An entry
             that cannot be written is a warning, and the run is returned as ever.
+        prices: Prices of models genai-prices does not know, or that you pay otherwise for:
+            `{"my-model": {"input_mtok": 0.5, "output_mtok": 1.5}}` (US dollars per million
+            tokens), keyed by the model name the endpoint reports. Every model call's usage
+            is priced by role (agent, simulator, judge): `Run.df["cost_usd"]`.
 """
 
 

@@ -135,7 +135,7 @@ def _unique(results: list[CaseResult]) -> list[CaseResult]:
 def _same_row(row: Any, expected: dict[str, Any]) -> None:
     for name, value in expected.items():
         found = row[name]
-        if value is None:
+        if value is None or (isinstance(value, float) and math.isnan(value)):
             assert found is None or (isinstance(found, float) and math.isnan(found)), name
         else:
             assert found == value, name

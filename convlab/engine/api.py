@@ -14,6 +14,7 @@ from convlab._sync import BackgroundLoop
 from convlab._util import parse_duration
 from convlab.agents.cache import open_cassette
 from convlab.agents.calls import RetryPolicy
+from convlab.agents.pricing import Pricer, prices_from
 from convlab.agents.protocol import Agent, AgentContext, as_agent, owned_by_run
 from convlab.engine.conversation import Env, resolve_simulator
 from convlab.engine.events import Listener
@@ -89,6 +90,7 @@ def build_runner(opts: dict[str, Any], listeners: list[Listener]) -> Runner:
     suite = _suite(opts["suite"])
     _check_evaluators(suite)
     _check_case_limit(suite, opts["runs"], opts.get("max_cases"))
+    pricer = Pricer(prices_from(opts.get("prices")))
     settings = Settings(
         runs=opts["runs"],
         parallel=opts["parallel"],
@@ -124,6 +126,7 @@ def build_runner(opts: dict[str, Any], listeners: list[Listener]) -> Runner:
         parallel=settings.parallel,
         borrowed=tuple(borrowed),
         cassette=open_cassette(opts.get("cache"), opts.get("cache_dir")),
+        pricer=pricer,
     )
     return Runner(env, settings, listeners)
 

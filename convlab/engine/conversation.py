@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 from convlab._util import elapsed_ms
 from convlab.agents.cache import Cassette
 from convlab.agents.calls import Attempts, RetryPolicy, call_agent
+from convlab.agents.meter import Meter
+from convlab.agents.pricing import Pricer
 from convlab.agents.protocol import Agent, AgentContext, AgentSession
 from convlab.checks import CheckContext, evaluate
 from convlab.engine.codes import error_code, turn_code
@@ -78,6 +80,8 @@ class Env:
     """The run's `parallel`: the adaptive limit is shown while it is below it."""
     borrowed: tuple[Any, ...] = ()
     """What the caller passed in and still owns: `aclose` leaves these open (`owned_by_run`)."""
+    pricer: Pricer = field(default_factory=Pricer)
+    """Prices the model calls' usage (genai-prices, and the run's `prices`)."""
     limit_seen: tuple[str, int | None] | None = None
     """The agent's adaptive limit as last reported (`ConcurrencyChanged` says when it moves)."""
 
@@ -165,6 +169,8 @@ class Conversation:
         self.turns: list[TurnResult] = []
         self.attempts = Attempts()
         self.usage: Usage | None = None
+        self.meter = Meter(env.pricer)
+        """Tokens and cost of this instance's model calls, by role and model."""
         self.session: AgentSession | None = None
         self.checkpoints: list[CheckpointResult] = []
         """Dynamic cases: checkpoint states (kept when the case times out)."""

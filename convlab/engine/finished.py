@@ -45,6 +45,7 @@ def result_of(
         duration_ms=elapsed_ms(t0),
         attempts=conv.attempts.calls or 1,
         usage=conv.usage,
+        spend=conv.meter.spend(),
         started_at=started,
         finish_reason=outcome.finish_reason,
     )

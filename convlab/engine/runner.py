@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from convlab.agents.cache import recording
+from convlab.agents.meter import METER
 from convlab.agents.protocol import CASE_DEADLINE, Agent
 from convlab.engine._clock import now as _now
 from convlab.engine._gc import quiet_gc
@@ -352,6 +353,7 @@ class Runner:
                     await call_hook(resolve_hook(case.hooks.after, near), case, outcome, data)
 
         deadline_token = CASE_DEADLINE.set(deadline)  # what the transport's pauses respect
+        meter_token = METER.set(conv.meter)  # what the model calls used, by role
         try:
             async with asyncio.timeout_at(deadline):
                 try:
@@ -385,6 +387,7 @@ class Runner:
             outcome = Outcome("error", error_text(exc), blame=blame_of(exc, site))
         finally:
             CASE_DEADLINE.reset(deadline_token)
+            METER.reset(meter_token)
         if not hooked:
             return outcome
         try:

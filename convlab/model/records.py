@@ -25,6 +25,7 @@ __all__ = [
     "CheckpointResult",
     "Observation",
     "Record",
+    "Spend",
     "Status",
     "TurnResult",
     "Usage",
@@ -166,6 +167,22 @@ class CheckpointResult(Record, kw_only=True):
     message: str | None = None
 
 
+class Spend(Record, kw_only=True):
+    """What one role's calls to one model used in an instance, and what that cost."""
+
+    role: Literal["agent", "simulator", "judge"]
+    model: str | None = None
+    endpoint: str | None = None
+    calls: int = 0
+    """Calls that reported usage (a turn of the agent, a simulated user turn, a judge's
+    question)."""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+    cost_usd: float | None = None
+    """In US dollars (genai-prices, or the run's `prices`); None when the model has no price."""
+
+
 class CaseResult(Record, kw_only=True):
     """One executed case instance, keyed by (case id, variant ids, repetition, run index)."""
 
@@ -193,6 +210,8 @@ class CaseResult(Record, kw_only=True):
     duration_ms: float = 0.0
     attempts: int = 1
     usage: Usage | None = None
+    spend: list[Spend] = []
+    """Tokens and cost of the model calls, by role (agent, simulator, judge) and model."""
     started_at: str | None = None
     finish_reason: str | None = None
     metadata: dict[str, Any] = {}

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from convlab._util import shorten
+from convlab.analysis.frames import cost_line
 from convlab.notebook._style import CSS, GLYPHS, STATUS_COLORS
 
 if TYPE_CHECKING:
@@ -45,12 +46,10 @@ Worst = list[tuple[str, float, str, str, str]]
 
 def _views(run: Run) -> tuple[dict[str, Any], Worst]:
     """The summary and the worst cases, from one pass over the results (no DataFrame)."""
-    from convlab.analysis.frames import case_rollup
-    from convlab.analysis.stats import summary_of
+    from convlab.analysis.frames import case_rollup, summary_from
 
     latest, rows = case_rollup(run)
-    statuses, blames = [r.status for r in latest], [r.blame for r in latest]
-    summary = summary_of(statuses, list(rows.values()), "failed", blames)
+    summary = summary_from(run, latest, rows)
     bad = [(cid, row) for cid, row in rows.items() if row["runs"] > 0 and row["pass_rate"] < 100]
     bad = sorted(bad, key=lambda item: item[1]["pass_rate"])[:_WORST]  # stable: suite order
     wanted = {cid for cid, _ in bad}
@@ -126,8 +125,8 @@ def _title(run: Run) -> str:
 
 def summary_text(s: Mapping[str, Any]) -> str:
     """The counts, the pass rate and (when something did not pass) the blame breakdown."""
-    blame = blame_line(s)
-    return f"{_counts_line(s)}\n{_rate_line(s)}" + (f"\n{blame}" if blame else "")
+    extra = [line for line in (blame_line(s), cost_line(dict(s))) if line]
+    return "\n".join([_counts_line(s), _rate_line(s), *extra])
 
 
 def run_card(run: Run) -> tuple[str, str]:
@@ -143,8 +142,7 @@ def run_text(run: Run) -> str:
 
 def _run_text(run: Run, s: dict[str, Any], worst: Worst) -> str:
     lines = [_title(run), "  " + _counts_line(s), "  " + _rate_line(s)]
-    if blame_line(s):
-        lines.append("  " + blame_line(s))
+    lines += ["  " + line for line in (blame_line(s), cost_line(s)) if line]
     if worst:
         lines.append("  worst cases:")
         for cid, rate, cls, verdict, why in worst:
@@ -191,6 +189,7 @@ def summary_html(s: Mapping[str, Any], title: str = "Summary", extra: str = "") 
         f"<div class='cl-muted'>{e(_rate_line(s))}</div>"
         + (f"<div class='cl-muted'>classes: {e(roll)}</div>" if roll else "")
         + _blame_html(s)
+        + (f"<div class='cl-muted'>{e(cost)}</div>" if (cost := cost_line(dict(s))) else "")
         + f"{extra}</div></div>"
     )
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
 
+from convlab.analysis.frames import cost_line
 from convlab.report._console_text import Glyphs, Style, clean, clip
 
 if TYPE_CHECKING:
@@ -250,6 +251,9 @@ def summary_block(
         if sm.get("not_agent"):
             text += " (only the agent's count towards the pass rate)"
         rows.append(("Blame", text))
+    cost = cost_line(dict(sm))
+    if cost:
+        rows.append(("Cost", cost.removeprefix("cost ")))
     runs = int(run.settings.get("runs") or 1)
     if runs > 1 and sm.get("mean_pass") is not None:
         # thinkingbox's `tb agg` "Mean per-sample accuracy" with its Jeffreys interval
