@@ -122,7 +122,8 @@ OPTIONS_DOC = """
         history: Record the run when it ends (stopped ones too) in the history database,
             `history.db` in `$CONVLAB_HOME` or `~/.convlab` (`cl.history()` lists them,
             `cl.load_run(history_id)` brings one back); False records nothing. An entry
-            that cannot be written is a warning, and the run is returned as ever.
+            that cannot be written is a warning, `run.settings["history"]` says why, and
+            the run is returned as ever.
         prices: Prices of models genai-prices does not know, or that you pay otherwise for:
             `{"my-model": {"input_mtok": 0.5, "output_mtok": 1.5}}` (US dollars per million
             tokens), keyed by the model name the endpoint reports. Every model call's usage

@@ -84,7 +84,7 @@ def test_a_run_is_recorded_with_its_suite_agent_figures_and_results(home):
         "parallel": 3,
     }
     assert row["pass_rate"] == pytest.approx(run.summary["pass_rate"])
-    assert row["cost_usd"] != row["cost_usd"]  # unknown cost: missing, never 0
+    assert row["cost_usd"] == run.summary["cost_usd"] == 0  # a demo agent costs nothing
     assert row["started_at"].isoformat(timespec="milliseconds") == run.started_at
     # a run with no store is kept, compressed, beside the database
     kept = Path(row["results_path"])
@@ -191,22 +191,24 @@ def test_record_run_names_an_experiment_and_a_variant_and_records_a_run_once(hom
     assert len(cl.history()) == 1
 
 
-def test_secrets_never_reach_the_history(home, monkeypatch):
+def test_the_cost_and_the_agent_settings_are_kept_and_secrets_never_are(home, monkeypatch):
     from convlab.agents.serve import DemoServer
 
     key = "sk-test-0123456789abcdefSECRET"
     monkeypatch.setenv("OPENAI_API_KEY", "sk-env-9876543210zyxwvuSECRET")
     system = "You file expenses. Be brief."
-    with DemoServer() as base:
-        agent = cl.agents.openai("demo:expense", base_url=base, api_key=key, system=system)
-        plain = cl.agents.openai("demo:expense", base_url=base, system=system, temperature=0.2)
-        cl.run(EXPENSE, agent, progress=False)
+    # the demo expense agent served as a model genai-prices knows: its usage is priced
+    with DemoServer({"gpt-4o-mini": "demo:expense"}) as base:
+        agent = cl.agents.openai("gpt-4o-mini", base_url=base, api_key=key, system=system)
+        plain = cl.agents.openai("gpt-4o-mini", base_url=base, system=system, temperature=0.2)
+        keyed = cl.run(EXPENSE, agent, progress=False)
         cl.run(EXPENSE, plain, progress=False)
     h = cl.history()
     settings = h.agent_settings[0]
-    assert settings["system"] == system and settings["model"] == "demo:expense"
+    assert settings["system"] == system and settings["model"] == "gpt-4o-mini"
     assert settings["params"]["temperature"] == 0.2
-    assert h.model[0] == "demo:expense"
+    assert h.model[0] == "gpt-4o-mini"
+    assert h.cost_usd[1] == pytest.approx(keyed.summary["cost_usd"]) and h.cost_usd[1] > 0
     written = b"".join(p.read_bytes() for p in home.iterdir() if p.is_file())
     written += b"".join(gzip.decompress(p.read_bytes()) for p in (home / "runs").iterdir())
     assert system.encode() in written
@@ -349,17 +351,22 @@ def test_the_table_and_the_chart_escape_what_users_wrote(home):
     bundle = h._repr_mimebundle_()
     assert evil not in bundle["text/html"] and "History" in bundle["text/plain"]
     fig = h.plot()
-    assert [t.name for t in fig.data] == ["&lt;script&gt;alert(1)&lt;/script&gt;", "plain"]
-    assert [list(t.y) for t in fig.data] == [[100.0, 0.0], [100.0]]  # oldest first
-    assert "no run has a known cost" in fig.layout.title.text
+    names = ["&lt;script&gt;alert(1)&lt;/script&gt;", "plain"]
+    assert [(t.name, t.yaxis, list(t.y)) for t in fig.data] == [
+        (names[0], "y", [100.0, 0.0]),  # oldest first
+        (names[0], "y2", [0.0, 0.0]),  # a function agent costs nothing
+        (names[1], "y", [100.0]),
+        (names[1], "y2", [0.0]),
+    ]
     assert all(evil not in str(t.hovertext) for t in fig.data)
-    # with costs: a second panel, one point per run that has one
+    # a cost that is not known is no point, and with none the cost panel says so
     h.loc[h.suite == "plain", "cost_usd"] = 0.0125
     fig = h.plot(suite="plain")
-    assert [(t.name, t.yaxis, list(t.y)) for t in fig.data] == [
-        ("plain", "y", [100.0]),
-        ("plain", "y2", [0.0125]),
-    ]
+    assert [(t.yaxis, list(t.y)) for t in fig.data] == [("y", [100.0]), ("y2", [0.0125])]
+    h["cost_usd"] = float("nan")
+    fig = h.plot()
+    assert [t.yaxis for t in fig.data] == ["y", "y"]
+    assert "no run has a known cost" in fig.layout.title.text
     with pytest.raises(ValueError, match="no run of suite 'nope'"):
         h.plot(suite="nope")
 
@@ -382,14 +389,15 @@ def test_convlab_history_lists_runs_on_the_command_line(home, tmp_path):
         "cost",
     ]
     assert lines[1].split()[0] == "2" and "finance-demo" in lines[1] and "83.3%" in lines[1]
-    assert lines[2].split()[0] == "1" and "demo:expense" in lines[2] and lines[2].endswith("-")
+    assert lines[2].split()[0] == "1" and "demo:expense" in lines[2]
+    assert lines[2].endswith("$0.0000")
     only = _cli("history", "--suite", str(EXPENSE), "--limit", "5")
     assert [line.split()[0] for line in only.stdout.splitlines()[1:]] == ["1"]
     as_json = _cli("history", "--json", "--limit", "1")
     records = [json.loads(line) for line in as_json.stdout.splitlines()]
     assert [r["run_id"] for r in records] == [second.id]
     assert records[0]["agent_settings"] == {"spec": "demo:finance"}
-    assert records[0]["cost_usd"] is None
+    assert records[0]["cost_usd"] == 0
     assert first.id in _cli("history", "--json").stdout
     empty = _cli("history", "--suite", "nothing")
     assert empty.returncode == 0 and "no recorded runs of 'nothing'" in empty.stderr
