@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -95,7 +96,12 @@ class History(pd.DataFrame):
         shown = [c for c in shown if c not in ("experiment", "variant") or self[c].notna().any()]
         where = str(self.attrs.get("path", ""))
         note = f"Recorded in {where}; cl.load_run(id) brings a run back." if where else None
-        return Table(pd.DataFrame(self[shown]), "History · past runs", description=note)
+        frame = pd.DataFrame(self[shown])
+        if "started_at" in frame.columns:  # this machine's time, to the second (sorts as text)
+            local = datetime.now().astimezone().tzinfo
+            when = pd.to_datetime(frame["started_at"], utc=True).dt.tz_convert(local)
+            frame["started_at"] = when.dt.strftime("%Y-%m-%d %H:%M:%S").fillna("")
+        return Table(frame, "History · past runs", description=note)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         bundle: dict[str, Any] = self.table()._repr_mimebundle_(include, exclude)
