@@ -401,3 +401,12 @@ def test_convlab_history_lists_runs_on_the_command_line(home, tmp_path):
     assert first.id in _cli("history", "--json").stdout
     empty = _cli("history", "--suite", "nothing")
     assert empty.returncode == 0 and "no recorded runs of 'nothing'" in empty.stderr
+
+
+def test_an_unknown_cost_is_a_dash_never_zero(home):
+    from convlab._cli_history import history_lines
+
+    cl.run(EXPENSE, "demo:expense", progress=False)
+    h = cl.history()
+    h["cost_usd"] = float("nan")
+    assert history_lines(h)[1].split()[-2:] == ["83.3%", "-"]
