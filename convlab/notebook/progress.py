@@ -37,6 +37,7 @@ from convlab.engine.events import (
     RunStarted,
     TurnCompleted,
 )
+from convlab.notebook._errors import location_html, traceback_html
 from convlab.notebook._style import CSS, GLYPHS, STATUS_COLORS
 
 if TYPE_CHECKING:
@@ -157,7 +158,8 @@ def _result_html(r: CaseResult) -> str:
             out.append(f"<li class='cl-fail'>{e(a.label or a.kind)}: {e(msg)}</li>")
     if r.status != "passed" and r.error and len(r.error) > _WHY:  # the head shows short ones
         out.append(f"<li class='cl-fail'>{e(shorten(r.error, 600))}</li>")
-    return "".join(out)
+    tb = traceback_html(r.error_info) if r.status != "passed" else ""  # the user's code raised
+    return "".join(out) + (f"<li>{tb}</li>" if tb else "")
 
 
 def _node_html(node: _Node, open_: bool, runs: int = 1, turns_shown: int = 6) -> str:
@@ -191,7 +193,8 @@ def _draw_node(node: _Node, open_: bool, runs: int, turns_shown: int) -> str:
     if r is not None and r.blame and r.blame != "agent":  # not counted against the agent
         why = f" <span class='cl-blame'>[blame: {e(r.blame)}]</span>"
     if r is not None and status != "passed" and r.error:
-        why += f" <span class='cl-muted'>— {e(shorten(r.error, _WHY))}</span>"
+        at = location_html(r.error_info)  # where the user's code raised it
+        why += f" <span class='cl-muted'>— {e(shorten(r.error, _WHY))}{at}</span>"
     head = (
         f"<span style='color:{color}'>{GLYPHS.get(status, '?')} {e(status.upper())}</span> "
         f"<code>{e(_title(node, runs))}</code>{took}{why}"
