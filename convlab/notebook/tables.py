@@ -195,14 +195,9 @@ def _renderer(name: str, series: pd.Series[Any], limit: int) -> Callable[[Any], 
 
 
 def _rounded(values: pd.Series[Any]) -> pd.Series[Any]:
-    """Floats for reading: 3 decimals, but 3 significant digits below 0.01 (a cost of
-    $0.000412 is not shown as 0)."""
-    small = values.notna() & (values != 0) & (values.abs() < 0.01)
-    if not small.any():
-        return values.round(3)
-    out = values.round(3)
-    out[small] = [float(f"{v:.3g}") for v in values[small]]
-    return out
+    """Floats for reading: 3 decimals, 3 significant digits below 0.01 ($0.000412 stays)."""
+    small, out = values.notna() & (values != 0) & (values.abs() < 0.01), values.round(3)
+    return out.mask(small, values[small].map(lambda v: float(f"{v:.3g}"))) if small.any() else out
 
 
 def _numeric(series: pd.Series[Any]) -> pd.Series[Any] | None:
