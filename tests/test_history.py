@@ -410,3 +410,21 @@ def test_an_unknown_cost_is_a_dash_never_zero(home):
     h = cl.history()
     h["cost_usd"] = float("nan")
     assert history_lines(h)[1].split()[-2:] == ["83.3%", "-"]
+
+
+def test_an_experiment_records_each_variant_under_its_name(home):
+    exp = cl.run(
+        EXPENSE,
+        {"full": "demo:expense", "lite": "demo:expense_lite"},
+        experiment="prompts",
+        progress=False,
+    )
+    h = cl.history(experiment="prompts")
+    assert sorted(zip(h.variant, h.run_id, strict=True)) == [
+        ("full", exp.runs["full"].id),
+        ("lite", exp.runs["lite"].id),
+    ]
+    for hid, variant in zip(h.id, h.variant, strict=True):
+        assert _texts(cl.load_run(int(hid))) == _texts(exp.runs[variant])
+    cl.run(EXPENSE, {"a": "demo:expense", "b": "demo:expense"}, progress=False, history=False)
+    assert len(cl.history()) == 2
