@@ -70,10 +70,12 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _refused_inputs(suite: Any) -> list[str]:
-    """Notes for step inputs the agent's adapter will refuse when the turn is sent.
+    """Notes for step inputs that intention-kernel's direct adapter refuses when the turn is
+    sent.
 
     The file is valid (intention-kernel accepts any JSON object as a step input), so these
-    are notes, not problems: the run errs only at those turns (EVALUATION_AGENT_INPUT_INVALID).
+    are notes, not problems: a run errs at those turns (EVALUATION_AGENT_INPUT_INVALID) only
+    with an agent that is `strict_input`; any other agent receives the input as it is.
     """
     notes = []
     for case in suite.cases:
@@ -81,8 +83,8 @@ def _refused_inputs(suite: Any) -> list[str]:
         for turn in case.turns:
             given = [("", turn.input)] + [(f" variant {v.id!r}", v.input) for v in turn.variants]
             notes += [
-                f"note: {where}: scenario {case.id!r} step {turn.id!r}{name}: refused when sent "
-                f"(EVALUATION_AGENT_INPUT_INVALID): {inp.invalid}"
+                f"note: {where}: scenario {case.id!r} step {turn.id!r}{name}: refused by a "
+                f"strict_input agent (EVALUATION_AGENT_INPUT_INVALID): {inp.invalid}"
                 for name, inp in given
                 if inp.invalid is not None
             ]
