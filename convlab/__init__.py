@@ -38,8 +38,7 @@ from convlab.model.experiment import Experiment
 
 __version__ = "0.1.0"
 
-# Public names defined in modules that load heavier code: imported on first use. `history`
-# is the module convlab.history itself, which is callable (`cl.history()`).
+# Public names defined in modules that load heavier code: imported on first use.
 _LAZY = {
     "arun": "convlab.api",
     "ask": "convlab.api",
@@ -47,7 +46,7 @@ _LAZY = {
     "check": "convlab.checks.api",
     "compare": "convlab.analysis.compare",
     "evaluator": "convlab.checks._core",
-    "history": "convlab.history",
+    "history": "convlab._history",
     "load_experiment": "convlab.analysis.experiment_io",
     "load_run": "convlab.analysis.load",
     "run": "convlab.api",
@@ -58,7 +57,7 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
-    from convlab import history
+    from convlab._history import history
     from convlab.agents.cache import cached
     from convlab.agents.protocol import AgentContext
     from convlab.analysis.compare import Comparison
@@ -79,7 +78,7 @@ def __getattr__(name: str) -> Any:
         import importlib
 
         module = importlib.import_module(_LAZY[name])
-        value = module if name == "history" else getattr(module, name)
+        value = getattr(module, name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'convlab' has no attribute {name!r}")
