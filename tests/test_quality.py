@@ -49,13 +49,16 @@ def test_a_missing_gate_tool_fails_with_the_install_command(monkeypatch):
 
 
 def test_what_following_the_readme_leaves_behind_is_git_ignored():
-    """Every file the README's commands write (`-o`, `--store`, `run.save(...)`), and what
-    Jupyter adds beside a notebook, stays out of `git status`."""
+    """Every file the README's commands write (`-o`, `--store`, `.save(...)` in its code
+    blocks and its inline `convlab ...` commands), and what Jupyter adds beside a notebook,
+    stays out of `git status`."""
     import re
 
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    written = set(re.findall(r"(?:-o|--store) ([\w.-]+\.\w+)\b", readme))
-    written |= set(re.findall(r'save\("([\w.-]+)"\)', readme))
+    commands = "\n".join(re.findall(r"```[a-z]*\n(.*?)```", readme, re.DOTALL))
+    commands += "\n" + "\n".join(re.findall(r"`(convlab [^`]+)`", readme))
+    written = set(re.findall(r"(?:-o|--store) ([\w.-]+\.\w+)\b", commands))
+    written |= set(re.findall(r'save\("([\w.-]+)"\)', commands))
     assert {"report.html", "results.json", "run.jsonl"} <= written
     paths = [
         *sorted(written),
