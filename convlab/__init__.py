@@ -9,6 +9,7 @@ Example:
 from typing import TYPE_CHECKING, Any
 
 from convlab import agents
+from convlab._options import options
 from convlab.errors import (
     AgentError,
     AgentHTTPError,
@@ -112,6 +113,7 @@ __all__ = [
     "evaluator",
     "load",
     "load_run",
+    "options",
     "run",
     "start",
 ]

@@ -17,7 +17,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from convlab._util import cut_noted
-from convlab.notebook._style import CSS, GLYPHS, STATUS_COLORS, TRANSCRIPT_CSS
+from convlab.notebook._style import CSS, GLYPHS, STATUS_CSS, TRANSCRIPT_CSS, css_color
 
 if TYPE_CHECKING:
     from convlab.model.answer import Answer
@@ -206,7 +206,7 @@ e = html.escape
 
 
 def _color(status: str) -> str:
-    return STATUS_COLORS.get(status, "#57606a")
+    return STATUS_CSS.get(status, css_color("muted"))
 
 
 def _json_block(value: Any) -> str:
@@ -290,7 +290,7 @@ def _check_html(r: AssertionResult) -> str:
 def answer_html(answer: Answer) -> str:
     """The transcript as one self-contained, escaped HTML fragment (inline CSS only)."""
     word, status = _verdict(answer)
-    color = _color(status) if answer.results else "#57606a"
+    color = _color(status) if answer.results else css_color("muted")
     glyph = f"{GLYPHS[status]} " if answer.results else ""
     head = (
         f"<div class='cl-head'><span class='cl-verdict' style='color:{color}'>"
