@@ -115,7 +115,7 @@ def test_the_chart_palette_maps_one_to_one_and_leaves_data_alone() -> None:
     }
     dark = recolor(spec, CHART_DARK)
     assert dark["y"] == spec["y"]
-    assert dark["marker"] == {"color": ["#2ea043", "#111111"], "line": {"color": "#111111"}}
+    assert dark["marker"] == {"color": ["#238636", "#111111"], "line": {"color": "#111111"}}
     assert dark["hovertemplate"] == "<span style='color:#9198a1'>x</span>"
     back = {v: k for k, v in CHART_DARK.items()}
     assert recolor(dark, back) == spec

@@ -2,7 +2,8 @@
 
 A view is checked the way a reader sees it: each visible text node's computed colour (an SVG
 text's `fill`) against its real background, found by compositing the backgrounds and the
-opacities of its ancestors over the page's canvas, with the WCAG 2 contrast ratio of the
+opacities of its ancestors over the page's canvas (and, for a chart's text, the filled shapes
+painted under it, such as a bar), with the WCAG 2 contrast ratio of the
 relative luminances. 4.5:1 is WCAG AA for normal text; inactive controls (a disabled paging
 arrow) are exempt, as WCAG has them.
 
@@ -209,6 +210,29 @@ CONTRAST_JS = """
     }
     return groups;
   }
+  // An SVG text (a chart's) sits on the shapes painted before it, not on its ancestors:
+  // the filled shapes under its centre, in paint (document) order, over the ancestors' colour.
+  function shapesBehind(el, base) {
+    const host = el.closest(".plotly-graph-div") || el.ownerSVGElement;
+    if (!host) return base;
+    const box = el.getBoundingClientRect();
+    const cx = box.left + box.width / 2, cy = box.top + box.height / 2;
+    let color = base;
+    for (const s of host.querySelectorAll("path,rect,circle,ellipse,polygon")) {
+      if (!(s.compareDocumentPosition(el) & Node.DOCUMENT_POSITION_FOLLOWING)) continue;
+      const cs = getComputedStyle(s);
+      if (cs.visibility !== "visible" || cs.display === "none") continue;
+      const f = parse(cs.fill);
+      if (!f) continue;
+      f[3] *= parseFloat(cs.fillOpacity || "1") * parseFloat(cs.opacity || "1");
+      if (f[3] === 0) continue;
+      const r = s.getBoundingClientRect();
+      if (!r.width || !r.height || cx < r.left || cx > r.right || cy < r.top || cy > r.bottom)
+        continue;
+      color = over(f, color);
+    }
+    return color;
+  }
   const out = { count: 0, min: null, worst: [] };
   const roots = Array.from(document.querySelectorAll(selector));
   const seen = new Set();
@@ -235,7 +259,8 @@ CONTRAST_JS = """
       if (fg[3] === 0) continue;
       const groups = behind(el);
       const inner = groups[groups.length - 1];
-      let t = over(fg, inner.color), b = inner.color;
+      const under = svg ? shapesBehind(el, inner.color) : inner.color;
+      let t = over(fg, under), b = under;
       for (let i = groups.length - 1; i > 0; i--) {
         t = mix(t, groups[i].base, groups[i].op);
         b = mix(b, groups[i].base, groups[i].op);

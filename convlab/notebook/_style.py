@@ -215,8 +215,8 @@ CSS = (
     + """
 .convlab{font-family:-apple-system,BlinkMacSystemFont,"Segoe UI",Helvetica,Arial,sans-serif;
  font-size:13px;line-height:1.45}
-.convlab code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12px;
- color:inherit;background:none}
+.convlab code,.convlab :not(pre)>code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,
+ monospace;font-size:12px;color:inherit;background:none;padding:0}
 .convlab .cl-card{border:1px solid var(--cl-border);border-radius:6px;padding:8px 12px;
  margin:4px 0;max-width:100%;overflow-x:auto}
 .convlab .cl-title{font-weight:600;font-size:14px;margin-bottom:4px}

@@ -43,7 +43,7 @@ CHART_DARK = {
     "#865c00": "#d29922",
     "#0a61c7": "#58a6ff",
     "#476e1e": "#8ddb8c",
-    "#1a7f37": "#2ea043",  # stability classes (chart fills)
+    "#1a7f37": "#238636",  # stability classes (chart fills; white text inside keeps 4.6:1)
     "#4d9a2c": "#6cc644",
     "#d4a72c": "#e3b341",
     "#cf222e": "#f85149",
