@@ -131,3 +131,17 @@ def test_views_refer_to_the_palette_variables() -> None:
     assert STATUS_CSS["failed"] == f"var(--cl-failed,{LIGHT['failed']})"
     for hard in ("color:#1f2328", "background:#f6f8fa", "background:#fff"):
         assert hard not in CSS
+
+
+def test_the_live_tree_keeps_its_header_above_a_bounded_body() -> None:
+    from convlab.notebook._style import TREE_BODY_HEIGHT
+    from convlab.notebook.progress import LiveTree
+
+    tree = LiveTree()
+    head, body = tree.box.children
+    assert body is tree.body and tree.header in head.children and tree.bar in head.children
+    assert {"convlab", "cl-tree-head"} <= set(head._dom_classes)  # sticky, with a background
+    assert tree.body.layout.max_height == TREE_BODY_HEIGHT and tree.body.layout.overflow == "auto"
+    assert tree.box.layout.overflow == "visible"  # else the header would stick to the box
+    assert ".convlab.cl-tree-head{position:sticky;top:0" in CSS
+    assert "class='cl-scroll'" in tree.snapshot_html()  # the static snapshot is bounded too

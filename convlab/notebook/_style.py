@@ -215,8 +215,9 @@ CSS = (
     + """
 .convlab{font-family:-apple-system,BlinkMacSystemFont,"Segoe UI",Helvetica,Arial,sans-serif;
  font-size:13px;line-height:1.45}
-.convlab code,.convlab :not(pre)>code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,
- monospace;font-size:12px;color:inherit;background:none;padding:0}
+.convlab code,.convlab :not(pre)>code,.jp-ThemedContainer .convlab code,
+.jp-ThemedContainer .convlab :not(pre)>code{font-family:ui-monospace,SFMono-Regular,Menlo,
+ Consolas,monospace;font-size:12px;color:inherit;background:none;padding:0}
 .convlab .cl-card{border:1px solid var(--cl-border);border-radius:6px;padding:8px 12px;
  margin:4px 0;max-width:100%;overflow-x:auto}
 .convlab .cl-title{font-weight:600;font-size:14px;margin-bottom:4px}
@@ -226,9 +227,6 @@ CSS = (
 .convlab .cl-bar{display:flex;height:8px;border-radius:4px;overflow:hidden;
  background:var(--cl-line);margin:6px 0;max-width:480px}
 .convlab .cl-bar div{height:100%}
-.convlab .cl-scroll{max-height:"""
-    + TREE_BODY_HEIGHT
-    + """;overflow:auto}
 .convlab details{margin:1px 0 1px 0}
 .convlab details>summary{cursor:pointer;list-style-position:inside}
 .convlab .cl-turns{margin:2px 0 4px 18px;padding:0;list-style:none}
@@ -243,8 +241,16 @@ CSS = (
 .convlab table.cl-small td,.convlab table.cl-small th{border-bottom:1px solid var(--cl-line);
  padding:2px 8px;text-align:left;vertical-align:top;color:inherit;background:none}
 """
+    + f"""
+.convlab .cl-scroll{{max-height:{TREE_BODY_HEIGHT};overflow:auto}}
+.convlab.cl-tree-head{{position:sticky;top:0;z-index:3;background:var(--cl-bg);
+ border-bottom:1px solid var(--cl-line);padding-bottom:2px}}
+.jp-OutputArea:has(.cl-tree-head),.jp-OutputArea-child:has(.cl-tree-head),
+.jp-OutputArea-output:has(.cl-tree-head){{overflow:visible}}
+"""
 )
-"""Inline stylesheet (no external assets), scoped under `.convlab`."""
+"""Inline stylesheet (no external assets), scoped under `.convlab` (and, for the live tree's
+sticky header, the JupyterLab output area that holds it)."""
 
 TRANSCRIPT_CSS = """
 .convlab .cl-answer{max-width:880px}
@@ -268,7 +274,8 @@ TRANSCRIPT_CSS = """
  align-items:baseline}
 .convlab .cl-kv>span{color:var(--cl-muted);font-size:11px}
 .convlab .cl-kv>code{justify-self:start}
-.convlab pre.cl-json{margin:1px 0;padding:2px 6px;white-space:pre-wrap;overflow-wrap:anywhere;
+.convlab pre.cl-json,.jp-ThemedContainer .convlab pre.cl-json{margin:1px 0;padding:2px 6px;
+ white-space:pre-wrap;overflow-wrap:anywhere;
  color:var(--cl-fg);background:var(--cl-bg2);border:0;border-radius:4px;font-size:12px;
  max-height:24em;overflow-y:auto;font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
 .convlab .cl-extra{max-width:80%;margin:3px 0;font-size:12px}

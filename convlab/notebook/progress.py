@@ -253,7 +253,11 @@ class LiveTree:
         # the body scrolls inside a fixed height: the header, the bar and Stop stay in view
         self.body.layout.max_height = TREE_BODY_HEIGHT
         self.body.layout.overflow = "auto"
-        self.box = w.VBox([self.header, self.bar, w.HBox([self.button, self.hint]), self.body])
+        head = w.VBox([self.header, self.bar, w.HBox([self.button, self.hint])])
+        head.add_class("convlab")  # the palette's variables, for its background
+        head.add_class("cl-tree-head")  # sticks to the top of the notebook while in view
+        self.box = w.VBox([head, self.body])
+        self.box.layout.overflow = "visible"  # a scrolling box would hold the sticky header
         self._draw()
 
     # -- wiring -------------------------------------------------------------------------
