@@ -11,6 +11,7 @@ opens the notebook, runs it with Run All (the Run menu) and checks:
   while the slow run goes, sampled until it ends;
 - the contrast of the tree's text while it runs and of every card's text at the end (4.5:1,
   measured as tests/theme_pages.py does);
+- that the Plotly charts are drawn in the theme (`cl.options.theme` is "auto");
 - that the page raised no script error.
 
 The browser may only reach the server. Screenshots of the slow run mid-way are kept in
@@ -295,6 +296,11 @@ def test_quickstart_in_jupyterlab(browser: Any, lab: Lab, theme: str) -> None:
         card.wait_for()
         lab.wait_kernel_idle(page)
         cards = contrast(page, ".cl-card")
+        # the charts follow JupyterLab's theme ("auto" read its settings in the kernel)
+        chart = page.locator(".jp-RenderedPlotly .main-svg").first
+        chart.scroll_into_view_if_needed()
+        paper = chart.evaluate("e => getComputedStyle(e).backgroundColor")
+        assert paper == ("rgb(17, 17, 17)" if theme == "dark" else "rgb(255, 255, 255)"), paper
         print(
             f"{theme}: live tree min {live['min']:.2f}:1 over {live['count']} text nodes; "
             f"cards min {cards['min']:.2f}:1 over {cards['count']}; {len(samples)} samples"
