@@ -30,6 +30,7 @@ from convlab.model.records import (
     AssertionResult,
     CaseResult,
     CheckpointResult,
+    ErrorInfo,
     Observation,
     TurnResult,
 )
@@ -39,7 +40,15 @@ from convlab.model.suite import TurnInput
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"
-RECORD_TYPES = (Usage, Observation, AssertionResult, TurnResult, CheckpointResult, CaseResult)
+RECORD_TYPES = (
+    Usage,
+    ErrorInfo,
+    Observation,
+    AssertionResult,
+    TurnResult,
+    CheckpointResult,
+    CaseResult,
+)
 
 # --- records generated from their types --------------------------------------------------
 
@@ -135,7 +144,7 @@ def _unique(results: list[CaseResult]) -> list[CaseResult]:
 def _same_row(row: Any, expected: dict[str, Any]) -> None:
     for name, value in expected.items():
         found = row[name]
-        if value is None:
+        if value is None or (isinstance(value, float) and math.isnan(value)):
             assert found is None or (isinstance(found, float) and math.isnan(found)), name
         else:
             assert found == value, name

@@ -4,6 +4,8 @@ generic HTTP agent."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from convlab.agents._transport import HTTPClient
 from convlab.agents.protocol import Agent, Concurrency
 
@@ -31,3 +33,20 @@ class HTTPBackedAgent(Agent):
     def concurrency(self) -> Concurrency | None:
         """The tightest adaptive limit of this agent's endpoints on the running loop."""
         return self._http.concurrency()
+
+    def masked_settings(self, settings: dict[str, Any]) -> dict[str, Any]:
+        """`settings` with the agent's key, header values and URL secrets replaced by `***` in
+        every string (nested values too), as `Agent.settings()` returns them."""
+        return {key: self.masked(value) for key, value in settings.items()}
+
+    def masked(self, value: Any) -> Any:
+        """`value` (builtins, nested) with every secret of the agent's replaced by `***`."""
+        if isinstance(value, str):
+            return self._http.secret.redact(value)
+        if isinstance(value, dict):
+            return {str(k): self.masked(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [self.masked(v) for v in value]
+        if value is None or isinstance(value, bool | int | float):
+            return value
+        return self._http.secret.redact(repr(value))

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from convlab._util import elapsed_ms
 from convlab.agents.cache import active, calling
+from convlab.agents.meter import METER
 from convlab.agents.protocol import AgentContext, AgentSession
 from convlab.errors import AgentError
 from convlab.model.codec import valid_unicode
@@ -78,6 +79,8 @@ async def call_agent(
             continue
         if obs.latency_ms is None:
             obs.latency_ms = elapsed_ms(start)
+        if obs.usage is not None and (meter := METER.get()) is not None:
+            meter.add(role, obs.usage)
         return _as_unicode(obs)
     raise AssertionError("unreachable")
 

@@ -201,6 +201,15 @@ class FunctionAgent(Agent):
         """Functions keep no per-conversation state: the session just calls the function."""
         return _FunctionSession(self)
 
+    def settings(self) -> dict[str, Any]:
+        """The spec and where the function is defined (module, qualified name, file)."""
+        fn = inspect.unwrap(self.fn)
+        return {
+            "spec": self.name,
+            "function": f"{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', '?')}",
+            "file": getattr(getattr(fn, "__code__", None), "co_filename", None),
+        }
+
     @classmethod
     def from_spec(cls, spec: str) -> FunctionAgent:
         """A function named `module:function`."""

@@ -114,6 +114,12 @@ class HTTPAgent(HTTPBackedAgent):
             timeout=timeout, secret=self._secret, headers=headers, adaptive=adaptive
         )
 
+    def settings(self) -> dict[str, Any]:
+        """The URL (fit to show), the request template and the response paths."""
+        return self.masked_settings(
+            {"spec": self.name, "url": self.name, "request": self.request, "response": self.paths}
+        )
+
     async def open(self, ctx: AgentContext) -> AgentSession:
         """Stateless: every turn sends the whole conversation as the template says."""
         return _HTTPSession(self)

@@ -96,6 +96,7 @@ class OpenAIAgent(HTTPBackedAgent):
         self.name = f"openai:{self.model}"
         self.url = _endpoint(self.base_url)
         self.shown_url = safe_url(self.url)
+        self.shown_base_url = safe_url(self.base_url)
         """The endpoint as descriptions and errors show it: no password, no query values."""
         self._http = HTTPClient(
             timeout=timeout, secret=self._key, headers=headers, adaptive=adaptive
@@ -108,6 +109,19 @@ class OpenAIAgent(HTTPBackedAgent):
         if self.base_url == DEFAULT_BASE_URL:
             return self.name
         return f"{self.name} @ {safe_url(self.base_url)}"
+
+    def settings(self) -> dict[str, Any]:
+        """The spec, model, endpoint, full system prompt, request params and tool names."""
+        return self.masked_settings(
+            {
+                "spec": self.name,
+                "model": self.model,
+                "base_url": safe_url(self.base_url),
+                "system": self.system,
+                "params": dict(self.params),
+                "tools": list(self.tools),
+            }
+        )
 
     def missing_key(self) -> str | None:
         """Why this agent cannot call its endpoint (no key for a remote one), or None.
@@ -190,11 +204,14 @@ class _OpenAISession(AgentSession):
         new: list[Message] = []
         calls: list[ToolCall] = []
         tokens: list[int] | None = None
+        model = agent.model
         text: str | None = None
         status = "completed"
         for n in range(passes):
             data = await agent.complete(convo)
             tokens = _add_usage(tokens, data.get("usage"))
+            if isinstance(data.get("model"), str) and data["model"]:
+                model = data["model"]  # what answered, as the endpoint reports it
             message = data["choices"][0]["message"]
             message.setdefault("role", "assistant")
             new.append(Message.model_validate(message))
@@ -212,7 +229,16 @@ class _OpenAISession(AgentSession):
                 break
             if n == passes - 1:
                 status = "incomplete"
-        usage = None if tokens is None else Usage(**dict(zip(_USAGE_KEYS, tokens, strict=True)))
+        usage = None
+        if tokens is not None:
+            prompt, completion, total = tokens
+            usage = Usage(
+                prompt_tokens=prompt,
+                completion_tokens=completion,
+                total_tokens=total,
+                model=model,
+                endpoint=agent.shown_base_url,
+            )
         return Observation(
             text=text,
             data=self._data(text),

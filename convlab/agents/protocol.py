@@ -131,6 +131,12 @@ class Agent(ABC):
         """A short description for results; never contains secrets."""
         return self.name
 
+    def settings(self) -> dict[str, Any]:
+        """What this agent is made of, as JSON-ready builtins kept with its runs (`spec`, and
+        for a model: `model`, `system`, `params`, ...), so two runs can say what changed
+        between them; never contains secrets."""
+        return {"spec": self.describe()}
+
     def concurrency(self) -> Concurrency | None:
         """The adaptive in-flight limit on the running loop, once an endpoint has answered
         429 or 503; None for agents that have none (functions, demos) or before any."""

@@ -11,6 +11,7 @@ Saving and loading runs (`save`, `load_run`) live in `convlab.analysis.io`.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -33,6 +34,7 @@ __all__ = [
     "TURN_COLUMNS",
     "assertions_frame",
     "checkpoints_frame",
+    "cost_line",
     "instances",
     "instances_frame",
     "run_pass_k_table",
@@ -40,8 +42,10 @@ __all__ = [
     "run_summary",
     "suite_frame",
     "suite_order",
+    "summary_from",
     "tool_calls_frame",
     "turns_frame",
+    "unpriced_models",
     "why_not_passed",
 ]
 
@@ -310,16 +314,61 @@ def case_rollup(
 
 
 def run_summary(run: Run, count_errors_as: str = "failed") -> dict[str, Any]:
-    """`Run.summary`: totals by status (latest record per instance) and the stability roll-up."""
+    """`Run.summary`: totals by status (latest record per instance), the stability roll-up,
+    and the tokens and cost of the model calls."""
+    latest, rows = case_rollup(run, count_errors_as)
+    return summary_from(run, latest, rows, count_errors_as)
+
+
+def summary_from(
+    run: Run,
+    latest: list[InstanceRow],
+    rows: dict[str, dict[str, Any]],
+    count_errors_as: str = "failed",
+) -> dict[str, Any]:
+    """`run_summary` from the `case_rollup` already made."""
     from convlab.analysis.stats import counting_mode, summary_of
 
-    latest, rows = case_rollup(run, count_errors_as)
-    return summary_of(
+    summary = summary_of(
         [r.status for r in latest],
         list(rows.values()),
         counting_mode(count_errors_as),
         [r.blame for r in latest],
     )
+    cost = math.fsum(r.cost_usd for r in latest)
+    summary["cost_usd"] = None if math.isnan(cost) else cost
+    summary["tokens"] = {
+        role: sum(getattr(r, f"{role}_tokens") for r in latest)
+        for role in ("agent", "simulator", "judge")
+    }
+    summary["unpriced_models"] = unpriced_models(run) if math.isnan(cost) else []
+    return summary
+
+
+def cost_line(summary: dict[str, Any]) -> str:
+    """`cost $0.0123 · tokens: agent 1,234, judge 56`, or why the cost is missing; '' when
+    no model call reported usage."""
+    tokens = {role: n for role, n in (summary.get("tokens") or {}).items() if n}
+    if not tokens:
+        return ""
+    used = "tokens: " + ", ".join(f"{role} {n:,}" for role, n in tokens.items())
+    cost = summary.get("cost_usd")
+    if cost is not None:
+        shown = f"{cost:,.2f}" if cost >= 1 else f"{cost:.3g}"
+        return f"cost ${shown} · {used}"
+    models = ", ".join(repr(m) for m in summary.get("unpriced_models") or [])
+    return (
+        f"cost unknown: no price for {models} (pass prices={{model: {{'input_mtok': ..., "
+        f"'output_mtok': ...}}}}) · {used}"
+    )
+
+
+def unpriced_models(run: Run) -> list[str]:
+    """The models whose calls in `run` have no price (what makes its cost missing)."""
+    found = {
+        s.model or "(no model named)" for r in run.results for s in r.spend if s.cost_usd is None
+    }
+    return sorted(found)
 
 
 SUITE_COLUMNS = ("case_id", "name", "mode", "turns", "assertions", "tags", "source", "skip")

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 from convlab._util import elapsed_ms
 from convlab.agents.cache import Cassette
 from convlab.agents.calls import Attempts, RetryPolicy, call_agent
+from convlab.agents.meter import Meter
+from convlab.agents.pricing import Pricer
 from convlab.agents.protocol import Agent, AgentContext, AgentSession
 from convlab.checks import CheckContext, evaluate
 from convlab.engine.codes import error_code, turn_code
@@ -28,9 +30,11 @@ from convlab.model.records import (
     AssertionResult,
     AssertionStatus,
     CheckpointResult,
+    ErrorInfo,
     Observation,
     TurnResult,
 )
+from convlab.model.tracebacks import error_info
 
 if TYPE_CHECKING:
     from convlab.model.assertions import Assertion
@@ -78,6 +82,8 @@ class Env:
     """The run's `parallel`: the adaptive limit is shown while it is below it."""
     borrowed: tuple[Any, ...] = ()
     """What the caller passed in and still owns: `aclose` leaves these open (`owned_by_run`)."""
+    pricer: Pricer = field(default_factory=Pricer)
+    """Prices the model calls' usage (genai-prices, and the run's `prices`)."""
     limit_seen: tuple[str, int | None] | None = None
     """The agent's adaptive limit as last reported (`ConcurrencyChanged` says when it moves)."""
 
@@ -165,6 +171,8 @@ class Conversation:
         self.turns: list[TurnResult] = []
         self.attempts = Attempts()
         self.usage: Usage | None = None
+        self.meter = Meter(env.pricer)
+        """Tokens and cost of this instance's model calls, by role and model."""
         self.session: AgentSession | None = None
         self.checkpoints: list[CheckpointResult] = []
         """Dynamic cases: checkpoint states (kept when the case times out)."""
@@ -210,9 +218,10 @@ class Conversation:
             if isinstance(exc, asyncio.CancelledError) and stopping():
                 raise
             turn.status, turn.error = "error", _agent_error(exc, index)
+            turn.error_info = error_info(exc)
             turn.code = error_code(exc)
             turn.duration_ms = elapsed_ms(start)
-            raise TurnFailed(turn.error, blame_of(exc, "agent")) from exc
+            raise TurnFailed(turn.error, blame_of(exc, "agent"), turn.error_info) from exc
         self.env.note_concurrency()
         cap_reply(obs, self.env.max_reply_bytes)
         turn_id = turn_id_of(self.thread_id, step_id or str(index))
@@ -296,11 +305,13 @@ def kernel_repetition(inst: Instance) -> int:
 
 class TurnFailed(Exception):
     """The conversation cannot go on (the agent or the simulator failed, a checkpoint could
-    not be evaluated); `blame` is whose fault that is, classified where it was caught."""
+    not be evaluated); `blame` is whose fault that is, classified where it was caught, and
+    `info` the exception behind it, when one was raised."""
 
-    def __init__(self, message: str, blame: Blame) -> None:
+    def __init__(self, message: str, blame: Blame, info: ErrorInfo | None = None) -> None:
         super().__init__(message)
         self.blame: Blame = blame
+        self.info = info
 
 
 def _agent_error(exc: BaseException, index: int) -> str:

@@ -68,6 +68,10 @@ class Usage(Record, kw_only=True):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
+    model: str | None = None
+    """The model that answered, as the endpoint reported it (what prices it)."""
+    endpoint: str | None = None
+    """The endpoint's base URL, fit to show (names the provider when the model alone does not)."""
 
 
 class Reply(BaseModel):

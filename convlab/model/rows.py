@@ -3,6 +3,7 @@ made from its record by `instance_row` alone."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from typing import NamedTuple
 
@@ -27,6 +28,9 @@ class InstanceRow(NamedTuple):
     """Why it did not pass (`why_not_passed`); empty for a pass."""
     code: str
     """Its stable code (`CaseResult.code`); empty when it has none."""
+    error_location: str
+    """Where the user's code raised the exception behind `error` (`my_agent.py:12 in reply`);
+    empty when no user code raised."""
     blame: str | None
     assertions: int
     assertions_failed: int
@@ -38,6 +42,14 @@ class InstanceRow(NamedTuple):
     prompt_tokens: int
     completion_tokens: int
     total_tokens: int
+    """The agent's token usage (prompt, completion, both)."""
+    agent_tokens: int
+    simulator_tokens: int
+    judge_tokens: int
+    """Total tokens of the model calls by role (`CaseResult.spend`)."""
+    cost_usd: float
+    """What the instance's model calls cost in US dollars (agent, simulator and judge); 0.0
+    when none reported usage, NaN when a model that did has no price."""
     started_at: str | None
     finish_reason: str | None
 
@@ -56,6 +68,11 @@ def instance_row(r: CaseResult) -> InstanceRow:
         if t.observation is not None:
             calls += len(t.observation.tool_calls)
     prompt, completion, total = usage_tokens(r)
+    by_role = {"agent": 0, "simulator": 0, "judge": 0}
+    cost = 0.0
+    for spent in r.spend:
+        by_role[spent.role] += spent.total_tokens
+        cost += math.nan if spent.cost_usd is None else spent.cost_usd
     return InstanceRow(
         *r.key,
         status=r.status,
@@ -64,6 +81,7 @@ def instance_row(r: CaseResult) -> InstanceRow:
         turns=len(r.turns),
         error=why_not_passed(r),
         code=r.code or "",
+        error_location=r.error_info.location if r.error_info is not None else "",
         blame=r.blame,
         assertions=checks + len(r.assertions),
         assertions_failed=failed + _failed(r.assertions),
@@ -74,6 +92,10 @@ def instance_row(r: CaseResult) -> InstanceRow:
         prompt_tokens=prompt,
         completion_tokens=completion,
         total_tokens=total,
+        agent_tokens=by_role["agent"],
+        simulator_tokens=by_role["simulator"],
+        judge_tokens=by_role["judge"],
+        cost_usd=cost,
         started_at=r.started_at,
         finish_reason=r.finish_reason,
     )

@@ -37,6 +37,9 @@ class Run(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     suite: Suite | None = None
     agent: str = ""
     """The agent's description (never a secret)."""
+    agent_settings: dict[str, Any] = {}
+    """What the agent is made of (`Agent.settings()`: spec, model, system prompt, params, ...;
+    never a secret), so two runs can say what changed between them."""
     settings: dict[str, Any] = {}
     """runs, parallel, timeout_s, ... as given to run()."""
     results: MutableSequence[CaseResult] = msgspec.field(default_factory=Results)

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from convlab._util import shorten
+from convlab.analysis.frames import cost_line
 from convlab.notebook._style import CSS, GLYPHS, STATUS_CSS
 
 if TYPE_CHECKING:
@@ -39,32 +40,31 @@ def _pct(value: Any) -> str:
     return f"{float(value):.1f}%"
 
 
-Worst = list[tuple[str, float, str, str, str]]
-"""(case id, pass rate, class, verdict, first reason the agent did not pass)"""
+Worst = list[tuple[str, float, str, str, str, str]]
+"""(case id, pass rate, class, verdict, first reason the agent did not pass, where the user's
+code raised the exception behind it ('' when none did))"""
 
 
 def _views(run: Run) -> tuple[dict[str, Any], Worst]:
     """The summary and the worst cases, from one pass over the results (no DataFrame)."""
-    from convlab.analysis.frames import case_rollup
-    from convlab.analysis.stats import summary_of
+    from convlab.analysis.frames import case_rollup, summary_from
 
     latest, rows = case_rollup(run)
-    statuses, blames = [r.status for r in latest], [r.blame for r in latest]
-    summary = summary_of(statuses, list(rows.values()), "failed", blames)
+    summary = summary_from(run, latest, rows)
     bad = [(cid, row) for cid, row in rows.items() if row["runs"] > 0 and row["pass_rate"] < 100]
     bad = sorted(bad, key=lambda item: item[1]["pass_rate"])[:_WORST]  # stable: suite order
     wanted = {cid for cid, _ in bad}
-    reasons: dict[str, str] = {}
+    reasons: dict[str, tuple[str, str]] = {}
     for r in latest:  # the pass rate counts the agent's failures: so do the reasons
         if r.case_id in wanted and r.case_id not in reasons and r.blame == "agent":
-            reasons[r.case_id] = r.error
+            reasons[r.case_id] = (r.error, r.error_location)
     worst = [
         (
             cid,
             float(row["pass_rate"]),
             str(row["classification"]),
             str(row["verdict"]),
-            reasons.get(cid, ""),
+            *reasons.get(cid, ("", "")),
         )
         for cid, row in bad
     ]
@@ -126,8 +126,8 @@ def _title(run: Run) -> str:
 
 def summary_text(s: Mapping[str, Any]) -> str:
     """The counts, the pass rate and (when something did not pass) the blame breakdown."""
-    blame = blame_line(s)
-    return f"{_counts_line(s)}\n{_rate_line(s)}" + (f"\n{blame}" if blame else "")
+    extra = [line for line in (blame_line(s), cost_line(dict(s))) if line]
+    return "\n".join([_counts_line(s), _rate_line(s), *extra])
 
 
 def run_card(run: Run) -> tuple[str, str]:
@@ -143,13 +143,13 @@ def run_text(run: Run) -> str:
 
 def _run_text(run: Run, s: dict[str, Any], worst: Worst) -> str:
     lines = [_title(run), "  " + _counts_line(s), "  " + _rate_line(s)]
-    if blame_line(s):
-        lines.append("  " + blame_line(s))
+    lines += ["  " + line for line in (blame_line(s), cost_line(s)) if line]
     if worst:
         lines.append("  worst cases:")
-        for cid, rate, cls, verdict, why in worst:
+        for cid, rate, cls, verdict, why, at in worst:
             head = f"    {cid}  {_pct(rate)} {cls} ({verdict})"
-            lines.append(head + (f"  {shorten(why, 100)}" if why else ""))
+            at = f" (at {at})" if at else ""  # where the user's code raised
+            lines.append(head + (f"  {shorten(why, 100)}" if why else "") + at)
     return "\n".join(lines)
 
 
@@ -191,6 +191,7 @@ def summary_html(s: Mapping[str, Any], title: str = "Summary", extra: str = "") 
         f"<div class='cl-muted'>{e(_rate_line(s))}</div>"
         + (f"<div class='cl-muted'>classes: {e(roll)}</div>" if roll else "")
         + _blame_html(s)
+        + (f"<div class='cl-muted'>{e(cost)}</div>" if (cost := cost_line(dict(s))) else "")
         + f"{extra}</div></div>"
     )
 
@@ -217,8 +218,10 @@ def _worst_table(worst: Worst) -> str:
     e = html.escape
     rows = "".join(
         f"<tr><td><code>{e(cid)}</code></td><td>{e(_pct(rate))}</td><td>{e(cls)}</td>"
-        f"<td>{e(verdict)}</td><td title='{e(why)}'>{e(shorten(why, 200))}</td></tr>"
-        for cid, rate, cls, verdict, why in worst
+        f"<td>{e(verdict)}</td><td title='{e(why)}'>{e(shorten(why, 200))}"
+        + (f" <span class='cl-muted'>at <code>{e(at)}</code></span>" if at else "")
+        + "</td></tr>"
+        for cid, rate, cls, verdict, why, at in worst
     )
     if not rows:
         return ""

@@ -236,6 +236,10 @@ CSS = (
 .convlab .cl-ok{color:var(--cl-passed)}
 .convlab .cl-blame{color:var(--cl-warn)}
 .convlab .cl-blame-agent{color:var(--cl-failed)}
+.convlab pre.cl-json,.jp-ThemedContainer .convlab pre.cl-json{margin:1px 0;padding:2px 6px;
+ white-space:pre-wrap;overflow-wrap:anywhere;
+ color:var(--cl-fg);background:var(--cl-bg2);border:0;border-radius:4px;font-size:12px;
+ max-height:24em;overflow-y:auto;font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
 .convlab table.cl-small{border-collapse:collapse;margin:4px 0;font-size:inherit;color:inherit;
  background:none}
 .convlab table.cl-small td,.convlab table.cl-small th{border-bottom:1px solid var(--cl-line);
@@ -274,10 +278,6 @@ TRANSCRIPT_CSS = """
  align-items:baseline}
 .convlab .cl-kv>span{color:var(--cl-muted);font-size:11px}
 .convlab .cl-kv>code{justify-self:start}
-.convlab pre.cl-json,.jp-ThemedContainer .convlab pre.cl-json{margin:1px 0;padding:2px 6px;
- white-space:pre-wrap;overflow-wrap:anywhere;
- color:var(--cl-fg);background:var(--cl-bg2);border:0;border-radius:4px;font-size:12px;
- max-height:24em;overflow-y:auto;font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
 .convlab .cl-extra{max-width:80%;margin:3px 0;font-size:12px}
 .convlab .cl-checks{margin-top:8px;padding-top:6px;border-top:1px solid var(--cl-line)}
 .convlab .cl-check{margin:2px 0}

@@ -1,12 +1,12 @@
 """The live progress tree: a handful of ipywidgets redrawn by a throttled pump.
 
-Why this shape: jupyter_server drops iopub messages above 1000/s and every
-widget ever created is saved in the notebook, so there is never one widget per case. Engine
-events only change plain Python state under a lock; a pump thread redraws at most
-`1 / interval` times a second inside `hold_sync()`, and once more at the end. The body is one
-HTML string capped to what a person can read: the running instances, the latest failures
-and the most recent ones; the totals live in the header. The body scrolls inside a fixed
-height, so the header, the bar and Stop stay where they are while the run goes.
+Why this shape: jupyter_server drops iopub messages above 1000/s and every widget ever created
+is saved in the notebook, so there is never one widget per case. Engine events only change
+plain Python state under a lock; a pump thread redraws at most `1 / interval` times a second
+inside `hold_sync()`, and once more at the end. The body is one HTML string capped to what a
+person can read: the running instances, the latest failures and the most recent ones; the
+totals live in the header. The body scrolls inside a fixed height under a sticky header, so
+the counts, the bar and Stop stay in view while the run goes.
 
 The display output carries a static `text/html` snapshot beside the widget view, and at the
 end of the run it is replaced, through its display handle, by a static summary card. A saved
@@ -38,6 +38,7 @@ from convlab.engine.events import (
     RunStarted,
     TurnCompleted,
 )
+from convlab.notebook._errors import location_html, traceback_html
 from convlab.notebook._style import CSS, GLYPHS, STATUS_CSS, TREE_BODY_HEIGHT, css_color
 
 if TYPE_CHECKING:
@@ -158,7 +159,8 @@ def _result_html(r: CaseResult) -> str:
             out.append(f"<li class='cl-fail'>{e(a.label or a.kind)}: {e(msg)}</li>")
     if r.status != "passed" and r.error and len(r.error) > _WHY:  # the head shows short ones
         out.append(f"<li class='cl-fail'>{e(shorten(r.error, 600))}</li>")
-    return "".join(out)
+    tb = traceback_html(r.error_info) if r.status != "passed" else ""  # the user's code raised
+    return "".join(out) + (f"<li>{tb}</li>" if tb else "")
 
 
 def _node_html(node: _Node, open_: bool, runs: int = 1, turns_shown: int = 6) -> str:
@@ -192,7 +194,8 @@ def _draw_node(node: _Node, open_: bool, runs: int, turns_shown: int) -> str:
     if r is not None and r.blame and r.blame != "agent":  # not counted against the agent
         why = f" <span class='cl-blame'>[blame: {e(r.blame)}]</span>"
     if r is not None and status != "passed" and r.error:
-        why += f" <span class='cl-muted'>— {e(shorten(r.error, _WHY))}</span>"
+        at = location_html(r.error_info)  # where the user's code raised it
+        why += f" <span class='cl-muted'>— {e(shorten(r.error, _WHY))}{at}</span>"
     head = (
         f"<span style='color:{color}'>{GLYPHS.get(status, '?')} {e(status.upper())}</span> "
         f"<code>{e(_title(node, runs))}</code>{took}{why}"
@@ -249,15 +252,11 @@ class LiveTree:
         self.button.layout.display = "none"
         self.button.on_click(self._on_stop)
         self.hint = w.HTML()
-        self.body = w.HTML()
-        # the body scrolls inside a fixed height: the header, the bar and Stop stay in view
-        self.body.layout.max_height = TREE_BODY_HEIGHT
-        self.body.layout.overflow = "auto"
+        # a bounded, scrolling body under a sticky header; a scrolling box would hold the header
+        self.body = w.HTML(layout=w.Layout(max_height=TREE_BODY_HEIGHT, overflow="auto"))
         head = w.VBox([self.header, self.bar, w.HBox([self.button, self.hint])])
-        head.add_class("convlab")  # the palette's variables, for its background
-        head.add_class("cl-tree-head")  # sticks to the top of the notebook while in view
-        self.box = w.VBox([head, self.body])
-        self.box.layout.overflow = "visible"  # a scrolling box would hold the sticky header
+        head._dom_classes = ("convlab", "cl-tree-head")  # the palette (background); sticky
+        self.box = w.VBox([head, self.body], layout=w.Layout(overflow="visible"))
         self._draw()
 
     # -- wiring -------------------------------------------------------------------------
@@ -446,7 +445,7 @@ class LiveTree:
                 f"<div style='width:{share:.2f}%;background:{color}'></div></div></div>"
             )
             body = f"<div class='convlab'><div class='cl-scroll'>{self._body_html()}</div></div>"
-            return self._header_html() + bar + body  # bounded, as the widget's body is
+            return self._header_html() + bar + body
 
     def close(self, run: Run | None = None) -> None:
         """Stop redrawing; swap the live view for the static summary. Safe to call twice."""

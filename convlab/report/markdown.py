@@ -108,7 +108,7 @@ def _counts(s: dict[str, Any]) -> str:
 
 def run_markdown(run: Run) -> str:
     """Summary, a per-case table (pass rate, stability class) and the failures with reasons."""
-    from convlab.analysis.frames import instances_frame, suite_order
+    from convlab.analysis.frames import cost_line, instances_frame, run_summary, suite_order
     from convlab.analysis.stats import stability, summary
 
     df = instances_frame(run)
@@ -125,6 +125,9 @@ def run_markdown(run: Run) -> str:
     if blamed:
         counts = ", ".join(f"{b} {n}" for b, n in blamed.items())
         lines += ["", f"**Not passed, by blame:** {counts}. {_BLAME_RULE}"]
+    spent = cost_line(run_summary(run))
+    if spent:
+        lines += ["", cell(spent[0].upper() + spent[1:])]
     if run.error:
         lines += ["", f"**Run error:** {cell(run.error)}"]
     lines += ["", "## Cases", ""]
@@ -154,7 +157,7 @@ def run_markdown(run: Run) -> str:
                 str(r["repetition"]),
                 cell(r["status"]),
                 cell(r["blame"] or ""),
-                cell(r["error"], _REASON_LIMIT),
+                cell(r["error"], _REASON_LIMIT) + _at(r.get("error_location")),
             ]
             for r in bad.head(_FAILURES_LIMIT).to_dict("records")
         ]
@@ -168,6 +171,11 @@ def run_markdown(run: Run) -> str:
             f"- {cell(a.label or a.kind)}: {cell(a.error or a.message)}" for a in failed_suite
         ]
     return "\n".join(lines) + "\n"
+
+
+def _at(location: str | None) -> str:
+    """` at `my_agent.py:12 in reply``: where the user's code raised; '' when it did not."""
+    return f" at {code(location)}" if location else ""
 
 
 @register_saver(".md", ".markdown")

@@ -1,0 +1,197 @@
+"""What runs cost: every model call's usage, by role (agent, user simulator, judge), priced
+with genai-prices' bundled database (never fetched) or the run's `prices`; models served by
+a real OpenAI-compatible server on 127.0.0.1 (`convlab serve-demo`'s server)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from dynamic_expense import expense_agent, expense_case
+from genai_prices import Usage as PriceUsage
+from genai_prices import calc_price
+
+import convlab as cl
+from convlab.agents.serve import DemoServer
+from convlab.analysis.frames import unpriced_models
+from convlab.model import Case, Message, Suite
+from convlab.model.conversation import Reply, Usage
+from convlab.notebook._cards import run_card
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def user_llm(messages: list[dict[str, Any]]) -> str:
+    said = "Travel, $3500" if "Assistant:" in messages[-1]["content"] else "File an expense"
+    return json.dumps({"message": said, "goal_achieved": False, "reasoning": "next"})
+
+
+def judge_llm(messages: list[dict[str, Any]]) -> str:
+    return json.dumps({"answer": "yes", "reason": "it says filed"})
+
+
+def suite() -> Suite:
+    judged = Case(
+        id="judged",
+        input=[Message(content="a travel expense please")],
+        assertions=[{"kind": "judge", "question": "Was the expense filed?"}],
+    )
+    return Suite(id="s", cases=[expense_case("trip"), judged])
+
+
+@pytest.fixture(scope="module")
+def base() -> Iterator[str]:
+    # the served names are the models the endpoint reports: two that genai-prices knows
+    apps = {"gpt-4o-mini": expense_agent, "gpt-4o": user_llm, "house-judge": judge_llm}
+    with DemoServer(apps) as url:
+        yield url
+
+
+def model(name: str, base: str) -> Any:
+    return cl.agents.openai(name, base_url=base, api_key="sk-test")
+
+
+def priced(name: str, prompt: int, completion: int) -> float:
+    """genai-prices' own figure for one call."""
+    used = PriceUsage(input_tokens=prompt, output_tokens=completion)
+    return float(calc_price(used, name).total_price)
+
+
+def run_it(base: str, **options: Any) -> cl.Run:
+    return cl.run(
+        suite(),
+        model("gpt-4o-mini", base),
+        simulator=model("gpt-4o", base),
+        judge=model("house-judge", base),
+        progress=False,
+        **options,
+    )
+
+
+def test_each_role_is_priced_apart_and_an_unknown_model_is_missing(base: str) -> None:
+    run = run_it(base)
+    assert [r.status for r in run.results] == ["passed", "passed"]
+    trip, judged = run.results
+    assert [(s.role, s.model) for s in trip.spend] == [
+        ("agent", "gpt-4o-mini"),
+        ("simulator", "gpt-4o"),
+    ]
+    agent = trip.spend[0]
+    assert agent.calls == len(trip.turns) and agent.endpoint == base
+    # the server counts words; each turn is one call, priced as genai-prices prices it
+    expected = sum(
+        priced(
+            "gpt-4o-mini", t.observation.usage.prompt_tokens, t.observation.usage.completion_tokens
+        )
+        for t in trip.turns
+    )
+    assert agent.cost_usd == pytest.approx(expected, rel=1e-9)
+    assert trip.spend[1].cost_usd and trip.spend[1].cost_usd > 0
+    df = run.df.set_index("case_id")
+    assert df.loc["trip", "cost_usd"] == pytest.approx(agent.cost_usd + trip.spend[1].cost_usd)
+    assert df.loc["trip", "simulator_tokens"] == trip.spend[1].total_tokens > 0
+    # the judge's model is not in the database: its case's cost is missing, never 0
+    assert [(s.role, s.model, s.cost_usd) for s in judged.spend][1:] == [
+        ("judge", "house-judge", None)
+    ]
+    assert math.isnan(df.loc["judged", "cost_usd"])
+    assert df.loc["judged", "judge_tokens"] > 0
+    assert run.summary["cost_usd"] is None
+    assert unpriced_models(run) == ["house-judge"]
+
+
+def test_a_price_override_prices_what_the_database_does_not_know(base: str) -> None:
+    run = run_it(base, prices={"house-judge": {"input_mtok": 2.0, "output_mtok": 8.0}})
+    judge = next(s for s in run.results[1].spend if s.role == "judge")
+    assert judge.cost_usd == pytest.approx(
+        (judge.prompt_tokens * 2.0 + judge.completion_tokens * 8.0) / 1e6
+    )
+    assert run.summary["cost_usd"] == pytest.approx(run.df["cost_usd"].sum())
+    assert unpriced_models(run) == []
+
+
+def test_a_bad_price_is_refused_before_anything_runs(base: str) -> None:
+    with pytest.raises(ValueError, match=r"prices\['m'\]\.output_mtk: Extra inputs"):
+        run_it(base, prices={"m": {"input_mtok": 1, "output_mtk": 2}})
+    with pytest.raises(ValueError, match=r"prices\['m'\]\.input_mtok: Input should be greater"):
+        run_it(base, prices={"m": {"input_mtok": -1}})
+
+
+def test_a_replayed_run_shows_the_recorded_usage_and_cost(base: str, tmp_path: Path) -> None:
+    first = run_it(base, cache="record", cache_dir=tmp_path)
+    again = run_it(base, cache="replay", cache_dir=tmp_path)
+    assert again.settings["cache"]["missed"] == 0 and again.settings["cache"]["replayed"] > 0
+    assert [r.status for r in again.results] == ["passed", "passed"]
+    assert [r.spend for r in again.results] == [r.spend for r in first.results]
+
+
+def test_functions_cost_nothing_unless_they_report_usage() -> None:
+    plain = cl.run(
+        suite().model_copy(update={"cases": suite().cases[1:]}),
+        lambda m: "filed",
+        judge=lambda m: judge_llm(m),
+        progress=False,
+    )
+    assert plain.results[0].spend == [] and plain.df["cost_usd"].tolist() == [0.0]
+    assert plain.summary["cost_usd"] == 0.0
+
+    def reporting(messages: list[dict[str, Any]]) -> Reply:
+        return Reply(
+            text="filed",
+            usage=Usage(
+                prompt_tokens=1000, completion_tokens=10, total_tokens=1010, model="gpt-4o"
+            ),
+        )
+
+    run = cl.run(
+        Suite(id="s", cases=[Case(id="a", input=[Message(content="hi")])]),
+        reporting,
+        progress=False,
+    )
+    [spent] = run.results[0].spend
+    assert spent.cost_usd == pytest.approx(priced("gpt-4o", 1000, 10))
+
+
+def test_the_card_and_the_cli_show_the_total_or_say_which_model_has_no_price(
+    base: str, tmp_path: Path
+) -> None:
+    text, html = run_card(run_it(base))
+    note = "cost unknown: no price for 'house-judge'"
+    assert note in text and note.replace("'", "&#x27;") in html
+    text, _ = run_card(run_it(base, prices={"house-judge": {"input_mtok": 1}}))
+    assert "cost $" in text and "tokens: agent" in text and "judge" in text
+
+    folder = tmp_path / "suite"
+    folder.mkdir()
+    shutil.copy(ROOT / "examples" / "expense" / "expense.jsonl", folder)
+    (folder / "convlab.yaml").write_text("prices:\n  expense: {input_mtok: 1.5, output_mtok: 6}\n")
+    with DemoServer() as url:
+        done = subprocess.run(
+            [sys.executable, "-m", "convlab.cli", "run", "-i", str(folder), "-n",
+             "openai:expense", "-o", str(tmp_path / "out.json")],
+            capture_output=True, text=True, timeout=120,
+            env={**os.environ, "OPENAI_BASE_URL": url, "OPENAI_API_KEY": "sk-test",
+                 "PYTHONPATH": str(ROOT)},
+        )  # fmt: skip
+    assert done.returncode in (0, 1), done.stderr
+    shown = (done.stdout + done.stderr).splitlines()
+    [cost] = [line for line in shown if line.strip().startswith("Cost:")]
+    saved = json.loads((tmp_path / "out.json").read_text())
+    total = sum(s["cost_usd"] for r in saved["results"] for s in r.get("spend", []))
+    assert total > 0 and f"${total:.3g}" in cost
+
+
+def test_the_reports_show_the_cost(base: str, tmp_path: Path) -> None:
+    run = run_it(base, prices={"house-judge": {"input_mtok": 1}})
+    total = run.summary["cost_usd"]
+    md = run.save(tmp_path / "r.md").read_text()
+    page = run.save(tmp_path / "r.html").read_text()
+    assert f"Cost \\${total:.3g}" in md and f"cost ${total:.3g}" in page
