@@ -254,8 +254,8 @@ class LiveTree:
         self.hint = w.HTML()
         # a bounded, scrolling body under a sticky header; a scrolling box would hold the header
         self.body = w.HTML(layout=w.Layout(max_height=TREE_BODY_HEIGHT, overflow="auto"))
-        head = w.VBox([self.header, self.bar, w.HBox([self.button, self.hint])])
-        head._dom_classes = ("convlab", "cl-tree-head")  # the palette (background); sticky
+        row = w.HBox([self.button, self.hint])
+        head = w.VBox([self.header, self.bar, row], _dom_classes=("convlab", "cl-tree-head"))
         self.box = w.VBox([head, self.body], layout=w.Layout(overflow="visible"))
         self._draw()
 
