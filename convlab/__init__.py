@@ -35,6 +35,7 @@ from convlab.model import (
     ToolCall,
     Turn,
 )
+from convlab.model.experiment import Experiment
 
 __version__ = "0.1.0"
 
@@ -46,6 +47,7 @@ _LAZY = {
     "check": "convlab.checks.api",
     "compare": "convlab.analysis.compare",
     "evaluator": "convlab.checks._core",
+    "load_experiment": "convlab.analysis.experiment_io",
     "load_run": "convlab.analysis.load",
     "run": "convlab.api",
     "RunHandle": "convlab.api",
@@ -58,6 +60,7 @@ if TYPE_CHECKING:
     from convlab.agents.cache import cached
     from convlab.agents.protocol import AgentContext
     from convlab.analysis.compare import Comparison
+    from convlab.analysis.experiment_io import load_experiment
     from convlab.api import RunHandle, arun, ask, run, start
     from convlab.checks._core import evaluator
 
@@ -91,6 +94,7 @@ __all__ = [
     "CaseResult",
     "Comparison",
     "ConvlabError",
+    "Experiment",
     "Message",
     "Observation",
     "Problem",
@@ -112,6 +116,7 @@ __all__ = [
     "compare",
     "evaluator",
     "load",
+    "load_experiment",
     "load_run",
     "options",
     "run",

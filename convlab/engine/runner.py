@@ -29,6 +29,7 @@ from convlab.engine.events import (
 )
 from convlab.engine.finished import closed, error_text, kept, result_of
 from convlab.engine.hooks import call_hook, resolve_hook
+from convlab.engine.lanes import Lanes
 from convlab.engine.modes import MODES, Outcome
 from convlab.engine.replies import MAX_REPLY_BYTES
 from convlab.engine.store import ResultStore
@@ -107,6 +108,10 @@ class Runner:
     """Whose fault the run-level failure is (the run's before hook, unless it says otherwise)."""
     _failure_info: ErrorInfo | None = None
     """The exception of the run's before hook, which every instance it stopped records."""
+    lanes: Lanes | None = None
+    """The slots this run shares with the other variants of an experiment (None: its own
+    `parallel`); `lane` is its place among them."""
+    lane: int = 0
 
     def finished(self) -> Results:
         """The instances finished so far (a record is decoded when one is read: a poll of a
@@ -218,6 +223,8 @@ class Runner:
             cancelled = True
             _uncancel()
         finally:
+            if self.lanes is not None:  # the other variants need not wait for this one
+                self.lanes.leave(self.lane)
             if store is not None:
                 try:
                     store.sync()  # every result is on disk before the run finishes
@@ -296,7 +303,11 @@ class Runner:
             if self._stop_picking:
                 return
             try:
-                result = await self.run_instance(inst)
+                if self.lanes is None:
+                    result = await self.run_instance(inst)
+                else:
+                    async with self.lanes.slot(self.lane):
+                        result = await self.run_instance(inst)
             except asyncio.CancelledError:
                 if not self._done[place]:
                     stopped = self._stopped.pop(inst.key, None)
