@@ -2,12 +2,13 @@
 
 Each view (the live tree mid-run, the final card, the suite and run views with their tables,
 the turns and stability tables, a comparison, `ask`'s transcript with tool blocks, the
-report's failed instances and the charts) is drawn in pages as JupyterLab Light, JupyterLab
+report's failed instances, an experiment with its prompt diff and matrix, and the charts) is
+drawn in pages as JupyterLab Light, JupyterLab
 Dark and VS Code Dark+ make them (their theme variables, body attributes and classes), and
 in plain pages whose `prefers-color-scheme` is dark or light. Every visible text node must
 keep a contrast of 4.5:1 or more against its real background (tests/theme_pages.py says
-how it is measured). The standalone report (`run.save("x.html")`) is checked in both
-schemes too. Screenshots go to tests/artifacts/theme-*.png for a person to look at.
+how it is measured). The standalone reports (`run.save("x.html")`, `exp.save("x.html")`) are
+checked in both schemes too. Screenshots go to tests/artifacts/theme-*.png for a person to look at.
 
 This test never skips: without chromium or the playwright package it fails and says what to
 install.
@@ -47,10 +48,20 @@ def runs() -> dict[str, Any]:
 
 def make_runs() -> dict[str, Any]:
     """The expense suite, run by the demo agent and by one that fails most checks."""
+    from convlab.agents.serve import DemoServer
+
     suite = cl.load(EXPENSE)
     before = cl.run(suite, "demo:expense", runs=2, progress=False)
     after = cl.run(suite, _shy_agent, runs=2, progress=False)
-    return {"suite": suite, "before": before, "after": after}
+    with DemoServer() as url:  # two system prompts: the experiment shows their word diff
+        grid = cl.agents.openai_grid(
+            {"expense": "demo:expense"},
+            {"short": "Answer briefly.", "long": "Answer briefly, and <b>always</b> confirm."},
+            base_url=url,
+            api_key="k",
+        )
+        exp = cl.run(suite, grid, parallel=4, experiment="prompts", progress=False)
+    return {"suite": suite, "before": before, "after": after, "experiment": exp}
 
 
 def _tree_mid_run(run: Any) -> tuple[str, str]:
@@ -127,6 +138,8 @@ def _sections(runs: dict[str, Any], chart_theme: str) -> list[tuple[str, str]]:
         ("compare", comparison_bundle(comparison)["text/html"]),
         *(("ask", view) for view in _ask_views()),
         ("report: instances that did not pass", failures_html(after, limit=2)),
+        ("experiment", runs["experiment"]._repr_mimebundle_()["text/html"]),
+        ("experiment matrix", runs["experiment"].matrix().to_html()),
         *(("chart", view) for view in chart_html),
     ]
 
@@ -169,16 +182,17 @@ def test_every_view_keeps_its_contrast(browser: Any, pages: dict[str, Path], hos
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
+@pytest.mark.parametrize("what", ["after", "experiment"])
 def test_the_standalone_report_follows_the_color_scheme(
-    browser: Any, runs: dict[str, Any], tmp_path: Path, scheme: str
+    browser: Any, runs: dict[str, Any], tmp_path: Path, scheme: str, what: str
 ) -> None:
-    path = runs["after"].save(tmp_path / "report.html")
+    path = runs[what].save(tmp_path / "report.html")
     opened = _open(browser, path, scheme)
     page_ = opened.page
     result = contrast(page_, "body")
     background = page_.evaluate("getComputedStyle(document.body).backgroundColor")
-    page_.screenshot(path=str(ARTIFACTS / f"theme-report-{scheme}.png"), full_page=False)
-    print(f"report ({scheme}): {result['count']} text nodes, min {result['min']:.2f}:1")
+    page_.screenshot(path=str(ARTIFACTS / f"theme-report-{what}-{scheme}.png"), full_page=True)
+    print(f"{what} report ({scheme}): {result['count']} text nodes, min {result['min']:.2f}:1")
     opened.close()
     assert opened.errors == [], opened.errors
     assert background == ("rgb(13, 17, 23)" if scheme == "dark" else "rgb(255, 255, 255)")

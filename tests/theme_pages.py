@@ -3,9 +3,10 @@
 A view is checked the way a reader sees it: each visible text node's computed colour (an SVG
 text's `fill`) against its real background, found by compositing the backgrounds and the
 opacities of its ancestors over the page's canvas (and, for a chart's text, the filled shapes
-painted under it, such as a bar), with the WCAG 2 contrast ratio of the
-relative luminances. 4.5:1 is WCAG AA for normal text; inactive controls (a disabled paging
-arrow) are exempt, as WCAG has them.
+painted under it, such as a bar; a text over a raster image, such as a heatmap's cell, whose
+colour Plotly picks against the cell, is counted apart as unmeasured), with the WCAG 2
+contrast ratio of the relative luminances. 4.5:1 is WCAG AA for normal text; inactive
+controls (a disabled paging arrow) are exempt, as WCAG has them.
 
 The variable sets are those of JupyterLab 4's light and dark themes (`theme-light-extension`,
 `theme-dark-extension`) and VS Code's Dark+ theme, as the front ends set them on the page.
@@ -218,10 +219,16 @@ CONTRAST_JS = """
     const box = el.getBoundingClientRect();
     const cx = box.left + box.width / 2, cy = box.top + box.height / 2;
     let color = base;
-    for (const s of host.querySelectorAll("path,rect,circle,ellipse,polygon")) {
+    for (const s of host.querySelectorAll("path,rect,circle,ellipse,polygon,image")) {
       if (!(s.compareDocumentPosition(el) & Node.DOCUMENT_POSITION_FOLLOWING)) continue;
+      if (s.closest("defs,clipPath,mask,pattern,marker,symbol")) continue;  // never painted
       const cs = getComputedStyle(s);
       if (cs.visibility !== "visible" || cs.display === "none") continue;
+      if (s.tagName.toLowerCase() === "image") {
+        const r = s.getBoundingClientRect();
+        if (cx >= r.left && cx <= r.right && cy >= r.top && cy <= r.bottom) return null;
+        continue;
+      }
       const f = parse(cs.fill);
       if (!f) continue;
       f[3] *= parseFloat(cs.fillOpacity || "1") * parseFloat(cs.opacity || "1");
@@ -229,11 +236,14 @@ CONTRAST_JS = """
       const r = s.getBoundingClientRect();
       if (!r.width || !r.height || cx < r.left || cx > r.right || cy < r.top || cy > r.bottom)
         continue;
+      const m = s.getScreenCTM();  // inside the shape's fill, not only its box (a whisker)
+      const at = m ? new DOMPoint(cx, cy).matrixTransform(m.inverse()) : null;
+      if (at && s.isPointInFill && !s.isPointInFill(at)) continue;
       color = over(f, color);
     }
     return color;
   }
-  const out = { count: 0, min: null, worst: [] };
+  const out = { count: 0, unmeasured: 0, min: null, worst: [] };
   const roots = Array.from(document.querySelectorAll(selector));
   const seen = new Set();
   for (const root of roots) {
@@ -260,6 +270,7 @@ CONTRAST_JS = """
       const groups = behind(el);
       const inner = groups[groups.length - 1];
       const under = svg ? shapesBehind(el, inner.color) : inner.color;
+      if (under === null) { out.unmeasured++; continue; }
       let t = over(fg, under), b = under;
       for (let i = groups.length - 1; i > 0; i--) {
         t = mix(t, groups[i].base, groups[i].op);
@@ -285,7 +296,7 @@ CONTRAST_JS = """
 
 
 def contrast(page_: Any, selector: str = "body") -> dict[str, Any]:
-    """{count, min, worst}: the text nodes under `selector` and those below 4.5:1."""
+    """{count, unmeasured, min, worst}: the text nodes under `selector` and those below 4.5:1."""
     result: dict[str, Any] = page_.evaluate(CONTRAST_JS, selector)
     return result
 

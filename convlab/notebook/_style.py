@@ -33,6 +33,7 @@ __all__ = [
     "DARK",
     "GLYPHS",
     "LIGHT",
+    "PAGE_BODY_CSS",
     "STATUS_COLORS",
     "STATUS_CSS",
     "TABLE_CSS",
@@ -63,6 +64,10 @@ LIGHT = {
     "running": "#0a61c7",
     "mostly": "#476e1e",
     "warn": "#865c00",
+    "del": "#82071e",
+    "del-bg": "#ffebe9",
+    "ins": "#116329",
+    "ins-bg": "#dafbe1",
 }
 """Token -> colour on a light background (white, #f6f8fa, #f5f5f5, the user bubble, a 12%
 tint of the colour itself): every text colour here keeps 4.9:1 or more on each of them."""
@@ -87,6 +92,10 @@ DARK = {
     "running": "#58a6ff",
     "mostly": "#8ddb8c",
     "warn": "#d29922",
+    "del": "#ffa198",
+    "del-bg": "#3c1618",
+    "ins": "#7ee787",
+    "ins-bg": "#12311d",
 }
 """Token -> colour on a dark background (JupyterLab Dark's #111 and #212121, VS Code Dark+'s
 #1e1e1e, #0d1117, the dark user bubble): 5:1 or more."""
@@ -286,6 +295,13 @@ TRANSCRIPT_CSS = """
 .convlab .cl-sub{margin-left:1.4em}
 """
 """The chat transcript of `convlab.ask` (bubbles, tool blocks, assertion lines)."""
+
+PAGE_BODY_CSS = f"""
+body{{margin:0;background:{LIGHT["bg"]};color:{LIGHT["fg"]}}}
+@media (prefers-color-scheme:dark){{body{{background:{DARK["bg"]};color:{DARK["fg"]}}}}}
+"""
+"""A standalone report page's body: light, or dark under `prefers-color-scheme: dark` (never
+in a notebook output, where it would repaint the host's page)."""
 
 TABLE_CSS = (
     THEME_CSS

@@ -29,12 +29,6 @@ __all__ = ["Failures", "failures_html", "run_html_report"]
 FAILURES_SHOWN = 20
 """Instances shown in detail; the instance table lists every one of them."""
 _TEXT_LIMIT = 4_000
-_BODY_CSS = """
-body{margin:0;background:#fff;color:#1f2328}
-@media (prefers-color-scheme:dark){body{background:#0d1117;color:#e6edf3}}
-"""
-"""The standalone page's body: light, or dark under `prefers-color-scheme: dark` (never in a
-notebook output, where it would repaint the host's page)."""
 _PAGE_CSS = """
 main.convlab{max-width:1200px;margin:0 auto;padding:16px 24px 48px}
 main.convlab h1{font-size:22px;margin:8px 0 2px}
@@ -210,7 +204,7 @@ def _title(run: Run) -> str:
 
 def run_html_report(run: Run) -> str:
     """A standalone offline HTML page for `run` (no kernel, no network)."""
-    from convlab.notebook._style import THEME_CSS
+    from convlab.notebook._style import PAGE_BODY_CSS, THEME_CSS
     from convlab.notebook.display import run_html
     from convlab.notebook.tables import bundle_html, run_table
     from convlab.report.notebook import plotly_script, without_itables_links
@@ -234,7 +228,7 @@ def run_html_report(run: Run) -> str:
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         '<meta name="color-scheme" content="light dark">\n'
-        f"<title>{_e(_title(run))}</title>\n<style>{_BODY_CSS}{THEME_CSS}{_PAGE_CSS}</style>\n"
+        f"<title>{_e(_title(run))}</title>\n<style>{PAGE_BODY_CSS}{THEME_CSS}{_PAGE_CSS}</style>\n"
         f"{plotly_script()}\n</head>\n<body>\n{bundle_html()}\n"
         f'<main class="convlab">\n'
         + without_itables_links("\n".join(sections))
