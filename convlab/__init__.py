@@ -47,6 +47,7 @@ _LAZY = {
     "check": "convlab.checks.api",
     "compare": "convlab.analysis.compare",
     "evaluator": "convlab.checks._core",
+    "history": "convlab._history",
     "load_experiment": "convlab.analysis.experiment_io",
     "load_run": "convlab.analysis.load",
     "run": "convlab.api",
@@ -57,6 +58,7 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
+    from convlab._history import history
     from convlab.agents.cache import cached
     from convlab.agents.protocol import AgentContext
     from convlab.analysis.compare import Comparison
@@ -76,7 +78,8 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY:
         import importlib
 
-        value = getattr(importlib.import_module(_LAZY[name]), name)
+        module = importlib.import_module(_LAZY[name])
+        value = getattr(module, name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'convlab' has no attribute {name!r}")
@@ -115,6 +118,7 @@ __all__ = [
     "check",
     "compare",
     "evaluator",
+    "history",
     "load",
     "load_experiment",
     "load_run",

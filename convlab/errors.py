@@ -10,6 +10,7 @@ ConvlabError                     base of every error convlab raises
 │   ├── SelectionError           a structured selection picks no open option, or several
 │   └── AgentResponseError       the reply could not be read (malformed JSON, missing path)
 ├── MissingDependencyError       (also an ImportError) an optional extra is not installed
+├── HistoryError                 the run history database cannot be read or written
 └── ReplayMissError              cache='replay' met a call that was never recorded
 ```
 Errors before a run are raised; errors during a run are data on the case's result.
@@ -28,6 +29,7 @@ __all__ = [
     "AgentResponseError",
     "AgentTimeoutError",
     "ConvlabError",
+    "HistoryError",
     "MissingDependencyError",
     "Problem",
     "ReplayMissError",
@@ -149,6 +151,12 @@ class MissingDependencyError(ConvlabError, ImportError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.feature, self.extra))
+
+
+class HistoryError(ConvlabError):
+    """The run history database (`history.db` in CONVLAB_HOME, or ~/.convlab) cannot be used:
+    it is damaged, written by a newer convlab, or cannot be opened. The message names the
+    file and what to do; a run whose entry cannot be written still completes."""
 
 
 class ReplayMissError(ConvlabError):

@@ -321,6 +321,7 @@ RUN_FLAGS = {
     "max_cases": "--max-cases 5",
     "cache": "--cache replay",
     "cache_dir": "--cache-dir recordings",
+    "history": "--no-history",
 }
 
 
