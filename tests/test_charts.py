@@ -26,7 +26,7 @@ from offline_browser import Opened
 
 import convlab as cl
 from convlab.notebook import charts
-from convlab.notebook._style import CLASS_COLORS, STATUS_COLORS
+from convlab.notebook._style import CLASS_COLORS, CLASS_TEXT_COLORS, STATUS_COLORS
 
 ROOT = Path(__file__).resolve().parent.parent
 XSS = "<img src=x onerror=alert(1)>"
@@ -194,7 +194,7 @@ def test_pass_rates_show_the_stability_table_worst_first(flaky: cl.Run) -> None:
     rates = [st.loc[c, "pass_rate"] for c in order]
     assert rates == sorted(rates) and order[-1] == "always"  # worst on top
     right = fig.layout.yaxis2.ticktext
-    assert "3/10" in right[order.index(XSS)] and CLASS_COLORS["highly_unstable"] in right[0]
+    assert "3/10" in right[order.index(XSS)] and CLASS_TEXT_COLORS["highly_unstable"] in right[0]
     red = next(t for t in bars if ESCAPED in t.y)
     custom = red.customdata[list(red.y).index(ESCAPED)]
     assert list(custom[:3]) == [ESCAPED, 10, 3]  # hover: case id, runs, passed, CI, class

@@ -275,6 +275,11 @@ def mime_bundle(
             f'"{div_id}");if(e){{e.style.height="auto";e.style.color="{_MUTED}";'
             f"e.textContent={json.dumps(_MISSING_JS)};}}}}</script>"
         )
+        built = getattr(fig, "_convlab_theme", None)
+        if built is not None:
+            from convlab.notebook._theme import follow_script
+
+            fallback += follow_script(div_id, built)
         bundle["text/html"] = div + fallback
     if _wanted("text/plain", include, exclude):
         title = _plain(fig.layout.title.text) or "chart"
@@ -309,11 +314,18 @@ def dress(fig: Any) -> Any:
 def new_figure(
     data: Sequence[dict[str, Any]], layout: dict[str, Any], plot_height: int, top_axis: bool = False
 ) -> Any:
-    """A dressed `go.Figure` from trace dicts and a `base_layout`, sized to fit."""
+    """A dressed `go.Figure` from trace dicts and a `base_layout`, sized to fit, in the chart
+    theme (`convlab.options.theme`)."""
     import plotly.graph_objects as go
 
+    from convlab.notebook._theme import themed
+
     _place(layout, data, plot_height, top_axis)
-    return dress(go.Figure(data=list(data), layout=layout))
+    data, layout, theme, follow = themed(list(data), layout)
+    fig = dress(go.Figure(data=data, layout=layout))
+    if follow:  # "auto": its HTML re-colours it to the page it is drawn in
+        object.__setattr__(fig, "_convlab_theme", theme)
+    return fig
 
 
 def as_frame(data: Any, chart: str, hint: str) -> pd.DataFrame:

@@ -40,7 +40,7 @@ from convlab.notebook._charts_base import (
 )
 from convlab.notebook._charts_compare import compare_figure
 from convlab.notebook._charts_run import checkpoints, durations, turns
-from convlab.notebook._style import CLASS_COLORS
+from convlab.notebook._style import CLASS_COLORS, CLASS_TEXT_COLORS, LIGHT
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -186,7 +186,7 @@ def pass_rates(data: Any, interval: str | None = None) -> Any:
             }
         )
     right = [  # counts in the class colour: a 0% bar has no bar to colour
-        f"<span style='color:{class_color(r['cls'])}'>"
+        f"<span style='color:{CLASS_TEXT_COLORS.get(r['cls'], LIGHT['muted'])}'>"
         + (f"{r['passed']}/{r['runs']}" if r["cls"] else "not run")
         + "</span>"
         for r in rows

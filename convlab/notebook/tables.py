@@ -58,9 +58,9 @@ from convlab.formats._base import did_you_mean
 from convlab.notebook._style import (
     BLAME_COLORS,
     CHANGE_COLORS,
-    CLASS_COLORS,
+    CLASS_CSS,
     GLYPHS,
-    STATUS_COLORS,
+    STATUS_CSS,
     TABLE_CSS,
     VERDICT_COLORS,
 )
@@ -102,10 +102,10 @@ KINDS: dict[str, Callable[[Run], pd.DataFrame]] = {
 """`run.table(kind)` kinds -> the frame each one shows."""
 
 _PALETTES: dict[str, dict[str, str]] = {
-    "status": STATUS_COLORS,
-    "classification": CLASS_COLORS,
-    "class_before": CLASS_COLORS,
-    "class_after": CLASS_COLORS,
+    "status": STATUS_CSS,
+    "classification": CLASS_CSS,
+    "class_before": CLASS_CSS,
+    "class_after": CLASS_CSS,
     "verdict": VERDICT_COLORS,
     "change": CHANGE_COLORS,
     "blame": BLAME_COLORS,
@@ -161,11 +161,12 @@ def _long_text(value: Any, limit: int) -> str:
 
 
 def _badge(label: str, color: str | None, glyph: str = "") -> str:
-    """A word in its colour on a light tint of it (inline style: survives a sanitiser)."""
+    """A word in its colour on a faint tint of it (inline style: survives a sanitiser)."""
     text = _escape(f"{glyph} {label}" if glyph else label)
     if color is None:
         return text
-    return f'<span class="cl-badge" style="color:{color};background:{color}1a">{text}</span>'
+    tint = "color-mix(in srgb,currentColor 12%,transparent)"
+    return f'<span class="cl-badge" style="color:{color};background:{tint}">{text}</span>'
 
 
 def _check(value: Any) -> str:
@@ -173,7 +174,7 @@ def _check(value: Any) -> str:
         return ""
     ok = bool(value)
     key = "passed" if ok else "failed"
-    return _badge("yes" if ok else "no", STATUS_COLORS[key], GLYPHS[key])
+    return _badge("yes" if ok else "no", STATUS_CSS[key], GLYPHS[key])
 
 
 def _renderer(name: str, series: pd.Series[Any], limit: int) -> Callable[[Any], str]:
