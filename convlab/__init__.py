@@ -9,6 +9,7 @@ Example:
 from typing import TYPE_CHECKING, Any
 
 from convlab import agents
+from convlab._options import options
 from convlab.errors import (
     AgentError,
     AgentHTTPError,
@@ -121,6 +122,7 @@ __all__ = [
     "load",
     "load_experiment",
     "load_run",
+    "options",
     "run",
     "start",
 ]

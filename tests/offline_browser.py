@@ -46,14 +46,25 @@ def launched() -> Iterator[Any]:
 
 
 class Opened:
-    """A page opened offline: the page, requests that tried to leave, script errors, dialogs."""
+    """A page opened offline: the page, requests that tried to leave, script errors, dialogs.
 
-    def __init__(self, browser: Any, path: Path, width: int = 1280, height: int = 900) -> None:
+    `color_scheme` is what the page's `prefers-color-scheme` answers ("light" or "dark")."""
+
+    def __init__(
+        self,
+        browser: Any,
+        path: Path,
+        width: int = 1280,
+        height: int = 900,
+        color_scheme: str = "light",
+    ) -> None:
         self.left: list[str] = []
         self.failed: list[str] = []
         self.errors: list[str] = []
         self.dialogs: list[str] = []
-        self.context = browser.new_context(viewport={"width": width, "height": height})
+        self.context = browser.new_context(
+            viewport={"width": width, "height": height}, color_scheme=color_scheme
+        )
         self.context.route("**/*", self._route)
         self.page = self.context.new_page()
         self.page.on("requestfailed", lambda r: self.failed.append(r.url))

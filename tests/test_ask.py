@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 import convlab as cl
+from convlab.notebook._style import STATUS_CSS
 from convlab.notebook.transcript import answer_bundle, answer_html, answer_text
 
 XSS = ["<script>alert(1)</script>", "<img src=x onerror=alert(1)>"]
@@ -174,7 +175,7 @@ def test_transcript_shows_tool_calls_checks_and_why_a_check_failed():
     assert "181001" in page.text and "-25587" in page.text  # results
     assert "✓" in page.text and "✗" in page.text
     assert "expected" in page.text and '"25587"' in page.text
-    assert "#cf222e" in html  # the failed colour from _style
+    assert STATUS_CSS["failed"] in html  # the failed colour from _style, theme-following
     assert html.startswith("<div class='convlab'><style>")
 
 

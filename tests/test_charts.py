@@ -26,7 +26,7 @@ from offline_browser import Opened
 
 import convlab as cl
 from convlab.notebook import charts
-from convlab.notebook._style import STABILITY_COLORS, STATUS_COLORS
+from convlab.notebook._style import STABILITY_COLORS, STABILITY_TEXT_COLORS, STATUS_COLORS
 
 ROOT = Path(__file__).resolve().parent.parent
 XSS = "<img src=x onerror=alert(1)>"
@@ -194,7 +194,8 @@ def test_pass_rates_show_the_stability_table_worst_first(flaky: cl.Run) -> None:
     rates = [st.loc[c, "pass_rate"] for c in order]
     assert rates == sorted(rates) and order[-1] == "always"  # worst on top
     right = fig.layout.yaxis2.ticktext
-    assert "3/10" in right[order.index(XSS)] and STABILITY_COLORS["always fails"] in right[0]
+    assert "3/10" in right[order.index(XSS)]
+    assert STABILITY_TEXT_COLORS["always fails"] in right[0]
     legend = [t.name for t in bars]
     assert "always fails (no run passed)" in legend and "unstable" not in legend[-1]
     red = next(t for t in bars if ESCAPED in t.y)

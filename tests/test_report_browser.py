@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 from offline_browser import Opened
+from theme_pages import contrast, describe
 
 pytestmark = pytest.mark.slow
 
@@ -274,3 +275,24 @@ def test_live_tree_mid_run_renders(browser, tmp_path):
     page.screenshot(path=str(ARTIFACTS / "tree.png"), full_page=True)
     assert opened.left == [] and opened.errors == []
     page.close()
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_the_notebook_report_follows_the_color_scheme(browser, reports, scheme):
+    """The exported quickstart in the reader's scheme: JupyterLab Light's or Dark's colours,
+    and every output's text (cards, tree, tables, transcripts, charts) at 4.5:1 or more."""
+    opened = Opened(browser, reports["quickstart"], color_scheme=scheme)
+    opened.settle()
+    page = opened.page
+    result = contrast(page, ".jp-OutputArea-output")
+    light = page.evaluate("document.body.getAttribute('data-jp-theme-light')")
+    background = page.evaluate("getComputedStyle(document.body).backgroundColor")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"theme-notebook-report-{scheme}.png"), full_page=True)
+    print(f"notebook report ({scheme}): {result['count']} text nodes, min {result['min']:.2f}:1")
+    opened.close()
+    assert opened.errors == [], opened.errors
+    assert light == ("false" if scheme == "dark" else "true")
+    assert background == ("rgb(17, 17, 17)" if scheme == "dark" else "rgb(255, 255, 255)")
+    assert result["count"] > 300, result
+    assert not result["worst"], describe(result)

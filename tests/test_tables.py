@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from offline_browser import Opened
 
 import convlab as cl
-from convlab.notebook._style import CHANGE_COLORS, GLYPHS, STABILITY_COLORS, STATUS_COLORS
+from convlab.notebook._style import CHANGE_COLORS, GLYPHS, STABILITY_CSS, STATUS_CSS
 from convlab.notebook.tables import (
     KINDS,
     Table,
@@ -164,7 +164,8 @@ _TAG = re.compile(r"<[^>]*>")
 _OURS = re.compile(
     r"^(<details class='cl-more'>|<summary title='[\d,]+ characters, click for all'>|"
     r"</summary>|<div>|</div>|</details>|<span class='cl-badge' "
-    r"style='color:#[0-9a-f]{6};background:#[0-9a-f]{6}1a'>|</span>)$"
+    r"style='color:var\(--cl-[a-z]+,#[0-9a-f]{6}\);"
+    r"background:color-mix\(in srgb,currentColor 12%,transparent\)'>|</span>)$"
 )
 
 
@@ -187,16 +188,16 @@ def test_any_text_only_carries_our_own_markup(text: str) -> None:
 def test_status_and_class_cells_are_coloured(xss_run: cl.Run) -> None:
     rows = _records(xss_run.table().to_html())
     failed = next(r for r in rows if r["case_id"] == "long")
-    assert f"color:{STATUS_COLORS['failed']}" in failed["status"]
+    assert f"color:{STATUS_CSS['failed']}" in failed["status"]
     assert f"{GLYPHS['failed']} failed" in failed["status"]
     passed = next(r for r in rows if r["case_id"] == "greet")
-    assert f"color:{STATUS_COLORS['passed']}" in passed["status"]
+    assert f"color:{STATUS_CSS['passed']}" in passed["status"]
     cases = _records(xss_run.table("cases").to_html())
-    assert f"color:{STABILITY_COLORS['always fails']}" in cases[2]["stability"]
+    assert f"color:{STABILITY_CSS['always fails']}" in cases[2]["stability"]
     assert "always fails" in cases[2]["stability"] and "unstable" not in str(cases[2])
-    assert f"color:{STABILITY_COLORS['stable']}" in cases[0]["stability"]
+    assert f"color:{STABILITY_CSS['stable']}" in cases[0]["stability"]
     checks = _records(xss_run.table("assertions").to_html())
-    assert any(f"color:{STATUS_COLORS['failed']}" in r["passed"] for r in checks)
+    assert any(f"color:{STATUS_CSS['failed']}" in r["passed"] for r in checks)
 
 
 def test_long_text_is_shortened_with_the_full_text_one_click_away(xss_run: cl.Run) -> None:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from convlab._util import shorten
 from convlab.analysis.frames import cost_line
-from convlab.notebook._style import CSS, GLYPHS, STATUS_COLORS
+from convlab.notebook._style import CSS, GLYPHS, STATUS_CSS
 
 if TYPE_CHECKING:
     from convlab.model.run import Run
@@ -164,7 +164,7 @@ def _bar(s: Mapping[str, Any]) -> str:
         return ""
     cells = "".join(
         f"<div title='{s[k]} {name}' style='width:{100 * s[k] / total:.3f}%;"
-        f"background:{STATUS_COLORS[name]}'></div>"
+        f"background:{STATUS_CSS[name]}'></div>"
         for k, name in _COUNTS
         if s.get(k)
     )
@@ -174,7 +174,7 @@ def _bar(s: Mapping[str, Any]) -> str:
 def _counts_html(s: Mapping[str, Any]) -> str:
     spans = [f"<span><b>{s['total']}</b> instances</span>"]
     spans += [
-        f"<span style='color:{STATUS_COLORS[name]}'>{GLYPHS[name]} <b>{s[k]}</b> {k}</span>"
+        f"<span style='color:{STATUS_CSS[name]}'>{GLYPHS[name]} <b>{s[k]}</b> {k}</span>"
         for k, name in _COUNTS
         if s.get(k) or k in ("passed", "failed", "errors")
     ]

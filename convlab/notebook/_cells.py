@@ -16,21 +16,21 @@ import pandas as pd
 from convlab.notebook._style import (
     BLAME_COLORS,
     CHANGE_COLORS,
-    CLASS_COLORS,
+    CLASS_CSS,
     GLYPHS,
-    STABILITY_COLORS,
-    STATUS_COLORS,
+    STABILITY_CSS,
+    STATUS_CSS,
     VERDICT_COLORS,
 )
 
 __all__ = ["escape", "prepare"]
 
 _PALETTES: dict[str, dict[str, str]] = {
-    "status": STATUS_COLORS,
-    "classification": CLASS_COLORS,
-    "stability": STABILITY_COLORS,
-    "class_before": STABILITY_COLORS,
-    "class_after": STABILITY_COLORS,
+    "status": STATUS_CSS,
+    "classification": CLASS_CSS,
+    "stability": STABILITY_CSS,
+    "class_before": STABILITY_CSS,
+    "class_after": STABILITY_CSS,
     "verdict": VERDICT_COLORS,
     "change": CHANGE_COLORS,
     "blame": BLAME_COLORS,
@@ -85,14 +85,15 @@ def _long_text(value: Any, limit: int) -> str:
 
 
 def _badge(label: str, color: str | None, glyph: str = "") -> str:
-    """A word in its colour on a light tint of it (inline style: survives a sanitiser).
+    """A word in its colour on a faint tint of it (inline style: survives a sanitiser).
 
     Cell markup quotes its attributes with `'`: a cell travels as a JSON string inside a JSON
     string inside a notebook's JSON, where every `"` costs eight bytes."""
     text = escape(f"{glyph} {label}" if glyph else label)
     if color is None:
         return text
-    return f"<span class='cl-badge' style='color:{color};background:{color}1a'>{text}</span>"
+    tint = "color-mix(in srgb,currentColor 12%,transparent)"
+    return f"<span class='cl-badge' style='color:{color};background:{tint}'>{text}</span>"
 
 
 def _check(value: Any) -> str:
@@ -100,7 +101,7 @@ def _check(value: Any) -> str:
         return ""
     ok = bool(value)
     key = "passed" if ok else "failed"
-    return _badge("yes" if ok else "no", STATUS_COLORS[key], GLYPHS[key])
+    return _badge("yes" if ok else "no", STATUS_CSS[key], GLYPHS[key])
 
 
 def _renderer(name: str, series: pd.Series[Any], limit: int) -> Callable[[Any], str]:

@@ -25,7 +25,13 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from convlab._util import shorten
-from convlab.notebook._style import CLASS_COLORS, STABILITY_COLORS, STATUS_COLORS
+from convlab.notebook._style import (
+    CLASS_COLORS,
+    LIGHT,
+    STABILITY_COLORS,
+    STABILITY_TEXT_COLORS,
+    STATUS_COLORS,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -55,6 +61,7 @@ __all__ = [
     "runs_note",
     "short",
     "stability_color",
+    "stability_text_color",
 ]
 
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
@@ -244,13 +251,20 @@ def class_color(cls: Any) -> str:
     return CLASS_COLORS.get(str(cls), NO_VERDICT_COLOR)
 
 
+_ONCE = {"passed (one run)": "passed", "failed (one run)": "failed"}
+"""A case run once, in a chart: coloured by that run's result."""
+
+
 def stability_color(word: Any) -> str:
-    """The palette colour of a `stability` word (grey for no verdict); a case run once is
-    coloured by that run's result."""
-    once = {"passed (one run)": "passed", "failed (one run)": "failed"}.get(str(word))
-    if once is not None:
-        return STATUS_COLORS[once]
-    return STABILITY_COLORS.get(str(word), NO_VERDICT_COLOR)
+    """The fill colour of a `stability` word in a chart (grey for no verdict)."""
+    once = _ONCE.get(str(word))
+    return STATUS_COLORS[once] if once else STABILITY_COLORS.get(str(word), NO_VERDICT_COLOR)
+
+
+def stability_text_color(word: Any) -> str:
+    """The colour of a `stability` word's chart text on a light background (4.5:1 or more)."""
+    once = _ONCE.get(str(word))
+    return LIGHT[once] if once else STABILITY_TEXT_COLORS.get(str(word), LIGHT["muted"])
 
 
 def _plain(title: Any) -> str:
@@ -288,6 +302,11 @@ def mime_bundle(
             f'"{div_id}");if(e){{e.style.height="auto";e.style.color="{_MUTED}";'
             f"e.textContent={json.dumps(_MISSING_JS)};}}}}</script>"
         )
+        built = getattr(fig, "_convlab_theme", None)
+        if built is not None:
+            from convlab.notebook._theme import follow_script
+
+            fallback += follow_script(div_id, built)
         bundle["text/html"] = div + fallback
     if _wanted("text/plain", include, exclude):
         title = _plain(fig.layout.title.text) or "chart"
@@ -322,11 +341,18 @@ def dress(fig: Any) -> Any:
 def new_figure(
     data: Sequence[dict[str, Any]], layout: dict[str, Any], plot_height: int, top_axis: bool = False
 ) -> Any:
-    """A dressed `go.Figure` from trace dicts and a `base_layout`, sized to fit."""
+    """A dressed `go.Figure` from trace dicts and a `base_layout`, sized to fit, in the chart
+    theme (`convlab.options.theme`)."""
     import plotly.graph_objects as go
 
+    from convlab.notebook._theme import themed
+
     _place(layout, data, plot_height, top_axis)
-    return dress(go.Figure(data=list(data), layout=layout))
+    data, layout, theme, follow = themed(list(data), layout)
+    fig = dress(go.Figure(data=data, layout=layout))
+    if follow:  # "auto": its HTML re-colours it to the page it is drawn in
+        object.__setattr__(fig, "_convlab_theme", theme)
+    return fig
 
 
 def as_frame(data: Any, chart: str, hint: str) -> pd.DataFrame:

@@ -227,7 +227,7 @@ def tradeoff(data: Experiment | pd.DataFrame, x: str = "cost", baseline: str | N
                 "x": 0.5,
                 "y": 0.5,
                 "showarrow": False,
-                "font": {"size": 14, "color": _OFF},
+                "font": {"size": 14, "color": "#57606a"},  # muted text (4.5:1 and more)
             }
         ]
     return new_figure(traces, layout, 420)

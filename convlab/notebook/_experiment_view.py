@@ -24,7 +24,7 @@ from convlab.analysis.agent_diff import (
     word_diff_counts,
 )
 from convlab.model.experiment import VARIANT_COLUMN
-from convlab.notebook._style import CSS
+from convlab.notebook._style import CSS, THEME_CSS
 from convlab.notebook.tables import Table
 
 if TYPE_CHECKING:
@@ -44,15 +44,19 @@ __all__ = [
     "prompt_diff_html",
 ]
 
-DIFF_CSS = """
+DIFF_CSS = (
+    THEME_CSS
+    + """
 .convlab .cl-diff{white-space:pre-wrap;overflow-wrap:anywhere;max-width:72em;padding:4px 8px;
- border:1px solid #d0d7de;border-radius:6px;background:#f6f8fa;color:#1f2328;font-size:12px;
- max-height:28em;overflow-y:auto}
-.convlab .cl-diff del{background:#ffebe9;color:#82071e;text-decoration:line-through}
-.convlab .cl-diff ins{background:#dafbe1;color:#116329;text-decoration:none}
+ border:1px solid var(--cl-border);border-radius:6px;background:var(--cl-bg2);
+ color:var(--cl-fg);font-size:12px;max-height:28em;overflow-y:auto}
+.convlab .cl-diff del{background:var(--cl-del-bg);color:var(--cl-del);
+ text-decoration:line-through}
+.convlab .cl-diff ins{background:var(--cl-ins-bg);color:var(--cl-ins);text-decoration:none}
 .convlab .cl-changes{margin:6px 0}
 .convlab .cl-changes>summary{font-weight:600}
 """
+)
 """Deletions struck through on red, insertions on green: told by the mark too, not by colour
 alone."""
 _SHOWN = (

@@ -24,7 +24,7 @@ from convlab.engine.events import (
     RunStarted,
     TurnCompleted,
 )
-from convlab.notebook._style import GLYPHS, STATUS_COLORS
+from convlab.notebook._style import GLYPHS, STATUS_CSS
 from convlab.notebook.progress import Key, LiveTree, _Node, _node_html
 
 if TYPE_CHECKING:
@@ -112,14 +112,14 @@ class ExperimentTree(LiveTree):
             name = key[0].split(" · ", 1)[0]
             running[name] = running.get(name, 0) + 1
         head = "".join(
-            f"<th style='color:{STATUS_COLORS[k]}'>{GLYPHS[k]} {k}</th>" for k in _ROW_COUNTS
+            f"<th style='color:{STATUS_CSS[k]}'>{GLYPHS[k]} {k}</th>" for k in _ROW_COUNTS
         )
         rows = []
         for v in self.variants:
             counts = self.per.get(v, {})
             done = sum(counts.values()) + self.resumed_in.get(v, 0)
             cells = "".join(
-                f"<td style='color:{STATUS_COLORS[k]}'>{counts.get(k, 0)}</td>" for k in _ROW_COUNTS
+                f"<td style='color:{STATUS_CSS[k]}'>{counts.get(k, 0)}</td>" for k in _ROW_COUNTS
             )
             state = "done" if v in self.done_in else f"{running.get(v, 0)} running"
             rows.append(

@@ -37,6 +37,7 @@ from convlab.notebook._charts_base import (
     runs_note,
     short,
     stability_color,
+    stability_text_color,
 )
 from convlab.notebook._charts_compare import compare_figure
 from convlab.notebook._charts_run import checkpoints, durations, turns
@@ -198,7 +199,7 @@ def pass_rates(data: Any, interval: str | None = None) -> Any:
             }
         )
     right = [  # counts in the class colour: a 0% bar has no bar to colour
-        f"<span style='color:{stability_color(r['cls'])}'>"
+        f"<span style='color:{stability_text_color(r['cls'])}'>"
         + (f"{r['passed']}/{r['runs']}" if r["cls"] else "not run")
         + "</span>"
         for r in rows

@@ -1,11 +1,12 @@
 """The live progress tree: a handful of ipywidgets redrawn by a throttled pump.
 
-Why this shape: jupyter_server drops iopub messages above 1000/s and every
-widget ever created is saved in the notebook, so there is never one widget per case. Engine
-events only change plain Python state under a lock; a pump thread redraws at most
-`1 / interval` times a second inside `hold_sync()`, and once more at the end. The body is one
-HTML string capped to what a person can read: the running instances, the latest failures
-and the most recent ones; the totals live in the header.
+Why this shape: jupyter_server drops iopub messages above 1000/s and every widget ever created
+is saved in the notebook, so there is never one widget per case. Engine events only change
+plain Python state under a lock; a pump thread redraws at most `1 / interval` times a second
+inside `hold_sync()`, and once more at the end. The body is one HTML string capped to what a
+person can read: the running instances, the latest failures and the most recent ones; the
+totals live in the header. The body scrolls inside a fixed height under a sticky header, so
+the counts, the bar and Stop stay in view while the run goes.
 
 The display output carries a static `text/html` snapshot beside the widget view, and at the
 end of the run it is replaced, through its display handle, by a static summary card. A saved
@@ -38,7 +39,7 @@ from convlab.engine.events import (
     TurnCompleted,
 )
 from convlab.notebook._errors import location_html, traceback_html
-from convlab.notebook._style import CSS, GLYPHS, STATUS_COLORS
+from convlab.notebook._style import CSS, GLYPHS, STATUS_CSS, TREE_BODY_HEIGHT, css_color
 
 if TYPE_CHECKING:
     from convlab.model.records import CaseResult, TurnResult
@@ -172,7 +173,7 @@ def _node_html(node: _Node, open_: bool, runs: int = 1, turns_shown: int = 6) ->
 def _draw_node(node: _Node, open_: bool, runs: int, turns_shown: int) -> str:
     e = html.escape
     status = node.status
-    color = STATUS_COLORS.get(status, "#57606a")
+    color = STATUS_CSS.get(status, css_color("muted"))
     r = node.result
     took = f" ({r.duration_ms / 1000:.1f}s)" if r is not None and r.duration_ms else ""
     extra = ""
@@ -250,8 +251,11 @@ class LiveTree:
         self.button.layout.display = "none"
         self.button.on_click(self._on_stop)
         self.hint = w.HTML()
-        self.body = w.HTML()
-        self.box = w.VBox([self.header, self.bar, w.HBox([self.button, self.hint]), self.body])
+        # a bounded, scrolling body under a sticky header; a scrolling box would hold the header
+        self.body = w.HTML(layout=w.Layout(max_height=TREE_BODY_HEIGHT, overflow="auto"))
+        row = w.HBox([self.button, self.hint])
+        head = w.VBox([self.header, self.bar, row], _dom_classes=("convlab", "cl-tree-head"))
+        self.box = w.VBox([head, self.body], layout=w.Layout(overflow="visible"))
         self._draw()
 
     # -- wiring -------------------------------------------------------------------------
@@ -368,12 +372,11 @@ class LiveTree:
         done = sum(self.counts.values())
         counts = dict(self.counts, running=len(self.running))
         spans = [
-            f"<span style='color:{STATUS_COLORS[k]}'>{GLYPHS[k]} <b>{counts.get(k, 0)}</b> {k}"
-            "</span>"
+            f"<span style='color:{STATUS_CSS[k]}'>{GLYPHS[k]} <b>{counts.get(k, 0)}</b> {k}</span>"
             for k in _SHOWN_COUNTS
         ]
         spans += [
-            f"<span style='color:{STATUS_COLORS[k]}'><b>{counts[k]}</b> {k}</span>"
+            f"<span style='color:{STATUS_CSS[k]}'><b>{counts[k]}</b> {k}</span>"
             for k in _OTHER_COUNTS
             if counts.get(k)
         ]
@@ -438,12 +441,13 @@ class LiveTree:
         with self._lock:
             done = sum(self.counts.values()) + self.resumed
             share = 100 * min(done, self.total) / self.total if self.total else 0.0
-            color = STATUS_COLORS["failed" if self.failed_total else "running"]
+            color = STATUS_CSS["failed" if self.failed_total else "running"]
             bar = (
                 f"<div class='convlab'><div class='cl-bar' style='max-width:100%'>"
                 f"<div style='width:{share:.2f}%;background:{color}'></div></div></div>"
             )
-            return self._header_html() + bar + self._body_html()
+            body = f"<div class='convlab'><div class='cl-scroll'>{self._body_html()}</div></div>"
+            return self._header_html() + bar + body
 
     def close(self, run: Any = None) -> None:
         """Stop redrawing; swap the live view for the static summary. Safe to call twice."""

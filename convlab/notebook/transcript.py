@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from convlab._util import cut_noted
 from convlab.notebook._errors import location_html
-from convlab.notebook._style import CSS, GLYPHS, STATUS_COLORS, TRANSCRIPT_CSS
+from convlab.notebook._style import CSS, GLYPHS, STATUS_CSS, TRANSCRIPT_CSS, css_color
 
 if TYPE_CHECKING:
     from convlab.model.answer import Answer
@@ -229,7 +229,7 @@ e = html.escape
 
 
 def _color(status: str) -> str:
-    return STATUS_COLORS.get(status, "#57606a")
+    return STATUS_CSS.get(status, css_color("muted"))
 
 
 def _json_block(value: Any) -> str:
@@ -336,7 +336,7 @@ def answer_html(answer: Answer) -> str:
     """The transcript as one self-contained, escaped HTML fragment (inline CSS only)."""
     word, status = _verdict(answer)
     judged = bool(answer.results) or answer.error is not None
-    color = _color(status) if judged else "#57606a"
+    color = _color(status) if judged else css_color("muted")
     glyph = f"{GLYPHS[status]} " if judged else ""
     head = (
         f"<div class='cl-head'><span class='cl-verdict' style='color:{color}'>"

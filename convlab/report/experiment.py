@@ -33,12 +33,12 @@ __all__ = [
 ]
 
 _PAGE_CSS = """
-body{margin:0;background:#fff}
 main.convlab{max-width:1200px;margin:0 auto;padding:16px 24px 48px}
 main.convlab h1{font-size:22px;margin:8px 0 2px}
-main.convlab h2{font-size:17px;margin:28px 0 8px;padding-bottom:4px;border-bottom:1px solid #d0d7de}
+main.convlab h2{font-size:17px;margin:28px 0 8px;padding-bottom:4px;
+ border-bottom:1px solid var(--cl-border)}
 main.convlab h3{font-size:14px;margin:16px 0 4px}
-main.convlab .cl-meta{color:#57606a;margin-bottom:10px}
+main.convlab .cl-meta{color:var(--cl-muted);margin-bottom:10px}
 """
 
 
@@ -64,6 +64,7 @@ def experiment_html_report(exp: Experiment) -> str:
     from convlab.notebook._bundle import one_bundle
     from convlab.notebook._cards import run_html
     from convlab.notebook._experiment_view import experiment_card
+    from convlab.notebook._style import PAGE_BODY_CSS, THEME_CSS
     from convlab.report.notebook import plotly_script, without_itables_links
 
     meta = [exp.status, f"started {exp.started_at}" if exp.started_at else "", f"id {exp.id}"]
@@ -83,7 +84,8 @@ def experiment_html_report(exp: Experiment) -> str:
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f"<title>{_e(_title(exp))}</title>\n<style>{_PAGE_CSS}</style>\n"
+        '<meta name="color-scheme" content="light dark">\n'
+        f"<title>{_e(_title(exp))}</title>\n<style>{PAGE_BODY_CSS}{THEME_CSS}{_PAGE_CSS}</style>\n"
         f"{plotly_script()}\n</head>\n<body>\n"
         '<main class="convlab">\n'
         + without_itables_links(one_bundle("\n".join(sections)))  # the table script, once

@@ -30,16 +30,18 @@ FAILURES_SHOWN = 20
 """Instances shown in detail; the instance table lists every one of them."""
 _TEXT_LIMIT = 4_000
 _PAGE_CSS = """
-body{margin:0;background:#fff}
 main.convlab{max-width:1200px;margin:0 auto;padding:16px 24px 48px}
 main.convlab h1{font-size:22px;margin:8px 0 2px}
-main.convlab h2{font-size:17px;margin:28px 0 8px;padding-bottom:4px;border-bottom:1px solid #d0d7de}
-main.convlab .cl-meta{color:#57606a;margin-bottom:10px}
-.convlab .cl-fail-item{border:1px solid #d0d7de;border-radius:6px;padding:4px 10px;margin:6px 0}
+main.convlab h2{font-size:17px;margin:28px 0 8px;padding-bottom:4px;
+ border-bottom:1px solid var(--cl-border)}
+main.convlab .cl-meta{color:var(--cl-muted);margin-bottom:10px}
+.convlab .cl-fail-item{border:1px solid var(--cl-border);border-radius:6px;padding:4px 10px;
+ margin:6px 0}
 .convlab .cl-fail-item>summary{font-weight:600}
 .convlab .cl-turn{margin:4px 0 8px 0}
-.convlab .cl-turn-h{font-size:11px;color:#57606a;text-transform:uppercase;margin-top:6px}
+.convlab .cl-turn-h{font-size:11px;color:var(--cl-muted);text-transform:uppercase;margin-top:6px}
 """
+"""The report's own rules, scoped under `.convlab` (the palette's variables switch them)."""
 
 
 def _e(value: Any) -> str:
@@ -52,9 +54,9 @@ def _value(value: Any, limit: int = 600) -> str:
 
 
 def _check_html(a: AssertionResult) -> str:
-    from convlab.notebook._style import GLYPHS, STATUS_COLORS
+    from convlab.notebook._style import GLYPHS, STATUS_CSS, css_color
 
-    color = STATUS_COLORS.get(a.status, "#57606a")
+    color = STATUS_CSS.get(a.status, css_color("muted"))
     name = a.label or a.id or a.kind
     why = a.error or a.message
     head = (
@@ -98,9 +100,9 @@ def _reply_html(obs: Observation) -> str:
 def instance_html(r: CaseResult) -> str:
     """One instance as a conversation: user turns, replies, tool calls and failed checks."""
     from convlab.model.records import variant_label
-    from convlab.notebook._style import STATUS_COLORS
+    from convlab.notebook._style import STATUS_CSS, css_color
 
-    color = STATUS_COLORS.get(r.status, "#57606a")
+    color = STATUS_CSS.get(r.status, css_color("muted"))
     variant = variant_label(r.variant)
     title = (
         f"<code>{_e(r.case_id)}</code>"
@@ -202,6 +204,7 @@ def _title(run: Run) -> str:
 
 def run_html_report(run: Run) -> str:
     """A standalone offline HTML page for `run` (no kernel, no network)."""
+    from convlab.notebook._style import PAGE_BODY_CSS, THEME_CSS
     from convlab.notebook.display import run_html
     from convlab.notebook.tables import bundle_html, run_table
     from convlab.report.notebook import plotly_script, without_itables_links
@@ -224,7 +227,8 @@ def run_html_report(run: Run) -> str:
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f"<title>{_e(_title(run))}</title>\n<style>{_PAGE_CSS}</style>\n"
+        '<meta name="color-scheme" content="light dark">\n'
+        f"<title>{_e(_title(run))}</title>\n<style>{PAGE_BODY_CSS}{THEME_CSS}{_PAGE_CSS}</style>\n"
         f"{plotly_script()}\n</head>\n<body>\n{bundle_html()}\n"
         f'<main class="convlab">\n'
         + without_itables_links("\n".join(sections))

@@ -233,7 +233,47 @@ def export_html(
     body = one_bundle(body)  # the DataTables bundle once, wherever the outputs had it
     if _has_plotly(page_nb):
         body = body.replace("</head>", plotly_script() + "\n</head>", 1)
-    return without_itables_links(str(body))
+    return without_itables_links(follow_color_scheme(str(body)))
+
+
+_LIGHT_BODY = re.compile(r'<body class="jp-Notebook" data-jp-theme-light="true"[^>]*>')
+_FLIP_JS = (
+    "<script>(function(){var m=window.matchMedia&&"
+    'window.matchMedia("(prefers-color-scheme: dark)");if(m&&m.matches){var b=document.body;'
+    'b.setAttribute("data-jp-theme-light","false");'
+    'b.setAttribute("data-jp-theme-name","JupyterLab Dark");}})();</script>'
+)
+
+
+def follow_color_scheme(page: str) -> str:
+    """The exported page, light, and dark under `prefers-color-scheme: dark`.
+
+    nbconvert writes JupyterLab Light's variables; JupyterLab Dark's (nbconvert's own
+    `theme-dark.css`) are added inside the media query, and the body is marked
+    `data-cl-theme="auto"` so convlab's views switch with it, with no script. A one-line script
+    also flips the body's `data-jp-theme-light` for what reads that (Plotly charts made under
+    `convlab.options.theme = "auto"`).
+    """
+    from jupyter_core.paths import jupyter_path
+
+    dark = next(
+        (
+            p.read_text(encoding="utf-8")
+            for d in jupyter_path("nbconvert", "templates", "lab", "static")
+            if (p := Path(d, "theme-dark.css")).is_file()
+        ),
+        None,
+    )
+    found = _LIGHT_BODY.search(page)
+    if dark is None or found is None:  # not nbconvert's light lab page: leave it as it is
+        return page
+    head = (
+        '<meta name="color-scheme" content="light dark">\n'
+        f"<style>@media (prefers-color-scheme: dark){{{dark}}}</style>\n</head>"
+    )
+    body = found.group(0)[:-1] + ' data-cl-theme="auto">' + _FLIP_JS
+    page = page[: found.start()] + body + page[found.end() :]
+    return page.replace("</head>", head, 1)
 
 
 def without_itables_links(page: str) -> str:
