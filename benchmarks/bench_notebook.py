@@ -20,6 +20,7 @@ Prints figures and ratios measured in the same run (no pass/fail).
 from __future__ import annotations
 
 import argparse
+import re
 import statistics
 import sys
 import time
@@ -178,7 +179,13 @@ def quickstart_size() -> None:
     from convlab.report.notebook import execute_notebook
 
     path = ROOT / "notebooks" / "quickstart.ipynb"
-    report = nbformat.writes(execute_notebook(path)) + "\n"
+    executed = execute_notebook(path)
+    report = nbformat.writes(executed) + "\n"
+    pages = "".join(
+        str(out.get("data", {}).get("text/html", ""))
+        for cell in executed.cells
+        for out in cell.get("outputs", [])
+    )
     nb = nbformat.read(path, as_version=4)
     NotebookClient(
         nb,
@@ -189,7 +196,10 @@ def quickstart_size() -> None:
     ).execute()
     plain = nbformat.writes(nb) + "\n"
     print("(c) executed notebooks/quickstart.ipynb")
+    loaders = re.findall(r"<script data-convlab-bundle.*?</script>", pages, re.DOTALL)
+    bundle = sum(len(loader.encode()) for loader in loaders)
     print(f"    as convlab report saves it   {len(report.encode()):>9,} bytes  (target < 350,000)")
+    print(f"    of which the table script    {bundle:>9,} bytes  (once)")
     print(f"    as nbclient stores it        {len(plain.encode()):>9,} bytes  (all widget state)")
     tables = report.count("new ITable(")
     print(f"    table outputs {tables}, carrying the bundle {report.count('data-convlab-bundle')}")

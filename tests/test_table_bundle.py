@@ -179,7 +179,9 @@ def test_the_saved_quickstart_holds_the_bundle_once_and_stays_light(saved: Path)
     nb = nbformat.read(saved, as_version=4)  # type: ignore[no-untyped-call]
     assert _tables_in(nb) == 3
     assert saved.read_text("utf-8").count(LOADER) == 1
-    assert saved.stat().st_size < 350_000  # three bundles made it 960 KB
+    # three bundles made it 960 KB; one bundle (191 KB) and the outputs themselves (their
+    # data, charts and each view's own stylesheet) now
+    assert saved.stat().st_size < 400_000
 
 
 def _nbconvert_page(nb: Any, path: Path) -> Path:

@@ -140,7 +140,7 @@ def suite_html(suite: Suite) -> str:
     carries the DataTables bundle only where it is the page's carrier)."""
     from convlab.notebook.tables import suite_table
 
-    return _suite_card(suite) + suite_table(suite)._repr_html_()
+    return _suite_card(suite) + suite_table(suite).after_card_html()
 
 
 def suite_bundle(suite: Suite) -> dict[str, Any]:
@@ -156,7 +156,7 @@ def run_bundle(run: Run) -> dict[str, Any]:
     runs = int(run.settings.get("runs", 1) or 1)
     table = run_table(run, "cases" if runs > 1 else "instances")
     text, card = run_card(run)
-    return {"text/plain": text, "text/html": card + table._repr_html_()}
+    return {"text/plain": text, "text/html": card + table.after_card_html()}
 
 
 def summary_bundle(summary: Mapping[str, Any]) -> dict[str, Any]:

@@ -41,7 +41,7 @@ from convlab.notebook._bundle import (
     own_namespace,
 )
 from convlab.notebook._cells import escape, prepare
-from convlab.notebook._style import TABLE_CSS
+from convlab.notebook._style import TABLE_CSS, THEME_CSS
 
 if TYPE_CHECKING:
     from convlab.analysis.compare import Comparison
@@ -111,6 +111,7 @@ KINDS: dict[str, Callable[[Run], pd.DataFrame]] = {
 _PREVIEW_CELL = re.compile(
     r'(<t[hdr])\s+style="(?:border:1px solid #ddd;padding:8px|text-align: right;)"'
 )
+_LOADING = re.compile(r"<td[^>]*>\s*Loading ITables[^<]*<code>[^<]*</code>.*?</td>", re.DOTALL)
 _PREVIEW_CSS = """
 .convlab.cl-table>div[id$=_fallback] :is(th,td){border:1px solid rgba(128,128,128,.35);
  padding:4px 8px;text-align:left}"""
@@ -122,7 +123,9 @@ _PREVIEW_CSS = """
 
 def _light_preview(table: str) -> str:
     """itables' table HTML with its static preview's per-cell inline styles dropped (one rule
-    in `_PREVIEW_CSS` draws them): a tenth of a small table's bytes."""
+    in `_PREVIEW_CSS` draws them): a tenth of a small table's bytes. Its "Loading ITables from
+    the init_notebook_mode cell... (need help?)" line, wrong here, says "Loading the table…"."""
+    table = _LOADING.sub("<td>Loading the table…</td>", table, count=1)
     start = table.find("_fallback")
     end = table.find("</div><script>", start)
     if start < 0 or end < 0:
@@ -139,10 +142,12 @@ def frame_html(
     max_bytes: int = MAX_BYTES,
     bundle: bool = True,
     page_length: int = 10,
+    theme: bool = True,
 ) -> str:
     """Offline interactive HTML for any frame, safe to embed in a notebook output, a card or a
     report: self-contained, or with `bundle=False` waiting for the page's one bundle loader
-    (and saying so over its static preview when the page has none)."""
+    (and saying so over its static preview when the page has none). `theme=False` leaves out
+    the theme's stylesheet, for a table in an output that has it already (after a card)."""
     from itables import to_html_datatable
 
     prepared, html_columns = prepare(df, text_limit, max_bytes)
@@ -177,7 +182,8 @@ def frame_html(
     if html_columns:
         options["columnDefs"] = [{"targets": html_columns, "type": "html"}]
     table = own_namespace(_light_preview(to_html_datatable(prepared, **options)))
-    parts = ['<div class="convlab cl-table">', f"<style>{TABLE_CSS}{_PREVIEW_CSS}</style>"]
+    css = TABLE_CSS if theme else TABLE_CSS.removeprefix(THEME_CSS)
+    parts = ['<div class="convlab cl-table">', f"<style>{css}{_PREVIEW_CSS}</style>"]
     if caption:
         parts.append(f'<div class="cl-caption">{escape(caption)}</div>')
     if description:
@@ -224,8 +230,9 @@ class Table:
         ones = {c: df[c] + 1 for c in self.counted if c in df.columns}
         return pd.DataFrame(df.assign(**ones)) if ones else df
 
-    def to_html(self, *, bundle: bool = True) -> str:
-        """The offline interactive HTML (with the DataTables bundle unless `bundle=False`)."""
+    def to_html(self, *, bundle: bool = True, theme: bool = True) -> str:
+        """The offline interactive HTML (with the DataTables bundle unless `bundle=False`;
+        without the theme's stylesheet with `theme=False`)."""
         return frame_html(
             self.shown,
             self.caption,
@@ -233,7 +240,13 @@ class Table:
             text_limit=self.text_limit,
             max_bytes=self.max_bytes,
             bundle=bundle,
+            theme=theme,
         )
+
+    def after_card_html(self) -> str:
+        """The notebook output's table when it follows a convlab card in the same output:
+        the card brings the theme's stylesheet, so the table does not repeat it."""
+        return self.to_html(bundle=carries_bundle(), theme=False)
 
     def _header(self) -> str:
         rows, cols = self.shown.shape
