@@ -45,6 +45,7 @@ _LAZY = {
     "check": "convlab.checks.api",
     "compare": "convlab.analysis.compare",
     "evaluator": "convlab.checks._core",
+    "executors": "convlab.executors",
     "load_run": "convlab.analysis.load",
     "run": "convlab.api",
     "RunHandle": "convlab.api",
@@ -54,6 +55,7 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
+    from convlab import executors
     from convlab.agents.cache import cached
     from convlab.agents.protocol import AgentContext
     from convlab.analysis.compare import Comparison
@@ -72,7 +74,8 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY:
         import importlib
 
-        value = getattr(importlib.import_module(_LAZY[name]), name)
+        module = importlib.import_module(_LAZY[name])
+        value = module if module.__name__ == f"convlab.{name}" else getattr(module, name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'convlab' has no attribute {name!r}")
@@ -110,6 +113,7 @@ __all__ = [
     "check",
     "compare",
     "evaluator",
+    "executors",
     "load",
     "load_run",
     "run",

@@ -2,9 +2,9 @@
 
 The agent comes from `-n`, else from a `convlab.yaml` beside the input (`agent: SPEC`, and
 optional `runs`, `parallel`, `timeout`, `judges: {ID: SPEC}`, `adaptive`, `cache`,
-`cache_dir`), else from a HoloDeck agent.yaml's `model` block; with none of them a run stops
-with a usage error that says how to pass one. Flags given on the command line win over
-`convlab.yaml`.
+`cache_dir`, `executor`, `ray_address`), else from a HoloDeck agent.yaml's `model` block;
+with none of them a run stops with a usage error that says how to pass one. Flags given on
+the command line win over `convlab.yaml`.
 """
 
 from __future__ import annotations
@@ -45,6 +45,8 @@ DEFAULTS: dict[str, Any] = {
     "adaptive": True,
     "cache": None,
     "cache_dir": None,
+    "executor": None,
+    "ray_address": None,
 }
 NO_AGENT = (
     "no agent to test: pass one with -n AGENT (e.g. -n demo:expense, -n openai:gpt-4o-mini, "
@@ -120,7 +122,7 @@ def read_config(folder: Path) -> dict[str, Any]:
     if not isinstance(doc, dict):
         raise ConvlabError(
             f"{path}: expected a mapping with agent, runs, parallel, timeout, judges, adaptive, "
-            "cache, cache_dir, prices"
+            "cache, cache_dir, prices, executor, ray_address"
         )
     out: dict[str, Any] = {}
     for key, value in doc.items():
@@ -149,6 +151,12 @@ def read_config(folder: Path) -> dict[str, Any]:
         elif key == "cache_dir" and isinstance(value, str) and value.strip():
             # relative to the convlab.yaml, so the recordings sit next to the suite
             out[key] = str(folder / value.strip())
+        elif key == "executor" and value in ("local", "ray"):
+            out[key] = value
+        elif key == "executor":
+            raise ConvlabError(f"{path}: executor: expected local or ray, got {value!r}")
+        elif key == "ray_address" and isinstance(value, str) and value.strip():
+            out[key] = value.strip()
         elif key == "prices":
             if not isinstance(value, dict):
                 raise ConvlabError(
@@ -162,7 +170,7 @@ def read_config(folder: Path) -> dict[str, Any]:
         else:
             raise ConvlabError(
                 f"{path}: {key}: expected agent (a spec string), runs, parallel, timeout, "
-                "judges, adaptive, cache, cache_dir or prices"
+                "judges, adaptive, cache, cache_dir, prices, executor or ray_address"
             )
     return out
 
@@ -311,7 +319,19 @@ def run_options(
         "cache": cache,
         "cache_dir": _setting(args, config, "cache_dir"),
         "prices": config.get("prices"),
+        "executor": _executor(args, config),
     }
+
+
+def _executor(args: argparse.Namespace, config: dict[str, Any]) -> Any:
+    """`--executor` / `--ray-address` (or convlab.yaml's `executor`, `ray_address`) as
+    `cl.run`'s `executor`: None for the local engine."""
+    kind, address = _setting(args, config, "executor"), _setting(args, config, "ray_address")
+    if kind == "local" and "executor" in getattr(args, "given", set()):
+        return None
+    if address:
+        return f"ray:{address}" if not address.startswith("ray://") else address
+    return "ray" if kind == "ray" else None
 
 
 def run_command(args: argparse.Namespace) -> int:

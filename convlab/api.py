@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, TypedDict, Unpack
 
+from convlab import executors
 from convlab._sync import run_sync
 from convlab.engine.api import RunHandle, ask_once, build_runner
 from convlab.engine.events import Listener
@@ -52,6 +53,7 @@ class RunOptions(TypedDict, total=False):
     cache: Literal["record", "replay", "auto"] | None
     cache_dir: str | Path | None
     prices: dict[str, Any] | None
+    executor: Any
 
 
 RUN_DEFAULTS: RunOptions = {
@@ -75,6 +77,7 @@ RUN_DEFAULTS: RunOptions = {
     "cache": None,
     "cache_dir": None,
     "prices": None,
+    "executor": None,
 }
 
 OPTIONS_DOC = """
@@ -120,6 +123,10 @@ OPTIONS_DOC = """
             `{"my-model": {"input_mtok": 0.5, "output_mtok": 1.5}}` (US dollars per million
             tokens), keyed by the model name the endpoint reports. Every model call's usage
             is priced by role (agent, simulator, judge): `Run.df["cost_usd"]`.
+        executor: Where the instances run: None (or "local") here; "ray" on a private
+            local Ray cluster; "ray:auto", "ray:HOST:PORT" or `cl.executors.ray(address=...,
+            workers=N, per_worker=M)` on an existing one (`pip install 'convlab[ray]'`). The
+            results, the store and the live tree are the same.
 """
 
 
@@ -187,6 +194,7 @@ def _runner_and_view(opts: dict[str, Any]) -> tuple[Runner, _View]:
     """The runner, then the view (no widget is made for a suite that fails to load)."""
     _check_progress(opts["progress"])
     runner = build_runner(opts, [])
+    runner.executor = executors.bind(opts["executor"], runner)  # refuses what cannot travel
     view = _view(opts["progress"])
     runner.listeners.extend(view.listeners)
     return runner, view

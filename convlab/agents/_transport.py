@@ -273,6 +273,22 @@ class HTTPClient:
         self._limits: dict[tuple[asyncio.AbstractEventLoop, str], AdaptiveLimit] = {}
         self._timeout: aiohttp.ClientTimeout | None = None
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Settings only: pools and adaptive limits belong to an event loop and are made
+        again where the client is used (a Ray worker); a key read from the environment is
+        not sent (its `Secret` reads the variable again there)."""
+        state = dict(self.__dict__, _by_loop={}, _limits={}, _timeout=None)
+        if self.secret.env is not None:
+            bearer = f"Bearer {self.secret.reveal()}"
+            state["headers"] = _Headers((k, v) for k, v in self.headers if v != bearer)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        if self.secret.env is not None and self.secret:
+            auth = ("authorization", f"Bearer {self.secret.reveal()}")
+            self.headers = _Headers((*self.headers, auth))
+
     def limit(self, endpoint: str) -> AdaptiveLimit:
         """The adaptive limit of `endpoint` (as `safe_url` shows it) on the running loop."""
         key = (asyncio.get_running_loop(), endpoint)

@@ -22,6 +22,8 @@ __all__ = [
     "RunFinished",
     "RunStarted",
     "TurnCompleted",
+    "WorkerLog",
+    "WorkersChanged",
 ]
 
 
@@ -44,6 +46,8 @@ class CaseStarted:
     label: str
     mode: str
     name: str | None = None
+    worker: str = ""
+    """The worker running it when the run is spread over several (`executor=`); "" here."""
 
 
 @dataclass(frozen=True)
@@ -89,6 +93,24 @@ class ConcurrencyChanged:
     overloads: int = 0
 
 
+@dataclass(frozen=True)
+class WorkersChanged:
+    """The run's instances are spread over `workers` live workers (`executor="ray"`);
+    `where` names the cluster and the share of `parallel` each worker holds."""
+
+    workers: int
+    where: str = ""
+
+
+@dataclass(frozen=True)
+class WorkerLog:
+    """A line a worker logged or printed while it ran instances (never text in the cell)."""
+
+    worker: str
+    level: str
+    message: str
+
+
 Event = (
     RunStarted
     | CaseStarted
@@ -97,5 +119,7 @@ Event = (
     | ConcurrencyChanged
     | CaseFinished
     | RunFinished
+    | WorkersChanged
+    | WorkerLog
 )
 Listener = Callable[[Event], None]

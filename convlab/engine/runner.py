@@ -11,7 +11,7 @@ import warnings
 from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from convlab.agents.cache import recording
 from convlab.agents.meter import METER
@@ -38,6 +38,9 @@ from convlab.model.records import CaseResult
 from convlab.model.results import Results
 from convlab.model.run import Run
 from convlab.plan import Instance, count, expand
+
+if TYPE_CHECKING:
+    from convlab.engine.shard import Executor
 
 __all__ = ["Runner", "Settings"]
 
@@ -104,6 +107,9 @@ class Runner:
     """The task running `execute` (what a listener's stop cancels)."""
     _failure_blame: Blame = "hook"
     """Whose fault the run-level failure is (the run's before hook, unless it says otherwise)."""
+    executor: Executor | None = None
+    """Where the planned instances run; None: here, `parallel` at a time."""
+    _store: ResultStore | None = None
 
     def finished(self) -> Results:
         """The instances finished so far (a record is decoded when one is read: a poll of a
@@ -207,9 +213,11 @@ class Runner:
                 failure = f"before hook failed: {type(exc).__name__}: {exc}"
                 self._failure_blame = blame_of(exc, "hook")
             if failure is None:
-                todo = self._planned()
-                workers = (self._worker(todo, store) for _ in range(max(1, s.parallel)))
-                await asyncio.gather(*workers)
+                self._store, todo = store, self._planned()
+                if self.executor is not None:
+                    await self.executor.execute(self, todo)
+                else:
+                    await asyncio.gather(*(self._worker(todo) for _ in range(max(1, s.parallel))))
         except asyncio.CancelledError:
             cancelled = True
             _uncancel()
@@ -284,25 +292,40 @@ class Runner:
             if not self._stored_at(inst, n):
                 yield n, inst
 
-    async def _worker(
-        self, todo: Iterator[tuple[int, Instance]], store: ResultStore | None
-    ) -> None:
+    @property
+    def picking(self) -> bool:
+        """Whether new instances may start (False after a failure under `fail_fast`)."""
+        return not self._stop_picking
+
+    def accept(self, place: int, inst: Instance, result: CaseResult) -> CaseResult:
+        """Keep (and store) an instance that finished, tell the listeners, and stop picking
+        new ones after a failure under `fail_fast`; the result as finally recorded. An
+        instance already finished is not kept twice: its first result stays."""
+        if self._done[place]:
+            return result
+        result = self._keep(result, place, self._store)
+        if self.listeners:
+            self.emit(CaseFinished(result, inst.label))
+        if self.settings.fail_fast and result.status in ("failed", "error", "timeout"):
+            self._stop_picking = True
+        return result
+
+    def unfinished(self, place: int, inst: Instance, why: str) -> None:
+        """Keep an instance stopped before or while it ran as `cancelled` (not stored)."""
+        if not self._done[place]:
+            stopped = self._stopped.pop(inst.key, None)
+            self._keep(stopped or closed(inst, "cancelled", why), place)
+
+    async def _worker(self, todo: Iterator[tuple[int, Instance]]) -> None:
         for place, inst in todo:
             if self._stop_picking:
                 return
             try:
                 result = await self.run_instance(inst)
             except asyncio.CancelledError:
-                if not self._done[place]:
-                    stopped = self._stopped.pop(inst.key, None)
-                    why = "run stopped while it ran"
-                    self._keep(stopped or closed(inst, "cancelled", why), place)
+                self.unfinished(place, inst, "run stopped while it ran")
                 raise
-            result = self._keep(result, place, store)
-            if self.listeners:
-                self.emit(CaseFinished(result, inst.label))
-            if self.settings.fail_fast and result.status in ("failed", "error", "timeout"):
-                self._stop_picking = True
+            self.accept(place, inst, result)
 
     def _keep(self, result: CaseResult, place: int, store: ResultStore | None = None) -> CaseResult:
         """Record a finished instance: encoded, stored when there is a store, and kept; its

@@ -36,6 +36,7 @@ from convlab.engine.events import (
     RunFinished,
     RunStarted,
     TurnCompleted,
+    WorkersChanged,
 )
 from convlab.notebook._style import CSS, GLYPHS, STATUS_COLORS
 
@@ -67,10 +68,8 @@ def in_kernel() -> bool:
 
 
 def widget_frontend() -> bool:
-    """Whether `progress=None` should pick the widget: a kernel with ipywidgets importable.
-
-    Front ends that cannot draw widgets still show the `text/html` snapshot beside it.
-    """
+    """Whether `progress=None` should pick the widget: a kernel with ipywidgets importable
+    (front ends that cannot draw widgets still show the `text/html` snapshot beside it)."""
     if not in_kernel():
         return False
     try:
@@ -105,6 +104,7 @@ class _Node:
     turns: list[TurnResult] = field(default_factory=list)
     checkpoints: dict[str, int | None] = field(default_factory=dict)
     result: CaseResult | None = None
+    worker: str = ""
     started: float = field(default_factory=time.monotonic)
     drawn: dict[bool, str] = field(default_factory=dict)
     """A finished node's HTML (closed / open): it never changes, so it is drawn once."""
@@ -195,6 +195,7 @@ def _draw_node(node: _Node, open_: bool, runs: int, turns_shown: int) -> str:
     head = (
         f"<span style='color:{color}'>{GLYPHS.get(status, '?')} {e(status.upper())}</span> "
         f"<code>{e(_title(node, runs))}</code>{took}{why}"
+        + (f" <span class='cl-muted'>on {e(node.worker)}</span>" if node.worker else "")
     )
     if not body:
         return f"<div>{head}</div>"
@@ -234,6 +235,7 @@ class LiveTree:
         self.recent: deque[_Node] = deque(maxlen=self.max_recent)
         self.failed_total = 0
         self.limit: ConcurrencyChanged | None = None  # the agent's AIMD limit (HTTP agents)
+        self.workers: WorkersChanged | None = None  # a run spread over Ray workers
         self.redraws = 0
         self._stop: Callable[[], None] | None = None
         self._pump: threading.Thread | None = None
@@ -299,8 +301,10 @@ class LiveTree:
             self.limit = None
         elif isinstance(event, ConcurrencyChanged):
             self.limit = event
+        elif isinstance(event, WorkersChanged):
+            self.workers = event
         elif isinstance(event, CaseStarted):
-            self.running[event.key] = _Node(event.key, event.label)
+            self.running[event.key] = _Node(event.key, event.label, worker=event.worker)
         elif isinstance(event, TurnCompleted):
             node = self.running.get(event.key)
             if node is not None:
@@ -382,6 +386,8 @@ class LiveTree:
             when = f"elapsed {_clock(elapsed)}"
         resumed = f" ({self.resumed} already stored)" if self.resumed else ""
         agent = f" against {html.escape(shorten(self.agent, 60))}" if self.agent else ""
+        if self.workers is not None:  # where the instances run, when not here
+            agent += f" on {self.workers.workers} Ray workers ({html.escape(self.workers.where)})"
         return (
             f"<div class='convlab'><style>{CSS}</style>"
             f"<div><b>{done + self.resumed}/{self.total}</b> instances{resumed}{agent}"
