@@ -14,12 +14,15 @@ import sys
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from convlab.agents.cache import CACHE_MODES
 from convlab.agents.pricing import prices_from
-from convlab.errors import AgentError, ConvlabError
+from convlab.errors import ConvlabError
 from convlab.report._console_text import clean
+
+if TYPE_CHECKING:
+    from convlab.model.answer import Answer
 
 __all__ = [
     "CONFIG_NAME",
@@ -344,13 +347,7 @@ def run_command(args: argparse.Namespace) -> int:
         spec = args.name or config.get("agent")
         if not spec:
             raise ConvlabError(NO_AGENT)
-        try:
-            answer = cl.ask(resolve_agent(spec), args.input)
-        except AgentError as exc:
-            print(f"convlab: {clean(exc)}", file=sys.stderr)  # noqa: T201 - the CLI's output
-            return 1
-        print(clean(answer))  # noqa: T201 - the CLI's output
-        return 0 if answer.passed else 1
+        return _show_answer(cl.ask(resolve_agent(spec), args.input))
     source = Path(args.input)
     if not source.exists():
         raise ConvlabError(f"{args.input}: no such file or folder")
@@ -433,10 +430,15 @@ def ask_command(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise ConvlabError(f"--assert {text!r}: {exc}") from None
     judge = resolve_agent(args.judge) if args.judge else None
-    try:
-        answer = cl.ask(resolve_agent(args.agent), args.message, *specs, judge=judge)
-    except AgentError as exc:  # the agent could not answer: a failed test, not bad usage
-        print(f"convlab: {clean(exc)}", file=sys.stderr)  # noqa: T201 - the CLI's output
-        return 1
-    print(clean(answer))  # noqa: T201 - the CLI's output: the agent's text, its controls shown
+    return _show_answer(cl.ask(resolve_agent(args.agent), args.message, *specs, judge=judge))
+
+
+def _show_answer(answer: Answer) -> int:
+    """Print the transcript (the agent's text, its controls shown) and, when the agent
+    raised, the error and where on stderr: a failed test, not bad usage; the exit code."""
+    print(clean(answer))  # noqa: T201 - the CLI's output
+    if answer.error is not None:
+        info = answer.error_info
+        where = f" (at {info.location})" if info is not None and info.location else ""
+        print(f"convlab: {clean(answer.error)}{where}", file=sys.stderr)  # noqa: T201
     return 0 if answer.passed else 1

@@ -24,6 +24,7 @@ from convlab.engine.runner import Runner
 from convlab.model.answer import Answer
 from convlab.model.run import Run
 from convlab.model.suite import Suite
+from convlab.model.tracebacks import from_user_code
 
 __all__ = ["RUN_DEFAULTS", "RunHandle", "RunOptions", "arun", "ask", "run", "start"]
 
@@ -296,8 +297,12 @@ def ask(
     history: Any = None,
     world: dict[str, Any] | None = None,
     judge: Any = None,
+    raise_errors: bool = False,
 ) -> Answer:
     """Send one message to an agent and check the reply: a quick test in a cell.
+
+    An agent that raises does not raise here: the Answer has status `error` and shows the
+    exception with the file and line of your code that raised it and a short traceback.
 
     Args:
         agent: A function, an Agent or a spec string (`demo:expense`, `openai:MODEL`, ...).
@@ -306,6 +311,8 @@ def ask(
         history: Earlier messages (OpenAI-style dicts or `cl.Message`s) sent before it.
         world: The starting world state the agent sees as `ctx.world`.
         judge: The judge for judge-based assertions.
+        raise_errors: Raise what the agent raised instead, with its traceback from your
+            code on, so that `%debug` (or `pdb.pm()`) opens in the frame that raised.
 
     Returns:
         An Answer; a notebook renders it as a chat transcript with a mark per assertion.
@@ -314,4 +321,10 @@ def ask(
         >>> ask(lambda m: "hi there", "Hello", {"type": "contains", "value": "hi"}).passed
         True
     """
-    return run_sync(lambda: ask_once(agent, message, assertions, history, world, judge))
+    raised: list[BaseException] = []
+    kept = raised if raise_errors else None
+    answer = run_sync(lambda: ask_once(agent, message, assertions, history, world, judge, kept))
+    if raised:
+        exc = raised[0]
+        raise exc.with_traceback(from_user_code(exc.__traceback__))
+    return answer

@@ -266,7 +266,7 @@ def test_the_live_tree_shows_the_workers() -> None:
     tree = LiveTree()
     cl.run(_suite(8), _slow, executor=TWO, progress=tree)
     html = tree.snapshot_html()
-    assert "2 Ray workers" in html and "w1" in html
+    assert "on 2 workers (local Ray cluster, 4 in flight each)" in html and "on w1" in html
 
 
 def test_the_cli_runs_on_ray(tmp_path: Path) -> None:

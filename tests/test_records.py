@@ -30,6 +30,7 @@ from convlab.model.records import (
     AssertionResult,
     CaseResult,
     CheckpointResult,
+    ErrorInfo,
     Observation,
     TurnResult,
 )
@@ -39,7 +40,15 @@ from convlab.model.suite import TurnInput
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"
-RECORD_TYPES = (Usage, Observation, AssertionResult, TurnResult, CheckpointResult, CaseResult)
+RECORD_TYPES = (
+    Usage,
+    ErrorInfo,
+    Observation,
+    AssertionResult,
+    TurnResult,
+    CheckpointResult,
+    CaseResult,
+)
 
 # --- records generated from their types --------------------------------------------------
 

@@ -37,6 +37,7 @@ from convlab.model.assertions import PythonTest
 from convlab.model.blame import blame_of
 from convlab.model.conversation import Message
 from convlab.model.records import AssertionResult
+from convlab.model.tracebacks import error_info
 
 __all__ = ["TestContext", "build_test_context", "python_test"]
 
@@ -241,7 +242,14 @@ async def python_test(spec: PythonTest, ctx: CheckContext) -> AssertionResult:
     if out.exc is not None:
         msg = f"{type(out.exc).__name__}: {out.exc}"
         blame = blame_of(out.exc, "suite")  # the test crashed, unless its judge call did
-        return error_result(spec, msg, blame, score=0.0, details={**details, "location": where})
+        return error_result(
+            spec,
+            msg,
+            blame,
+            score=0.0,
+            details={**details, "location": where},
+            error_info=error_info(out.exc),
+        )
     if out.value is None:
         return result(spec, True, "the test returned normally", score=1.0, details=details)
     reward, problem = _reward(out.value)

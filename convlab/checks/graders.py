@@ -25,6 +25,7 @@ from convlab.checks.tools import holodeck_arguments
 from convlab.model.assertions import Grader
 from convlab.model.blame import blame_of
 from convlab.model.records import AssertionResult
+from convlab.model.tracebacks import error_info
 
 __all__ = ["GraderContext", "GraderResult", "ToolInvocation", "grader", "grader_context"]
 
@@ -160,7 +161,8 @@ async def grader(spec: Grader, ctx: CheckContext) -> AssertionResult:
         raw = await call_user(fn, gctx)
     except Exception as exc:
         why = f"{type(exc).__name__}: {exc}"
-        return error_result(spec, why, blame_of(exc, "suite"), details=base)
+        info = error_info(exc)
+        return error_result(spec, why, blame_of(exc, "suite"), details=base, error_info=info)
     graded = _normalize(raw)
     if graded is None:
         msg = (

@@ -27,6 +27,7 @@ from convlab.model.assertions import AgentValidator, Judge
 from convlab.model.blame import Blame, blame_of
 from convlab.model.conversation import Message
 from convlab.model.records import AssertionResult
+from convlab.model.tracebacks import error_info
 
 __all__ = [
     "NO_AGENTS_PREFIX",
@@ -214,7 +215,8 @@ async def judge(spec: Judge, ctx: CheckContext) -> AssertionResult:
         answer = await ask_closing(agent, prompt, owned=owned)
     except Exception as exc:
         why = f"judge failed: {type(exc).__name__}: {exc}"
-        return error_result(spec, why, _judge_blame(exc), expected=expected)
+        info = error_info(exc)
+        return error_result(spec, why, _judge_blame(exc), expected=expected, error_info=info)
     details = {"judge_answer": answer, "prompt": prompt}
     if spec.question is not None:
         yes, reason = parse_yesno(answer)
@@ -283,7 +285,7 @@ async def agent_validator(spec: AgentValidator, ctx: CheckContext) -> AssertionR
         answer = await ask_closing(agent, _validator_prompt(payload), owned=owned)
     except Exception as exc:
         why = f"validator agent error: {type(exc).__name__}: {exc}"
-        return error_result(spec, why, _judge_blame(exc))
+        return error_result(spec, why, _judge_blame(exc), error_info=error_info(exc))
     by = "the run's judge" if agent is ctx.judge else use
     details = {"judge_answer": answer, "request": payload, "validator": by}
     data = extract_json(answer)

@@ -34,6 +34,7 @@ from convlab.errors import UnknownNameError
 from convlab.model.assertions import All, Any_, Check, Custom, JsonPath, Not
 from convlab.model.blame import Blame, assertion_blame, blame_of
 from convlab.model.records import AssertionResult
+from convlab.model.tracebacks import error_info
 
 __all__ = ["at", "check", "custom", "json_path", "matches", "operate", "scope_view"]
 
@@ -327,5 +328,12 @@ async def custom(spec: Custom, ctx: CheckContext) -> AssertionResult:
         # intention-kernel: an evaluator that throws is EVALUATOR_FAILED (its message is not
         # copied there; convlab keeps it, for the person fixing the evaluator)
         details = {"traceback": traceback.format_exc(limit=5), "code": "EVALUATOR_FAILED"}
-        return error_result(spec, msg, blame_of(exc, "suite"), expected=expected, details=details)
+        return error_result(
+            spec,
+            msg,
+            blame_of(exc, "suite"),
+            expected=expected,
+            details=details,
+            error_info=error_info(exc),
+        )
     return _from_evaluator(spec, value, expected)

@@ -18,6 +18,7 @@ from convlab.agents.pricing import Pricer, prices_from
 from convlab.agents.protocol import Agent, AgentContext, as_agent, owned_by_run
 from convlab.engine.conversation import Env, resolve_simulator
 from convlab.engine.events import Listener
+from convlab.engine.finished import error_text
 from convlab.engine.replies import MAX_REPLY_BYTES
 from convlab.engine.runner import Runner, Settings
 from convlab.errors import SuiteError
@@ -26,6 +27,7 @@ from convlab.model.conversation import Message
 from convlab.model.records import CaseResult
 from convlab.model.run import Run
 from convlab.model.suite import Suite
+from convlab.model.tracebacks import error_info
 from convlab.plan import count
 
 __all__ = ["RunHandle", "ask_once", "build_runner"]
@@ -188,25 +190,42 @@ async def ask_once(
     history: Any = None,
     world: dict[str, Any] | None = None,
     judge: Any = None,
+    raised: list[BaseException] | None = None,
 ) -> Answer:
-    """Send one message (after an optional history) and check the reply."""
+    """Send one message (after an optional history) and check the reply.
+
+    When the agent raises, the Answer has status `error` and says what was raised and where;
+    the exception itself is appended to `raised` when given (`ask(raise_errors=True)`).
+    """
+    from convlab.checks import CheckContext, evaluate
+    from convlab.checks.api import to_spec
+
+    specs = [to_spec(a) for a in assertions]  # a bad assertion says so before any call
     the_agent: Agent = as_agent(agent)
     messages = [*_history(history), Message(role="user", content=message)]
     ctx = AgentContext(world=dict(world or {}), instance="ask")
     t0 = time.perf_counter()
-    session = await the_agent.open(ctx)
     try:
-        obs = await session.send(messages, ctx)
+        session = await the_agent.open(ctx)
+        try:
+            obs = await session.send(messages, ctx)
+        finally:
+            await session.close()
+    except Exception as exc:  # the agent's bug (or its endpoint's failure): shown, not raised
+        if raised is not None:
+            raised.append(exc)
+        return Answer(
+            agent=the_agent.describe(),
+            messages=messages,
+            duration_ms=(time.perf_counter() - t0) * 1000,
+            error=error_text(exc),
+            error_info=error_info(exc),
+        )
     finally:
-        await session.close()
         if owned_by_run(agent):  # the caller's own agent stays open for their next call
             await the_agent.aclose()
     took = (time.perf_counter() - t0) * 1000
     obs.effects = ctx.world
-    from convlab.checks import CheckContext, evaluate
-    from convlab.checks.api import to_spec
-
-    specs = [to_spec(a) for a in assertions]  # a bad assertion says so before any judge call
     the_judge = as_agent(judge) if judge is not None else None
     check_ctx = CheckContext(
         observation=obs, messages=messages + list(obs.messages), judge=the_judge

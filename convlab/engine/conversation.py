@@ -30,9 +30,11 @@ from convlab.model.records import (
     AssertionResult,
     AssertionStatus,
     CheckpointResult,
+    ErrorInfo,
     Observation,
     TurnResult,
 )
+from convlab.model.tracebacks import error_info
 
 if TYPE_CHECKING:
     from convlab.model.assertions import Assertion
@@ -216,9 +218,10 @@ class Conversation:
             if isinstance(exc, asyncio.CancelledError) and stopping():
                 raise
             turn.status, turn.error = "error", _agent_error(exc, index)
+            turn.error_info = error_info(exc)
             turn.code = error_code(exc)
             turn.duration_ms = elapsed_ms(start)
-            raise TurnFailed(turn.error, blame_of(exc, "agent")) from exc
+            raise TurnFailed(turn.error, blame_of(exc, "agent"), turn.error_info) from exc
         self.env.note_concurrency()
         cap_reply(obs, self.env.max_reply_bytes)
         turn_id = turn_id_of(self.thread_id, step_id or str(index))
@@ -302,11 +305,13 @@ def kernel_repetition(inst: Instance) -> int:
 
 class TurnFailed(Exception):
     """The conversation cannot go on (the agent or the simulator failed, a checkpoint could
-    not be evaluated); `blame` is whose fault that is, classified where it was caught."""
+    not be evaluated); `blame` is whose fault that is, classified where it was caught, and
+    `info` the exception behind it, when one was raised."""
 
-    def __init__(self, message: str, blame: Blame) -> None:
+    def __init__(self, message: str, blame: Blame, info: ErrorInfo | None = None) -> None:
         super().__init__(message)
         self.blame: Blame = blame
+        self.info = info
 
 
 def _agent_error(exc: BaseException, index: int) -> str:

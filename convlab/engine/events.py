@@ -101,6 +101,13 @@ class WorkersChanged:
     workers: int
     where: str = ""
 
+    @property
+    def text(self) -> str:
+        """What a view says: `on 2 workers (local Ray cluster, 4 in flight each)`."""
+        return f"on {self.workers} worker{'' if self.workers == 1 else 's'}" + (
+            f" ({self.where})" if self.where else ""
+        )
+
 
 @dataclass(frozen=True)
 class WorkerLog:

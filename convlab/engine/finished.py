@@ -13,7 +13,7 @@ from convlab.engine.replies import share_case_text
 from convlab.engine.store import ResultStore
 from convlab.model.blame import Blame, blame_of
 from convlab.model.codec import encode, valid_unicode
-from convlab.model.records import CaseResult
+from convlab.model.records import AssertionResult, CaseResult, ErrorInfo, TurnResult
 from convlab.plan import Instance
 
 __all__ = ["closed", "error_text", "kept", "result_of"]
@@ -41,6 +41,7 @@ def result_of(
         assertions=list(outcome.assertions),
         checkpoints=list(outcome.checkpoints),
         error=outcome.error,
+        error_info=outcome.error_info or _raised_in(outcome, conv.turns),
         blame=outcome.blame,  # what stopped it; the record settles the instance's blame
         duration_ms=elapsed_ms(t0),
         attempts=conv.attempts.calls or 1,
@@ -52,6 +53,24 @@ def result_of(
     result.code = case_code(result)
     share_case_text(result)  # a long reply is stored once, on its turn
     return result
+
+
+def _raised_in(outcome: Outcome, turns: list[TurnResult]) -> ErrorInfo | None:
+    """For an instance that erred on a turn or a check: the exception behind the first such
+    error (the one its `error` names), when user code raised it."""
+    if outcome.status != "error":
+        return None
+    for t in turns:
+        if t.status == "error":
+            return t.error_info or _in_checks(t.assertions)
+    return _in_checks(outcome.assertions)
+
+
+def _in_checks(checks: list[AssertionResult]) -> ErrorInfo | None:
+    for a in checks:
+        if a.status == "error":
+            return a.error_info or _in_checks(a.children)
+    return None
 
 
 def _reward(outcome: Outcome) -> float:
@@ -87,8 +106,15 @@ def kept(store: ResultStore | None, result: CaseResult) -> tuple[CaseResult, byt
     return result, line
 
 
-def closed(inst: Instance, status: str, why: str, blame: Blame | None = None) -> CaseResult:
-    """The result of an instance that did not run (skipped, blocked, cancelled, ...)."""
+def closed(
+    inst: Instance,
+    status: str,
+    why: str,
+    blame: Blame | None = None,
+    info: ErrorInfo | None = None,
+) -> CaseResult:
+    """The result of an instance that did not run (skipped, blocked, cancelled, or stopped
+    by the run's before hook, whose exception is `info`)."""
     result = CaseResult(
         case_id=inst.case.id,
         variant=inst.variant,
@@ -96,6 +122,7 @@ def closed(inst: Instance, status: str, why: str, blame: Blame | None = None) ->
         run=inst.run,
         status=status,  # type: ignore[arg-type]
         error=why,
+        error_info=info,
         blame=blame,
     )
     result.code = case_code(result)

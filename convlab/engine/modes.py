@@ -17,8 +17,9 @@ from convlab.engine.conversation import Conversation, TurnFailed, status_of
 from convlab.engine.events import CheckpointReached
 from convlab.model.blame import Blame, assertion_blame, blame_of
 from convlab.model.conversation import Message
-from convlab.model.records import AssertionResult, CheckpointResult
+from convlab.model.records import AssertionResult, CheckpointResult, ErrorInfo
 from convlab.model.suite import Turn, TurnInput
+from convlab.model.tracebacks import error_info
 from convlab.plan import SelectionError, resolve_selection
 
 __all__ = ["MODES", "Outcome"]
@@ -38,6 +39,8 @@ class Outcome:
     blame: Blame | None = None
     """What stopped the instance, classified where it was caught (None: the checks decided;
     convlab.model.blame.case_blame settles the instance's blame from both)."""
+    error_info: ErrorInfo | None = None
+    """The exception behind `error`, when user code raised one."""
 
 
 def _first_problem(results: list[AssertionResult]) -> str | None:
@@ -56,7 +59,7 @@ async def run_standard(conv: Conversation) -> Outcome:
         turn = await conv.send(user)
     except TurnFailed as exc:
         conv.finish_turn(conv.turns[-1], [])
-        return Outcome("error", str(exc), blame=exc.blame)
+        return Outcome("error", str(exc), blame=exc.blame, error_info=exc.info)
     results = await conv.check(case.assertions, turn, "turn")
     conv.finish_turn(turn, results)
     status = turn.status  # the checks' (the agent answered)
@@ -113,7 +116,7 @@ async def run_turns(conv: Conversation) -> Outcome:
         except TurnFailed as exc:
             conv.finish_turn(conv.turns[-1], [])
             if not _goes_on(conv, []):
-                return Outcome("error", str(exc), blame=exc.blame)
+                return Outcome("error", str(exc), blame=exc.blame, error_info=exc.info)
             stopped_by.setdefault(conv.turns[-1].index, exc.blame)
             previous = conv.turns[-1]
             continue
@@ -180,7 +183,7 @@ def _simulator(conv: Conversation) -> object:
             return conv.env.case_simulator(use)
         except Exception as exc:
             why = f"simulator {use!r}: {type(exc).__name__}: {exc}"
-            raise TurnFailed(why, blame_of(exc, "simulator")) from exc
+            raise TurnFailed(why, blame_of(exc, "simulator"), error_info(exc)) from exc
     if conv.env.simulator is None:
         raise TurnFailed(
             "no user simulator configured: pass run(simulator=...) (a function, an agent or "
@@ -206,7 +209,7 @@ async def _simulate(conv: Conversation, sim: object, extra: dict[str, object]) -
         out = await sim.simulate(list(conv.messages), conv.ctx)  # type: ignore[attr-defined]
     except Exception as exc:
         why = f"simulator error: {type(exc).__name__}: {exc}"
-        raise TurnFailed(why, blame_of(exc, "simulator")) from exc
+        raise TurnFailed(why, blame_of(exc, "simulator"), error_info(exc)) from exc
     return str(out.message), bool(out.goal_achieved)
 
 
@@ -252,7 +255,13 @@ async def run_dynamic(conv: Conversation) -> Outcome:
     except TurnFailed as exc:
         if conv.turns and conv.turns[-1].status == "error":
             conv.finish_turn(conv.turns[-1], [])
-        return Outcome("error", str(exc), checkpoints=list(checkpoints.values()), blame=exc.blame)
+        return Outcome(
+            "error",
+            str(exc),
+            checkpoints=list(checkpoints.values()),
+            blame=exc.blame,
+            error_info=exc.info,
+        )
     missing = [k for k, v in checkpoints.items() if v.required and not v.reached]
     return Outcome(
         "failed",
@@ -319,7 +328,9 @@ async def run_code(conv: Conversation) -> Outcome:
     except TurnFailed as exc:
         if conv.turns and conv.turns[-1].status == "error":
             conv.finish_turn(conv.turns[-1], [])
-        return Outcome("error", str(exc), finish_reason="agent_error", blame=exc.blame)
+        return Outcome(
+            "error", str(exc), finish_reason="agent_error", blame=exc.blame, error_info=exc.info
+        )
     results = await conv.check(case.assertions, None, "final")
     status = status_of(results)
     return Outcome(

@@ -34,9 +34,10 @@ from convlab.engine.replies import MAX_REPLY_BYTES
 from convlab.engine.store import ResultStore
 from convlab.engine.suite_checks import suite_checks
 from convlab.model.blame import Blame, blame_of
-from convlab.model.records import CaseResult
+from convlab.model.records import CaseResult, ErrorInfo
 from convlab.model.results import Results
 from convlab.model.run import Run
+from convlab.model.tracebacks import error_info
 from convlab.plan import Instance, count, expand
 
 if TYPE_CHECKING:
@@ -107,6 +108,8 @@ class Runner:
     """The task running `execute` (what a listener's stop cancels)."""
     _failure_blame: Blame = "hook"
     """Whose fault the run-level failure is (the run's before hook, unless it says otherwise)."""
+    _failure_info: ErrorInfo | None = None
+    """The exception of the run's before hook, which every instance it stopped records."""
     executor: Executor | None = None
     """Where the planned instances run; None: here, `parallel` at a time."""
     _store: ResultStore | None = None
@@ -210,7 +213,8 @@ class Runner:
             try:
                 before_data = await call_hook(resolve_hook(s.before), suite)
             except Exception as exc:
-                failure = f"before hook failed: {type(exc).__name__}: {exc}"
+                self._failure_info = error_info(exc)
+                failure = f"before hook failed: {type(exc).__name__}: {exc}" + _at(exc)
                 self._failure_blame = blame_of(exc, "hook")
             if failure is None:
                 self._store, todo = store, self._planned()
@@ -258,7 +262,8 @@ class Runner:
             for n, inst in enumerate(expand(suite, s.runs, s.allow_external_writes)):
                 if not self._stored_at(inst, n) and not self._done[n]:
                     status = "error" if failure else "cancelled"
-                    self._keep(closed(inst, status, why, self._failure_blame), n)
+                    info = self._failure_info if failure else None
+                    self._keep(closed(inst, status, why, self._failure_blame, info), n)
         self.run.results = self._ordered()
         self.run.status = "failed" if failure else "cancelled" if cancelled else "completed"
         self.run.error = failure
@@ -274,7 +279,7 @@ class Runner:
             await call_hook(resolve_hook(s.after), self.run, before_data)
         except Exception as exc:
             self.run.status = "failed"
-            self.run.error = f"after hook failed: {type(exc).__name__}: {exc}"
+            self.run.error = f"after hook failed: {type(exc).__name__}: {exc}" + _at(exc)
         problems = await self.env.aclose()  # a failing close never loses the Run
         if self._store_problem:
             problems.insert(0, self._store_problem)
@@ -396,7 +401,9 @@ class Runner:
             outcome = _timeout(conv, timeout)
         except asyncio.CancelledError as exc:
             if not stopping():  # user code raised it: its fault, not a stop
-                outcome = Outcome("error", f"{type(exc).__name__}: {exc}", blame=site)
+                outcome = Outcome(
+                    "error", f"{type(exc).__name__}: {exc}", blame=site, error_info=error_info(exc)
+                )
             else:
                 # `after` always runs, also for an instance stopped mid-way
                 try:
@@ -405,9 +412,16 @@ class Runner:
                     conv.hook_error = f"after hook failed: {error_text(hook_exc)}"
                 raise
         except _HookFailed as exc:
-            outcome = Outcome("error", str(exc), blame=blame_of(exc.original, "hook"))
+            outcome = Outcome(
+                "error",
+                str(exc),
+                blame=blame_of(exc.original, "hook"),
+                error_info=error_info(exc.original),
+            )
         except BaseException as exc:  # SystemExit, KeyboardInterrupt, pytest's Failed ...
-            outcome = Outcome("error", error_text(exc), blame=blame_of(exc, site))
+            outcome = Outcome(
+                "error", error_text(exc), blame=blame_of(exc, site), error_info=error_info(exc)
+            )
         finally:
             CASE_DEADLINE.reset(deadline_token)
             METER.reset(meter_token)
@@ -424,11 +438,21 @@ class Runner:
                     outcome.assertions,
                     outcome.checkpoints,
                     blame=blame_of(exc, "hook"),
+                    error_info=error_info(exc),
                 )
             else:
                 why = f"{outcome.error}; {why}" if outcome.error else why
-                outcome = replace(outcome, error=why)
+                outcome = replace(
+                    outcome, error=why, error_info=outcome.error_info or error_info(exc)
+                )
         return outcome
+
+
+def _at(exc: BaseException) -> str:
+    """` (at hooks.py:3 in after)`: where the user's code raised `exc`, for the Run's `error`
+    (a text: the Run has no record of the exception); '' when no frame was the user's."""
+    where = error_info(exc).location
+    return f" (at {where})" if where else ""
 
 
 class _HookFailed(Exception):

@@ -185,7 +185,7 @@ class _RayRun:
         workers = list(await asyncio.gather(*(spawn(i + 1) for i in range(n))))
         total = count(runner.env.suite, runner.settings.runs)
         chunk = max(1, min(per, math.ceil(total / (2 * n))))
-        where = f"{cfg.address or LOCAL} cluster, {per} in flight each"
+        where = f"{cfg.address or LOCAL} Ray cluster, {per} in flight each"
         runner.run.settings["executor"] = {"kind": "ray", "workers": n, "per_worker": per}
         await Dispatcher(
             runner,

@@ -8,6 +8,7 @@ from convlab.model.records import (
     AssertionResult,
     CaseResult,
     CheckpointResult,
+    ErrorInfo,
     Observation,
     TurnResult,
 )
@@ -39,6 +40,7 @@ __all__ = [
     "Checkpoint",
     "CheckpointResult",
     "Defaults",
+    "ErrorInfo",
     "FileRef",
     "Hooks",
     "InstanceRow",

@@ -8,7 +8,7 @@ import msgspec
 
 from convlab.model._record import Record
 from convlab.model.conversation import Message, ToolCall
-from convlab.model.records import AssertionResult, Observation
+from convlab.model.records import AssertionResult, ErrorInfo, Observation
 
 __all__ = ["Answer"]
 
@@ -18,6 +18,8 @@ class Answer(Record, kw_only=True):
 
     In a notebook it renders as a chat transcript: the history, the user message, the agent's
     reply with its tool calls (arguments and results), and a pass/fail mark per assertion.
+    When the agent raised, it has no reply: `status` is `error`, `error` says what was raised
+    and `error_info` where, and it renders as an error card with the short traceback.
     """
 
     agent: str = ""
@@ -27,6 +29,18 @@ class Answer(Record, kw_only=True):
     observation: Observation = msgspec.field(default_factory=Observation)
     results: list[AssertionResult] = []
     duration_ms: float = 0.0
+    error: str | None = None
+    """`Type: message` of what the agent raised (None when it answered); no check ran."""
+    error_info: ErrorInfo | None = None
+    """What the agent raised: its type, message, file and line in the user's code, and the
+    short traceback."""
+
+    @property
+    def status(self) -> str:
+        """`passed` (every assertion passed), `failed`, or `error` (the agent raised)."""
+        if self.error is not None:
+            return "error"
+        return "passed" if self.passed else "failed"
 
     @property
     def text(self) -> str:
@@ -45,8 +59,8 @@ class Answer(Record, kw_only=True):
 
     @property
     def passed(self) -> bool:
-        """Whether every assertion passed (True when there were none)."""
-        return all(r.passed for r in self.results)
+        """Whether the agent answered and every assertion passed (True when there were none)."""
+        return self.error is None and all(r.passed for r in self.results)
 
     def __repr__(self) -> str:
         from convlab.notebook.transcript import answer_text

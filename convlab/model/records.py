@@ -23,6 +23,7 @@ __all__ = [
     "AssertionStatus",
     "CaseResult",
     "CheckpointResult",
+    "ErrorInfo",
     "Observation",
     "Record",
     "Spend",
@@ -36,6 +37,39 @@ Status = Literal["passed", "failed", "error", "skipped", "timeout", "cancelled",
 """A case instance's status (`CaseResult.status`)."""
 AssertionStatus = Literal["passed", "failed", "error", "skipped"]
 """An assertion's or a turn's status."""
+
+
+class ErrorInfo(Record, kw_only=True):
+    """An exception as the person fixing it needs it: its type and message, the innermost
+    frame of their own code it passed through (not convlab's, the standard library's or an
+    installed package's), and a short traceback with convlab's and asyncio's frames removed.
+
+    `file`, `line` and `function` are None when no frame was the user's (an HTTP agent's
+    connection error, a bug in convlab itself); `traceback` is then empty.
+    """
+
+    type: str
+    """The exception's class name (`AttributeError`)."""
+    message: str = ""
+    file: str | None = None
+    """The file as Python names it (`co_filename`): a path, or a notebook cell's file."""
+    line: int | None = None
+    function: str | None = None
+    traceback: str = ""
+
+    @property
+    def place(self) -> str:
+        """`my_agent.py:12`: the file's name (not its folder) and the line; '' when unknown."""
+        if self.file is None:
+            return ""
+        name = self.file.replace("\\", "/").rsplit("/", 1)[-1] or self.file
+        return f"{name}:{self.line}" if self.line is not None else name
+
+    @property
+    def location(self) -> str:
+        """`my_agent.py:12 in reply`; '' when no frame was the user's."""
+        place = self.place
+        return f"{place} in {self.function}" if place and self.function else place
 
 
 class Observation(Record, kw_only=True):
@@ -108,6 +142,8 @@ class AssertionResult(Record, kw_only=True):
     actual: Any = None
     error: str | None = None
     """Why the evaluator could not decide (crash, bad config, no judge); never a pass."""
+    error_info: ErrorInfo | None = None
+    """The exception behind `error` when an evaluator, grader, test or judge raised."""
     blame: Blame | None = None
     """Whose fault an `error` is (`judge`, `suite`, `infrastructure`; convlab.model.blame)."""
     score: float | None = None
@@ -152,6 +188,8 @@ class TurnResult(Record, kw_only=True):
     status: AssertionStatus = "passed"
     duration_ms: float = 0.0
     error: str | None = None
+    error_info: ErrorInfo | None = None
+    """The exception behind `error` when the agent (or the simulator) raised."""
     code: str | None = None
     """The turn's error code (intention-kernel's turn `errorCode`), None unless it erred."""
 
@@ -198,6 +236,9 @@ class CaseResult(Record, kw_only=True):
     """Case-scope assertions (standard checks, final checks, the Python test)."""
     checkpoints: list[CheckpointResult] = []
     error: str | None = None
+    error_info: ErrorInfo | None = None
+    """The exception behind `error`, when user code raised one (the agent, the simulator, a
+    hook, an evaluator or the judge): its type, message, file and line, short traceback."""
     code: str | None = None
     """A stable code for why the instance did not pass or fail on its own checks:
     intention-kernel's codes (EVALUATION_TRANSPORT_FAILED, EVALUATOR_FAILED,

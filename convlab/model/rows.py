@@ -28,6 +28,9 @@ class InstanceRow(NamedTuple):
     """Why it did not pass (`why_not_passed`); empty for a pass."""
     code: str
     """Its stable code (`CaseResult.code`); empty when it has none."""
+    error_location: str
+    """Where the user's code raised the exception behind `error` (`my_agent.py:12 in reply`);
+    empty when no user code raised."""
     blame: str | None
     assertions: int
     assertions_failed: int
@@ -78,6 +81,7 @@ def instance_row(r: CaseResult) -> InstanceRow:
         turns=len(r.turns),
         error=why_not_passed(r),
         code=r.code or "",
+        error_location=r.error_info.location if r.error_info is not None else "",
         blame=r.blame,
         assertions=checks + len(r.assertions),
         assertions_failed=failed + _failed(r.assertions),

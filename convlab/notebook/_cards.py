@@ -40,8 +40,9 @@ def _pct(value: Any) -> str:
     return f"{float(value):.1f}%"
 
 
-Worst = list[tuple[str, float, str, str, str]]
-"""(case id, pass rate, class, verdict, first reason the agent did not pass)"""
+Worst = list[tuple[str, float, str, str, str, str]]
+"""(case id, pass rate, class, verdict, first reason the agent did not pass, where the user's
+code raised the exception behind it ('' when none did))"""
 
 
 def _views(run: Run) -> tuple[dict[str, Any], Worst]:
@@ -53,17 +54,17 @@ def _views(run: Run) -> tuple[dict[str, Any], Worst]:
     bad = [(cid, row) for cid, row in rows.items() if row["runs"] > 0 and row["pass_rate"] < 100]
     bad = sorted(bad, key=lambda item: item[1]["pass_rate"])[:_WORST]  # stable: suite order
     wanted = {cid for cid, _ in bad}
-    reasons: dict[str, str] = {}
+    reasons: dict[str, tuple[str, str]] = {}
     for r in latest:  # the pass rate counts the agent's failures: so do the reasons
         if r.case_id in wanted and r.case_id not in reasons and r.blame == "agent":
-            reasons[r.case_id] = r.error
+            reasons[r.case_id] = (r.error, r.error_location)
     worst = [
         (
             cid,
             float(row["pass_rate"]),
             str(row["classification"]),
             str(row["verdict"]),
-            reasons.get(cid, ""),
+            *reasons.get(cid, ("", "")),
         )
         for cid, row in bad
     ]
@@ -145,9 +146,10 @@ def _run_text(run: Run, s: dict[str, Any], worst: Worst) -> str:
     lines += ["  " + line for line in (blame_line(s), cost_line(s)) if line]
     if worst:
         lines.append("  worst cases:")
-        for cid, rate, cls, verdict, why in worst:
+        for cid, rate, cls, verdict, why, at in worst:
             head = f"    {cid}  {_pct(rate)} {cls} ({verdict})"
-            lines.append(head + (f"  {shorten(why, 100)}" if why else ""))
+            at = f" (at {at})" if at else ""  # where the user's code raised
+            lines.append(head + (f"  {shorten(why, 100)}" if why else "") + at)
     return "\n".join(lines)
 
 
@@ -216,8 +218,10 @@ def _worst_table(worst: Worst) -> str:
     e = html.escape
     rows = "".join(
         f"<tr><td><code>{e(cid)}</code></td><td>{e(_pct(rate))}</td><td>{e(cls)}</td>"
-        f"<td>{e(verdict)}</td><td title='{e(why)}'>{e(shorten(why, 200))}</td></tr>"
-        for cid, rate, cls, verdict, why in worst
+        f"<td>{e(verdict)}</td><td title='{e(why)}'>{e(shorten(why, 200))}"
+        + (f" <span class='cl-muted'>at <code>{e(at)}</code></span>" if at else "")
+        + "</td></tr>"
+        for cid, rate, cls, verdict, why, at in worst
     )
     if not rows:
         return ""

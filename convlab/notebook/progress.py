@@ -38,6 +38,7 @@ from convlab.engine.events import (
     TurnCompleted,
     WorkersChanged,
 )
+from convlab.notebook._errors import location_html, traceback_html
 from convlab.notebook._style import CSS, GLYPHS, STATUS_COLORS
 
 if TYPE_CHECKING:
@@ -157,7 +158,8 @@ def _result_html(r: CaseResult) -> str:
             out.append(f"<li class='cl-fail'>{e(a.label or a.kind)}: {e(msg)}</li>")
     if r.status != "passed" and r.error and len(r.error) > _WHY:  # the head shows short ones
         out.append(f"<li class='cl-fail'>{e(shorten(r.error, 600))}</li>")
-    return "".join(out)
+    tb = traceback_html(r.error_info) if r.status != "passed" else ""  # the user's code raised
+    return "".join(out) + (f"<li>{tb}</li>" if tb else "")
 
 
 def _node_html(node: _Node, open_: bool, runs: int = 1, turns_shown: int = 6) -> str:
@@ -187,15 +189,15 @@ def _draw_node(node: _Node, open_: bool, runs: int, turns_shown: int) -> str:
         _turn_html(t) for t in turns
     )
     body += extra + (_result_html(r) if r is not None else "")
-    why = ""
+    why = f" <span class='cl-muted'>on {e(node.worker)}</span>" if node.worker else ""
     if r is not None and r.blame and r.blame != "agent":  # not counted against the agent
         why = f" <span class='cl-blame'>[blame: {e(r.blame)}]</span>"
     if r is not None and status != "passed" and r.error:
-        why += f" <span class='cl-muted'>— {e(shorten(r.error, _WHY))}</span>"
+        at = location_html(r.error_info)  # where the user's code raised it
+        why += f" <span class='cl-muted'>— {e(shorten(r.error, _WHY))}{at}</span>"
     head = (
         f"<span style='color:{color}'>{GLYPHS.get(status, '?')} {e(status.upper())}</span> "
         f"<code>{e(_title(node, runs))}</code>{took}{why}"
-        + (f" <span class='cl-muted'>on {e(node.worker)}</span>" if node.worker else "")
     )
     if not body:
         return f"<div>{head}</div>"
@@ -386,8 +388,7 @@ class LiveTree:
             when = f"elapsed {_clock(elapsed)}"
         resumed = f" ({self.resumed} already stored)" if self.resumed else ""
         agent = f" against {html.escape(shorten(self.agent, 60))}" if self.agent else ""
-        if self.workers is not None:  # where the instances run, when not here
-            agent += f" on {self.workers.workers} Ray workers ({html.escape(self.workers.where)})"
+        agent += f" {html.escape(self.workers.text)}" if self.workers is not None else ""
         return (
             f"<div class='convlab'><style>{CSS}</style>"
             f"<div><b>{done + self.resumed}/{self.total}</b> instances{resumed}{agent}"

@@ -17,6 +17,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from convlab._util import cut_noted
+from convlab.notebook._errors import location_html
 from convlab.notebook._style import CSS, GLYPHS, STATUS_COLORS, TRANSCRIPT_CSS
 
 if TYPE_CHECKING:
@@ -89,7 +90,10 @@ def _duration(ms: float) -> str:
 
 
 def _verdict(answer: Answer) -> tuple[str, str]:
-    """(word, status) for the header: PASS, FAIL, ERROR (only errors), or `answer`."""
+    """(word, status) for the header: PASS, FAIL, ERROR (only errors, or the agent raised),
+    or `answer`."""
+    if answer.error is not None:
+        return "ERROR", "error"
     if not answer.results:
         return "answer", "running"
     if answer.passed:
@@ -99,6 +103,8 @@ def _verdict(answer: Answer) -> tuple[str, str]:
 
 
 def _counts(answer: Answer) -> str:
+    if answer.error is not None:
+        return "the agent raised"
     n = len(answer.results)
     if not n:
         return "no assertions"
@@ -180,6 +186,8 @@ def answer_text(answer: Answer) -> str:
         lines += _indent(_history_line(m), f"  ({_role(m)}) ", "      ")
     if last is not None:
         lines += _indent(last.text(), "  user> ", "        ")
+    if answer.error is not None:
+        return "\n".join(lines + _raised_lines(answer))
     obs = answer.observation
     for call in obs.tool_calls:
         lines.append(f"  tool {call.name} {_dump(_as_json(call.arguments), compact=True)}")
@@ -198,6 +206,21 @@ def answer_text(answer: Answer) -> str:
     for r in answer.results:
         lines += _check_lines(r)
     return "\n".join(lines)
+
+
+RAISE_HINT = "ask(..., raise_errors=True) raises it, for %debug"
+"""How to get the exception itself, as the error card says."""
+
+
+def _raised_lines(answer: Answer) -> list[str]:
+    """What the agent raised: the error, where in the user's code, the short traceback."""
+    lines = _indent(answer.error or "", "  agent raised ", "    ")
+    info = answer.error_info
+    if info is not None and info.location:
+        lines.append(f"    at {info.location}")
+    if info is not None and info.traceback:
+        lines += _indent(info.traceback.rstrip("\n"), "    ", "    ")
+    return [*lines, f"  ({RAISE_HINT})"]
 
 
 # ---------------------------------------------------------------- HTML
@@ -241,7 +264,29 @@ def _tool_html(call: ToolCall) -> str:
     )
 
 
+def _raised_html(answer: Answer) -> str:
+    """The error card's body: what the agent raised, where, and the short traceback."""
+    info = answer.error_info
+    where = location_html(info)
+    tb = (
+        f"<pre class='cl-json'>{e(info.traceback)}</pre>"
+        if info is not None and info.traceback
+        else ""
+    )
+    role = f"agent · {answer.agent}" if answer.agent else "agent"
+    return (
+        f"<div class='cl-msg cl-agent cl-raised'><div class='cl-role'>{e(role)}</div>"
+        f"<div class='cl-extra' style='color:{_color('error')}'>raised {e(answer.error or '')}"
+        "</div>"
+        + (f"<div class='cl-extra cl-muted'>{where.strip()}</div>" if where else "")
+        + f"{tb}"
+        f"<div class='cl-extra cl-muted'>{e(RAISE_HINT)}</div></div>"
+    )
+
+
 def _reply_html(answer: Answer) -> str:
+    if answer.error is not None:
+        return _raised_html(answer)
     obs = answer.observation
     parts = [_tool_html(c) for c in obs.tool_calls]
     text = obs.text or ""
@@ -290,8 +335,9 @@ def _check_html(r: AssertionResult) -> str:
 def answer_html(answer: Answer) -> str:
     """The transcript as one self-contained, escaped HTML fragment (inline CSS only)."""
     word, status = _verdict(answer)
-    color = _color(status) if answer.results else "#57606a"
-    glyph = f"{GLYPHS[status]} " if answer.results else ""
+    judged = bool(answer.results) or answer.error is not None
+    color = _color(status) if judged else "#57606a"
+    glyph = f"{GLYPHS[status]} " if judged else ""
     head = (
         f"<div class='cl-head'><span class='cl-verdict' style='color:{color}'>"
         f"{e(glyph + word)}</span><span class='cl-title'>{e(answer.agent or 'agent')}</span>"

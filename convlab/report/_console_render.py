@@ -16,7 +16,7 @@ from convlab.analysis.frames import cost_line
 from convlab.report._console_text import Glyphs, Style, clean, clip
 
 if TYPE_CHECKING:
-    from convlab.model.records import AssertionResult, CaseResult, TurnResult
+    from convlab.model.records import AssertionResult, CaseResult, ErrorInfo, TurnResult
     from convlab.model.run import Run
 
 __all__ = ["WIDTH", "header", "instance", "stability_table", "summary_block"]
@@ -100,8 +100,13 @@ def _check(a: AssertionResult, g: Glyphs, s: Style) -> str:
     name = a.label or a.id or a.kind
     why = a.error or a.message
     return f"{mark} {clip(name, 40, g.ellipsis)}" + (
-        f": {clip(why, 120, g.ellipsis)}" if why else ""
+        f": {clip(why, 120, g.ellipsis)}{_at(a.error_info)}" if why else ""
     )
+
+
+def _at(info: ErrorInfo | None) -> str:
+    """` (at my_agent.py:12 in reply)`: where the user's code raised; '' when it did not."""
+    return f" (at {clean(info.location)})" if info is not None and info.location else ""
 
 
 def _args(arguments: Any) -> str:
@@ -131,7 +136,7 @@ def _turn_node(r: CaseResult, t: TurnResult, g: Glyphs, s: Style, verbose: bool)
         )
     kids += [_check(a, g, s) for a in t.assertions if verbose or not a.passed]
     if t.error and not (t.observation and t.observation.error == t.error):
-        kids.append(f"{s(g.bad, 'red')} error: {clip(t.error, 160, g.ellipsis)}")
+        kids.append(f"{s(g.bad, 'red')} error: {clip(t.error, 160, g.ellipsis)}{_at(t.error_info)}")
     for cp in r.checkpoints:
         if cp.reached and cp.reached_at_turn == n:
             kids.append(f"{s(g.ok, 'green')} checkpoint: {clip(cp.id, 60, g.ellipsis)}")
@@ -167,8 +172,13 @@ def _tail_nodes(r: CaseResult, g: Glyphs, s: Style, verbose: bool) -> list[Node]
     nodes += [(_check(a, g, s), []) for a in r.assertions if verbose or not a.passed]
     checks = [a for t in r.turns for a in t.assertions] + list(r.assertions)
     if r.status != "passed" and _adds(r.error, checks, [t.error for t in r.turns]):
-        nodes.append((f"{s(g.bad, 'red')} {clip(r.error, 200, g.ellipsis)}", []))
+        nodes.append((_error_line(r, g, s), []))
     return nodes
+
+
+def _error_line(r: CaseResult, g: Glyphs, s: Style) -> str:
+    """The instance's error, and where the user's code raised it."""
+    return f"{s(g.bad, 'red')} {clip(r.error or '', 200, g.ellipsis)}{_at(r.error_info)}"
 
 
 def _adds(
@@ -222,7 +232,7 @@ def instance(
         checks = [a for t in r.turns for a in t.assertions] + list(r.assertions)
         nodes: list[Node] = [(_check(a, g, s), []) for a in checks if verbose or not a.passed]
         if _adds(r.error, checks, []):
-            nodes.append((f"{s(g.bad, 'red')} {clip(r.error, 200, g.ellipsis)}", []))
+            nodes.append((_error_line(r, g, s), []))
         lines += _tree(nodes, g)
     return lines
 

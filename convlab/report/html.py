@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from convlab._util import cut_noted
 from convlab.analysis.io import register_saver, write_atomic
+from convlab.notebook._errors import location_html, traceback_html
 
 if TYPE_CHECKING:
     from convlab.model.records import AssertionResult, CaseResult, Observation
@@ -59,7 +60,7 @@ def _check_html(a: AssertionResult) -> str:
     head = (
         f'<div class="cl-check"><span class="cl-mark" style="color:{color}">'
         f"{_e(GLYPHS.get(a.status, '?'))}</span><code>{_e(name)}</code>"
-        + (f" {_e(why)}" if why else "")
+        + (f" {_e(why)}{location_html(a.error_info)}" if why else "")
         + "</div>"
     )
     if a.status == "passed":
@@ -111,7 +112,7 @@ def instance_html(r: CaseResult) -> str:
             if r.blame
             else ""
         )
-        + (f" · {_e(cut_noted(r.error, 200))}" if r.error else "")
+        + (f" · {_e(cut_noted(r.error, 200))}{location_html(r.error_info)}" if r.error else "")
     )
     turns = []
     for t in r.turns:
@@ -122,7 +123,8 @@ def instance_html(r: CaseResult) -> str:
         )
         reply = _reply_html(t.observation) if t.observation is not None else ""
         checks = "".join(_check_html(a) for a in t.assertions)
-        error = f'<div class="cl-fail">{_e(t.error)}</div>' if t.error else ""
+        where = location_html(t.error_info)
+        error = f'<div class="cl-fail">{_e(t.error)}{where}</div>' if t.error else ""
         label = f"turn {t.index + 1}" + (f" · {_e(t.step_id)}" if t.step_id else "")
         turns.append(
             f'<div class="cl-turn"><div class="cl-turn-h">{label}</div>{msgs}{reply}'
@@ -142,6 +144,7 @@ def instance_html(r: CaseResult) -> str:
         for c in r.checkpoints
     )
     tail = case_checks + cps
+    tail += traceback_html(r.error_info, open_=True) if r.status != "passed" else ""
     return (
         f'<details class="cl-fail-item" open><summary>{title}</summary>{"".join(turns)}'
         f"{f'<div class=cl-checks>{tail}</div>' if tail else ''}</details>"

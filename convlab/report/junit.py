@@ -57,6 +57,9 @@ def _details(r: CaseResult) -> str:
     lines = [f"status: {r.status}"] + ([f"blame: {r.blame}"] if r.blame else [])
     lines += [f"code: {r.code}"] if r.code else []
     lines += [f"error: {r.error}"] if r.error else []
+    info = r.error_info
+    if info is not None and info.location:  # where the user's code raised it, and how
+        lines += [f"raised at: {info.location}", info.traceback.rstrip("\n")]
     for t in r.turns:
         for a in t.assertions:
             lines += _assertion_lines(a, f"turn {t.index + 1}: ")

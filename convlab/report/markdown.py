@@ -157,7 +157,7 @@ def run_markdown(run: Run) -> str:
                 str(r["repetition"]),
                 cell(r["status"]),
                 cell(r["blame"] or ""),
-                cell(r["error"], _REASON_LIMIT),
+                cell(r["error"], _REASON_LIMIT) + _at(r.get("error_location")),
             ]
             for r in bad.head(_FAILURES_LIMIT).to_dict("records")
         ]
@@ -171,6 +171,11 @@ def run_markdown(run: Run) -> str:
             f"- {cell(a.label or a.kind)}: {cell(a.error or a.message)}" for a in failed_suite
         ]
     return "\n".join(lines) + "\n"
+
+
+def _at(location: str | None) -> str:
+    """` at `my_agent.py:12 in reply``: where the user's code raised; '' when it did not."""
+    return f" at {code(location)}" if location else ""
 
 
 @register_saver(".md", ".markdown")
