@@ -7,17 +7,16 @@ runs shards of the plan (lists of places in it) with the same Runner and Convers
 a local run, at most `parallel` instances at a time, and streams back what happened as
 batches of plain tuples, the wire:
 
-| tuple | meaning |
-|---|---|
-| (STARTED, place) | the instance began talking to the agent |
-| (TURN, place, turn JSON) | one of its turns finished (a `TurnResult`) |
-| (CHECKPOINT, place, id, turn) | a dynamic case reached a checkpoint |
-| (FINISHED, place, result JSON) | it finished: its `CaseResult`, as a store line holds it |
-| (UNRUN, place) | it was not started: the shard was stopped first |
-| (LIMIT, limit, parallel, endpoint, overloads) | the agent's adaptive limit moved |
-| (LOG, level, text) | a line the worker logged or printed |
-| (RECORDED, key, document) | a call recorded for the run's cache (the driver writes it) |
-| (CACHE, recorded, replayed, missed, unwritten) | what the worker's cache did since |
+- (STARTED, place): the instance began talking to the agent;
+- (TURN, place, index, turn JSON): one of its turns finished (a `TurnResult`; no JSON when
+  the instance finishes in the same batch: the driver takes it from the result);
+- (CHECKPOINT, place, id, turn): a dynamic case reached a checkpoint;
+- (FINISHED, place, result JSON): it finished: its `CaseResult`, as a store line holds it;
+- (UNRUN, place): it was not started, the shard being stopped first;
+- (LIMIT, limit, parallel, endpoint, overloads): the agent's adaptive limit moved;
+- (LOG, level, text): a line the worker logged or printed;
+- (RECORDED, key, document): a call recorded for the run's cache (the driver writes it);
+- (CACHE, recorded, replayed, missed, unwritten): what the worker's cache did since.
 
 A batch goes back once something happened and `window` seconds have passed (or the shard
 is done), so a shard of a hundred instances costs a few dozen messages, not hundreds.
@@ -33,6 +32,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from convlab.agents.cache import Cassette
+from convlab.engine._gc import quiet_gc
 from convlab.engine.conversation import Env
 from convlab.engine.events import (
     CaseStarted,
@@ -173,18 +173,19 @@ class ShardRunner:
         tasks = [asyncio.ensure_future(self._one(place, box)) for place in places]
         self._tasks.update(tasks)
         try:
-            while True:
-                await box.ready.wait()
-                if not box.done.is_set():  # let more finish before sending
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(box.done.wait(), self.window)
-                box.ready.clear()
-                batch, box.items = box.items, []
-                batch += self._take_shared()
-                if batch:
-                    yield batch
-                if box.done.is_set() and not box.items:
-                    return
+            with quiet_gc():  # as in a local run: no collection storms
+                while True:
+                    await box.ready.wait()
+                    if not box.done.is_set():  # let more finish before sending
+                        with contextlib.suppress(TimeoutError):
+                            await asyncio.wait_for(box.done.wait(), self.window)
+                    box.ready.clear()
+                    batch, box.items = _encoded(box.items), []
+                    batch += self._take_shared()
+                    if batch:
+                        yield batch
+                    if box.done.is_set() and not box.items:
+                        return
         finally:
             self._boxes.remove(box)
             for task in tasks:
@@ -239,9 +240,21 @@ class ShardRunner:
         if isinstance(event, CaseStarted):
             box.put((STARTED, place))
         elif isinstance(event, TurnCompleted):
-            box.put((TURN, place, encode(event.turn)))
+            box.put((TURN, place, event.turn))  # encoded when the batch goes
         elif isinstance(event, CheckpointReached):
             box.put((CHECKPOINT, place, event.checkpoint, event.turn))
+
+
+def _encoded(items: list[Wire]) -> list[Wire]:
+    """`items` with each turn encoded, but those of instances that finish in the same batch
+    (the driver takes them from the result, which it decodes anyway)."""
+    done = {item[1] for item in items if item[0] == FINISHED}
+    return [
+        (TURN, item[1], item[2].index, None if item[1] in done else encode(item[2]))
+        if item[0] == TURN
+        else item
+        for item in items
+    ]
 
 
 class Receiver:
@@ -260,12 +273,17 @@ class Receiver:
         """Emit the events of `batch` and accept the instances it finished."""
         runner = self.runner
         listening = bool(runner.listeners)
+        done = {
+            item[1]: decode_as(item[2], CaseResult)
+            for item in batch
+            if item[0] == FINISHED and item[1] in self.pending
+        }
         for item in batch:
             tag = item[0]
             if tag == FINISHED:
                 inst = self.pending.pop(item[1], None)
                 if inst is not None:
-                    runner.accept(item[1], inst, decode_as(item[2], CaseResult))
+                    runner.accept(item[1], inst, done[item[1]])
             elif tag == UNRUN:
                 inst = self.pending.pop(item[1], None)
                 if inst is not None:
@@ -273,11 +291,11 @@ class Receiver:
             elif tag in (RECORDED, CACHE):
                 self._cache(item)
             elif listening:
-                event = self._event(item, worker)
+                event = self._event(item, worker, done)
                 if event is not None:
                     runner.emit(event)
 
-    def _event(self, item: Wire, worker: str) -> Event | None:
+    def _event(self, item: Wire, worker: str, done: dict[int, CaseResult]) -> Event | None:
         tag = item[0]
         if tag == LOG:
             return WorkerLog(worker, item[1], item[2])
@@ -289,7 +307,7 @@ class Receiver:
         if tag == STARTED:
             return CaseStarted(inst.key, inst.label, inst.case.mode, inst.case.name, worker)
         if tag == TURN:
-            return TurnCompleted(inst.key, decode_as(item[2], TurnResult))
+            return TurnCompleted(inst.key, _turn(item, done.get(item[1])))
         if tag == CHECKPOINT:
             return CheckpointReached(inst.key, item[2], item[3])
         return None
@@ -306,3 +324,11 @@ class Receiver:
         cassette.replayed += item[2]
         cassette.missed += item[3]
         cassette.unwritten += item[4]
+
+
+def _turn(item: Wire, result: CaseResult | None) -> TurnResult:
+    """A TURN tuple's TurnResult: decoded, or taken from its instance's result."""
+    if item[3] is not None:
+        return decode_as(item[3], TurnResult)
+    assert result is not None, "a turn without its JSON comes with its instance's result"
+    return next(t for t in result.turns if t.index == item[2])

@@ -75,6 +75,10 @@ class Dispatcher:
     _spawned: int = 0
     _spawning: asyncio.Future[Worker] | None = None
     _drained: bool = False
+    _emptied: set[asyncio.Future[None]] = field(default_factory=set)
+    """Shards whose every instance came back (their calls may still be ending)."""
+    _emptying: asyncio.Future[None] = field(init=False)
+    """Done when a shard empties: the loop then hands out the next one."""
     _exhausted: bool = False
 
     def __post_init__(self) -> None:
@@ -111,8 +115,13 @@ class Dispatcher:
                     return
                 self._give_up("no worker is left to run it")
                 return
-            done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            self._emptying = asyncio.get_running_loop().create_future()
+            done, _ = await asyncio.wait(
+                waiting | {self._emptying}, return_when=asyncio.FIRST_COMPLETED
+            )
             for fut in done:
+                if fut is self._emptying:
+                    continue
                 if fut is self._spawning:
                     self._spawned_one(fut)  # type: ignore[arg-type]
                 else:
@@ -134,7 +143,9 @@ class Dispatcher:
     def _fill(self) -> None:
         """Give every live worker shards until it has `outstanding` of them."""
         for worker in list(self.workers):
-            load = sum(1 for w, _ in self._shards.values() if w is worker)
+            load = sum(
+                1 for t, (w, _) in self._shards.items() if w is worker and t not in self._emptied
+            )
             while load < self.outstanding:
                 places = self._next_shard()
                 if not places:
@@ -160,9 +171,16 @@ class Dispatcher:
 
     async def _consume(self, worker: Worker, places: list[int]) -> None:
         stream = worker.stream(places)
+        pending = self.receiver.pending
         try:
             async for batch in stream:
                 self.receiver.apply(batch, worker.name)
+                if not any(p in pending for p in places):  # all back: the next shard can go
+                    task = asyncio.current_task()
+                    if task is not None and task not in self._emptied:
+                        self._emptied.add(task)
+                        if not self._emptying.done():
+                            self._emptying.set_result(None)
         finally:
             with contextlib.suppress(BaseException):
                 await stream.aclose()  # type: ignore[attr-defined]
@@ -170,6 +188,7 @@ class Dispatcher:
     def _settle(self, task: asyncio.Future[None]) -> None:
         """A shard ended: its missing instances go again (or fail, out of attempts)."""
         worker, places = self._shards.pop(task)
+        self._emptied.discard(task)
         exc = None if task.cancelled() else task.exception()
         if exc is not None and worker.is_gone(exc) and worker in self.workers:
             self.workers.remove(worker)
