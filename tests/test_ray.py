@@ -279,3 +279,11 @@ def test_the_cli_runs_on_ray(tmp_path: Path) -> None:
     assert code == 1  # two cases fail on purpose
     saved = json.loads(out.read_text())
     assert saved["settings"]["executor"]["kind"] == "ray"
+
+
+def test_ci_runs_the_readmes_test_command_with_ray_installed() -> None:
+    root = Path(__file__).resolve().parent.parent
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    command = "pip install -e '.[test,ray]' && python -m pytest"
+    assert f"```bash\n{command}\n```" in readme
+    assert f"\n{command} || exit $?\n" in (root / ".ci" / "run").read_text(encoding="utf-8")

@@ -128,22 +128,18 @@ class _RayRun:
         address = self.config.address or LOCAL
         options: dict[str, Any] = {
             "address": address,
-            "log_to_driver": False,
-            "logging_level": logging.WARNING,
+            "log_to_driver": False,  # the workers' output comes back as events
+            # not "token authentication is enabled" (the README says so) in every cell
+            "logging_level": logging.ERROR,
             "namespace": "convlab",
         }
         if address == LOCAL:
             options |= {"include_dashboard": False, "num_cpus": os.cpu_count() or 1}
         options |= self.config.init
-        quiet = logging.getLogger("ray")
-        level = quiet.level
-        quiet.setLevel(logging.ERROR)  # "token authentication is enabled": the README says so
         try:
             ray.init(**options)
         except Exception as exc:
             raise ExecutorError(f"could not reach Ray at {address!r}: {exc}") from exc
-        finally:
-            quiet.setLevel(level)
         return True
 
     async def _run(self, ray: Any, runner: Runner, todo: Iterator[tuple[int, Instance]]) -> None:
