@@ -72,7 +72,8 @@ def suite(n: int, turns: int = 1) -> Suite:
         cases = [
             Case(
                 id=f"c{i}",
-                turns=[Turn(input=f"m {i}.{t}", assertions=checks) for t in range(turns)],
+                mode="turns",
+                turns=[Turn(input={"text": f"m {i}.{t}"}, assertions=checks) for t in range(turns)],
             )
             for i in range(n)
         ]
@@ -180,38 +181,58 @@ def main() -> int:
     return 0
 
 
+def cpu_per_instance(s: Suite) -> float:
+    """c_w: CPU seconds the engine spends on one instance of `s` (an agent that answers at
+    once, in this process, no listener)."""
+    global LATENCY
+    saved, LATENCY = LATENCY, 0.0
+    try:
+        cpu = time.process_time()
+        cl.run(s, sleepy, parallel=100, progress=False)
+        return (time.process_time() - cpu) / len(s.cases)
+    finally:
+        LATENCY = saved
+
+
 def model_checks(args: argparse.Namespace) -> None:
-    """Measured wall times beside the capacity model's predictions (docs/distributed.md)."""
+    """Measured wall times beside the capacity model's bounds (docs/distributed.md): at least
+    max(A, B/eta, C), at most A + C, with A = N*T*L/(W*P) (the slots), B = N*T/R (the
+    provider), C = N*c_w/W (the workers' CPU)."""
     global LATENCY
     from fault_server import FaultServer, limited
 
-    print("capacity model: predicted max(N*T*L/(W*P), N*T/R, N*T/D), measured, on W=2 workers")
+    workers = 2
+    print("capacity model (docs/distributed.md), W=2 workers:")
     LATENCY = 0.02
     for n, turns, per in ((600, 3, 25), (2000, 1, 50)):
-        predicted = n * turns * LATENCY / (2 * per)
         s = suite(n, turns)
-        ex = cl.executors.ray(workers=2, per_worker=per)
-        wall = measure(f"N={n} T={turns} L=20ms P={per}", s, sleepy, predicted, executor=ex)
-        print(f"  model {predicted:.2f}s, measured {wall:.2f}s ({wall / predicted:.2f}x)")
+        c_w = cpu_per_instance(s)
+        a = n * turns * LATENCY / (workers * per)
+        c = n * c_w / workers
+        ex = cl.executors.ray(workers=workers, per_worker=per)
+        wall = measure(f"N={n} T={turns} L=20ms P={per}", s, sleepy, a, executor=ex)
+        print(
+            f"  c_w {c_w * 1000:.2f} ms: model {max(a, c):.2f}-{a + c:.2f}s, measured {wall:.2f}s"
+        )
     capacity, latency, n = 40, 0.05, 1000
     rate = capacity / latency
-    with FaultServer(limited(capacity, delay=latency, retry_after="0"), path="/chat") as server:
-        agent = cl.agents.http(server.url)
-        predicted = n / rate
-        ex = cl.executors.ray(workers=2, per_worker=50)
-        wall = measure(
-            f"N={n} provider {rate:.0f} req/s",
-            suite(n),
-            agent,
-            predicted,
-            executor=ex,
-            parallel=100,
+    b = n / rate
+    for label, options in (
+        ("local engine", {}),
+        ("ray, 2 workers x 50", {"executor": cl.executors.ray(workers=workers, per_worker=50)}),
+    ):
+        endpoint = limited(capacity, delay=latency, retry_after="0")
+        with FaultServer(endpoint, path="/chat") as server:
+            agent = cl.agents.http(server.url)
+            wall = measure(
+                f"N={n} R={rate:.0f}/s, {label}", suite(n), agent, b, parallel=100, **options
+            )
+            rejected = sum(server.counts.log) / max(len(server.counts.log), 1)
+        print(
+            f"  provider bound B = {b:.2f}s (R = {capacity} in flight / {latency * 1000:.0f} ms):"
+            f" measured {wall:.2f}s, eta = B / measured = {b / wall:.2f}; {rejected:.0%} of "
+            "requests got 429"
         )
-        rejected = sum(server.counts.log) / max(len(server.counts.log), 1)
-    print(
-        f"  model {predicted:.2f}s (R = {capacity} in flight / {latency * 1000:.0f} ms), "
-        f"measured {wall:.2f}s ({wall / predicted:.2f}x), {rejected:.0%} of requests got 429"
-    )
 
 
 if __name__ == "__main__":
