@@ -34,6 +34,7 @@ from convlab.model import (
     ToolCall,
     Turn,
 )
+from convlab.model.experiment import Experiment
 
 __version__ = "0.1.0"
 
@@ -46,6 +47,7 @@ _LAZY = {
     "compare": "convlab.analysis.compare",
     "evaluator": "convlab.checks._core",
     "executors": "convlab.executors",
+    "load_experiment": "convlab.analysis.experiment_io",
     "load_run": "convlab.analysis.load",
     "run": "convlab.api",
     "RunHandle": "convlab.api",
@@ -59,6 +61,7 @@ if TYPE_CHECKING:
     from convlab.agents.cache import cached
     from convlab.agents.protocol import AgentContext
     from convlab.analysis.compare import Comparison
+    from convlab.analysis.experiment_io import load_experiment
     from convlab.api import RunHandle, arun, ask, run, start
     from convlab.checks._core import evaluator
 
@@ -93,6 +96,7 @@ __all__ = [
     "CaseResult",
     "Comparison",
     "ConvlabError",
+    "Experiment",
     "Message",
     "Observation",
     "Problem",
@@ -115,6 +119,7 @@ __all__ = [
     "evaluator",
     "executors",
     "load",
+    "load_experiment",
     "load_run",
     "run",
     "start",

@@ -16,6 +16,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from convlab._cli_experiment import (
+    agent_specs,
+    experiment_command,
+    is_experiment,
+    variant_names,
+)
 from convlab.agents.cache import CACHE_MODES
 from convlab.agents.pricing import prices_from
 from convlab.errors import ConvlabError
@@ -28,16 +34,20 @@ __all__ = [
     "CONFIG_NAME",
     "DEFAULTS",
     "NO_AGENT",
+    "agent_specs",
     "ask_command",
     "default_output",
+    "is_experiment",
     "is_path",
     "judge_map",
     "judge_pair",
+    "notes",
     "read_config",
     "resolve_agent",
     "run_command",
     "run_options",
     "set_adaptive",
+    "variant_names",
 ]
 
 CONFIG_NAME = "convlab.yaml"
@@ -245,11 +255,15 @@ def resolve_agent(spec: str, flag: str = "-n ", replay: bool = False) -> Any:
 
 
 def set_adaptive(agent: Any, on: bool) -> None:
-    """Turn an HTTP agent's adaptive concurrency on or off (other agents have none)."""
+    """Turn an HTTP agent's adaptive concurrency on or off (other agents have none); a dict
+    of variants: each of them."""
     from convlab.agents.http_agent import HTTPAgent
     from convlab.agents.openai_agent import OpenAIAgent
 
-    if isinstance(agent, HTTPAgent | OpenAIAgent):
+    if isinstance(agent, dict):
+        for one in agent.values():
+            set_adaptive(one, on)
+    elif isinstance(agent, HTTPAgent | OpenAIAgent):
         agent.adaptive = on
 
 
@@ -271,7 +285,7 @@ AgentResolver = Callable[[str, str, bool], Any]
 """`(spec, flag, replay) -> agent`: how a command turns a spec into an agent (the CLI's
 `resolve_agent`; the notebook magic also looks the spec up among the notebook's variables)."""
 
-RUN_ONLY = frozenset({"input", "name", "output", "verbose", "dry_run", "run", "help"})
+RUN_ONLY = frozenset({"input", "name", "experiment", "output", "verbose", "dry_run", "run", "help"})
 """`convlab run` options that choose what to run and where its results go: each caller
 (the CLI, the `%convlab` magic) handles them. Every other option reaches `cl.run` through
 `run_options` (tests/test_magics.py holds the magic to that)."""
@@ -344,7 +358,10 @@ def run_command(args: argparse.Namespace) -> int:
 
     if not is_path(args.input):
         config = read_config(Path.cwd())
-        spec = args.name or config.get("agent")
+        specs = agent_specs(args.name)
+        if len(specs) > 1:
+            raise ConvlabError("a quick message is asked of one agent: give one -n AGENT")
+        spec = (specs[0][1] if specs else None) or config.get("agent")
         if not spec:
             raise ConvlabError(NO_AGENT)
         return _show_answer(cl.ask(resolve_agent(spec), args.input))
@@ -360,21 +377,33 @@ def run_command(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(suite.df.to_string(index=False))  # noqa: T201 - the CLI's output
         return 0
-    spec = args.name or config.get("agent") or suite_model_agent(suite.metadata)
+    cache = _setting(args, config, "cache")
+    replay = cache == "replay"  # a replay needs no API key
+    if is_experiment(args):
+        return experiment_command(args, config, suite, source, replay)
+    specs = agent_specs(args.name)
+    spec = (specs[0][1] if specs else None) or config.get("agent")
+    spec = spec or suite_model_agent(suite.metadata)
     if not spec:
         raise ConvlabError(NO_AGENT)
-    cache = _setting(args, config, "cache")
-    agent = resolve_agent(spec, replay=cache == "replay")  # a replay needs no API key
+    agent = resolve_agent(spec, replay=replay)
     output = Path(args.output) if args.output else default_output(source)
     progress = ConsoleProgress(
         verbose=args.verbose, quiet=False, source=str(source), output=str(output)
     )
     run = cl.run(suite, agent, **run_options(args, config, agent), progress=progress)
     written = run.save(output)
-    counts = run.settings.get("cache")
+    notes(run.settings)
+    print(f"results written to {written}", file=sys.stderr)  # noqa: T201 - the CLI's output
+    return run_exit_code(run)
+
+
+def notes(settings: dict[str, Any], prefix: str = "") -> None:
+    """What the cache and the adaptive concurrency did, on stderr."""
+    counts = settings.get("cache")
     if counts:
         print(  # noqa: T201 - the CLI's output
-            f"cache ({counts['mode']}, {counts['dir']}): {counts['replayed']} replayed, "
+            f"{prefix}cache ({counts['mode']}, {counts['dir']}): {counts['replayed']} replayed, "
             f"{counts['recorded']} recorded, {counts['missed']} missed"
             + (
                 f"; {counts['unwritten']} not written: {counts['write_error']}"
@@ -383,11 +412,9 @@ def run_command(args: argparse.Namespace) -> int:
             ),
             file=sys.stderr,
         )
-    transport = transport_text(run.settings.get("transport"))
+    transport = transport_text(settings.get("transport"))
     if transport:
-        print(transport, file=sys.stderr)  # noqa: T201 - the CLI's output
-    print(f"results written to {written}", file=sys.stderr)  # noqa: T201 - the CLI's output
-    return run_exit_code(run)
+        print(prefix + transport, file=sys.stderr)  # noqa: T201 - the CLI's output
 
 
 def transport_text(status: dict[str, Any] | None) -> str:

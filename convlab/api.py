@@ -12,16 +12,17 @@ import difflib
 import inspect
 import sys
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
-from typing import Any, Literal, TypedDict, Unpack
+from typing import Any, Literal, TypedDict, Unpack, overload
 
 from convlab import executors
 from convlab._sync import run_sync
 from convlab.engine.api import RunHandle, ask_once, build_runner
-from convlab.engine.events import Listener
+from convlab.engine.experiment import ExperimentHandle, ExperimentRunner, build_experiment
 from convlab.engine.runner import Runner
 from convlab.model.answer import Answer
+from convlab.model.experiment import Experiment
 from convlab.model.run import Run
 from convlab.model.suite import Suite
 from convlab.model.tracebacks import from_user_code
@@ -55,6 +56,7 @@ class RunOptions(TypedDict, total=False):
     cache_dir: str | Path | None
     prices: dict[str, Any] | None
     executor: Any
+    experiment: str | None
 
 
 RUN_DEFAULTS: RunOptions = {
@@ -79,6 +81,7 @@ RUN_DEFAULTS: RunOptions = {
     "cache_dir": None,
     "prices": None,
     "executor": None,
+    "experiment": None,
 }
 
 OPTIONS_DOC = """
@@ -86,7 +89,11 @@ OPTIONS_DOC = """
         suite: A Suite, or a path that `convlab.load` reads.
         agent: A function `f(messages)` / `f(messages, ctx)` (messages are OpenAI-style
             dicts: `messages[-1]["content"]`), an Agent, or a spec string (`demo:NAME`,
-            `openai:MODEL`, `http:URL`, `module:function`).
+            `openai:MODEL`, `http:URL`, `module:function`). A dict of them by name,
+            `{"short": agent_a, "long": agent_b}`, runs every variant on the suite under one
+            `parallel`, their instances taking turns, and returns an Experiment (one Run
+            per variant; a variant's `store` is the path with its name before the suffix:
+            `out.jsonl` -> `out.short.jsonl`).
         runs: Repeat every case this many times (stability).
         parallel: Instances at once.
         timeout: Per-instance timeout (`"2m"`, `"30s"` or seconds); a case's own wins.
@@ -128,6 +135,8 @@ OPTIONS_DOC = """
             local Ray cluster; "ray:auto", "ray:HOST:PORT" or `cl.executors.ray(address=...,
             workers=N, per_worker=M)` on an existing one (`pip install 'convlab[ray]'`). The
             results, the store and the live tree are the same.
+        experiment: A name for the experiment (with a dict of agents; default: the variants'
+            names joined by "vs").
 """
 
 
@@ -169,7 +178,7 @@ def _options(where: str, suite: Any, agent: Any, given: dict[str, Any]) -> dict[
 class _View:
     """The chosen progress view: its listeners and how to close it when a run ends."""
 
-    def __init__(self, listeners: list[Listener], tree: Any = None) -> None:
+    def __init__(self, listeners: list[Any], tree: Any = None) -> None:
         self.listeners, self.tree = listeners, tree
 
     def show(self, stop: Callable[[], None] | None, hint: str = "") -> None:
@@ -179,9 +188,9 @@ class _View:
             self.tree.bind_stop(stop, hint)
             self.tree.show()
 
-    def close(self, run: Run | None = None) -> None:
+    def close(self, result: Run | Experiment | None = None) -> None:
         if self.tree is not None:
-            self.tree.close(run)
+            self.tree.close(result)
 
 
 def _check_progress(progress: Any) -> None:
@@ -191,9 +200,31 @@ def _check_progress(progress: Any) -> None:
         )
 
 
-def _runner_and_view(opts: dict[str, Any]) -> tuple[Runner, _View]:
-    """The runner, then the view (no widget is made for a suite that fails to load)."""
+def _is_experiment(opts: dict[str, Any]) -> bool:
+    """Whether the agents come as {name: agent} (an experiment) rather than one agent."""
+    if isinstance(opts["agent"], Mapping):
+        return True
+    if opts.get("experiment") is not None:
+        raise ValueError(
+            "experiment= names an experiment of several variants: pass the agents as a dict "
+            '{"name": agent, ...}'
+        )
+    return False
+
+
+def _runner_and_view(
+    where: str, suite: Any, agent: Any, given: dict[str, Any]
+) -> tuple[Runner | ExperimentRunner, _View]:
+    """The runner (one run, or an experiment when `agent` is a dict of variants), then the
+    view (no widget is made for a suite that fails to load)."""
+    opts = _options(where, suite, agent, given)
     _check_progress(opts["progress"])
+    if _is_experiment(opts):
+        executors.local_only(opts["executor"], "an experiment (a dict of agents)")
+        experiment = build_experiment(opts, [])
+        view = _view(opts["progress"], experiment=True)
+        experiment.listeners.extend(view.listeners)
+        return experiment, view
     runner = build_runner(opts, [])
     runner.executor = executors.bind(opts["executor"], runner)  # refuses what cannot travel
     view = _view(opts["progress"])
@@ -201,8 +232,9 @@ def _runner_and_view(opts: dict[str, Any]) -> tuple[Runner, _View]:
     return runner, view
 
 
-def _view(progress: Any) -> _View:
-    """Listeners for `progress`: None/True (pick), "widget", "text", False or a callable."""
+def _view(progress: Any, experiment: bool = False) -> _View:
+    """Listeners for `progress`: None/True (pick), "widget", "text", False or a callable
+    (which gets the experiment's events when `experiment`)."""
     if progress is False:
         return _View([])
     if callable(progress):
@@ -210,26 +242,59 @@ def _view(progress: Any) -> _View:
     from convlab.notebook.progress import in_kernel, widget_frontend
 
     if progress == "widget" or (progress in (None, True) and widget_frontend()):
-        from convlab.notebook.progress import LiveTree
+        if experiment:
+            from convlab.notebook._progress_experiment import ExperimentTree
 
-        tree = LiveTree()
+            tree: Any = ExperimentTree()
+        else:
+            from convlab.notebook.progress import LiveTree
+
+            tree = LiveTree()
         return _View([tree], tree)
+    # in a kernel stderr is drawn as an error block: progress goes to stdout there
+    stream = sys.stdout if in_kernel() else sys.stderr
+    if experiment:
+        from convlab.report._console_experiment import ExperimentConsole
+
+        return _View([ExperimentConsole(stream=stream)])
     from convlab.report.console import ConsoleProgress
 
-    # in a kernel stderr is drawn as an error block: progress goes to stdout there
-    return _View([ConsoleProgress(stream=sys.stdout if in_kernel() else sys.stderr)])
+    return _View([ConsoleProgress(stream=stream)])
 
 
+def experiment_finished(experiment: Experiment) -> None:
+    """Called once for every experiment that ends (`run`, `arun`, `start`; partial when it
+    was stopped), with every variant's Run in `experiment.runs`: the one place where the
+    finished runs of an experiment are handed on to what keeps them."""
+
+
+def _ended(result: Run | Experiment | None) -> Run | Experiment:
+    """The result of a run that returned (a failed one raised before this)."""
+    assert result is not None
+    if isinstance(result, Experiment):
+        experiment_finished(result)
+    return result
+
+
+@overload
+async def arun(
+    suite: Suite | str | Path, agent: Mapping[str, Any], **options: Unpack[RunOptions]
+) -> Experiment: ...
+@overload
+async def arun(suite: Suite | str | Path, agent: Any, **options: Unpack[RunOptions]) -> Run: ...
 @_shares_run_options
-async def arun(suite: Suite | str | Path, agent: Any, **options: Unpack[RunOptions]) -> Run:
-    """Run a suite against an agent (awaitable: the notebook's first-class path).
+async def arun(
+    suite: Suite | str | Path, agent: Any, **options: Unpack[RunOptions]
+) -> Run | Experiment:
+    """Run a suite against an agent (awaitable: the notebook's first-class path); a dict of
+    agents by name runs them all as an Experiment.
 
     Stopping (the widget's Stop button, or interrupting the kernel) returns the partial Run:
     finished instances kept, the rest `cancelled`.
     """
-    runner, view = _runner_and_view(_options("arun", suite, agent, dict(options)))
-    result: Run | None = None
-    task = asyncio.ensure_future(runner.execute())
+    runner, view = _runner_and_view("arun", suite, agent, dict(options))
+    result: Run | Experiment | None = None
+    task: asyncio.Future[Any] = asyncio.ensure_future(runner.execute())
     loop = asyncio.get_running_loop()
 
     def stop() -> None:  # a widget click arrives on the kernel's thread
@@ -245,47 +310,68 @@ async def arun(suite: Suite | str | Path, agent: Any, **options: Unpack[RunOptio
                 current.uncancel()
             task.cancel()
             result = await task
-        return result
     finally:
         view.close(result)
+    return _ended(result)
 
 
+@overload
+def run(
+    suite: Suite | str | Path, agent: Mapping[str, Any], **options: Unpack[RunOptions]
+) -> Experiment: ...
+@overload
+def run(suite: Suite | str | Path, agent: Any, **options: Unpack[RunOptions]) -> Run: ...
 @_shares_run_options
-def run(suite: Suite | str | Path, agent: Any, **options: Unpack[RunOptions]) -> Run:
-    """Run a suite against an agent and block until it ends (scripts, cells, CLI).
+def run(suite: Suite | str | Path, agent: Any, **options: Unpack[RunOptions]) -> Run | Experiment:
+    """Run a suite against an agent and block until it ends (scripts, cells, CLI); a dict of
+    agents by name runs them all as an Experiment.
 
     In a notebook cell the engine runs on a private loop in a worker thread; interrupting the
     kernel stops it and returns the partial Run (finished instances kept, the rest
     `cancelled`).
     """
-    runner, view = _runner_and_view(_options("run", suite, agent, dict(options)))
+    runner, view = _runner_and_view("run", suite, agent, dict(options))
     # a blocking cell cannot receive a button click: the kernel's interrupt is the way
     view.show(None, "interrupt the kernel (■) to stop; finished cases are kept")
-    result: Run | None = None
+    execute: Callable[[], Coroutine[Any, Any, Run | Experiment]] = runner.execute
+    result: Run | Experiment | None = None
     try:
-        result = run_sync(runner.execute)
-        return result
+        result = run_sync(execute)
     finally:
         view.close(result)
+    return _ended(result)
 
 
+@overload
+def start(
+    suite: Suite | str | Path, agent: Mapping[str, Any], **options: Unpack[RunOptions]
+) -> ExperimentHandle: ...
+@overload
+def start(suite: Suite | str | Path, agent: Any, **options: Unpack[RunOptions]) -> RunHandle: ...
 @_shares_run_options
-def start(suite: Suite | str | Path, agent: Any, **options: Unpack[RunOptions]) -> RunHandle:
-    """Start a run in the background and return a handle (`stop()`, `wait()`, `results`).
+def start(
+    suite: Suite | str | Path, agent: Any, **options: Unpack[RunOptions]
+) -> RunHandle | ExperimentHandle:
+    """Start a run in the background and return a handle (`stop()`, `wait()`, `results`); a
+    dict of agents by name starts an Experiment.
 
     In a notebook the live tree has a Stop button; `handle.stop()` does the same.
     """
-    runner, view = _runner_and_view(_options("start", suite, agent, dict(options)))
+    runner, view = _runner_and_view("start", suite, agent, dict(options))
 
-    async def go() -> Run:
-        result: Run | None = None
+    async def go() -> Any:
+        result: Run | Experiment | None = None
         try:
             result = await runner.execute()
-            return result
         finally:
             view.close(result)
+        return _ended(result)
 
-    handle = RunHandle(runner, go)
+    handle: RunHandle | ExperimentHandle
+    if isinstance(runner, ExperimentRunner):
+        handle = ExperimentHandle(runner, go)
+    else:
+        handle = RunHandle(runner, go)
     view.show(handle.cancel)
     return handle
 

@@ -33,6 +33,7 @@ from convlab._cli_run import (
     DEFAULTS,
     ask_command,
     duration,
+    is_experiment,
     is_path,
     judge_pair,
     number_arg,
@@ -103,7 +104,16 @@ def _check_options(args: argparse.Namespace) -> None:
             re.compile(args.run)
         except re.error as exc:
             raise ConvlabError(f"--run: invalid regex {args.run!r}: {exc}") from None
-    if args.output and Path(args.output).suffix.lower() not in SAVERS:
+    if args.output and is_experiment(args):
+        from convlab.analysis.experiment_io import EXPERIMENT_SAVERS
+
+        if Path(args.output).suffix.lower() not in EXPERIMENT_SAVERS:
+            supported = ", ".join(sorted(EXPERIMENT_SAVERS))
+            raise ConvlabError(
+                f"-o: cannot write an experiment (several -n) as {args.output!r}; supported "
+                f"suffixes: {supported}"
+            )
+    elif args.output and Path(args.output).suffix.lower() not in SAVERS:
         supported = ", ".join(sorted(SAVERS))
         raise ConvlabError(f"-o: cannot write {args.output!r}; supported suffixes: {supported}")
 
@@ -230,14 +240,28 @@ def _parser() -> argparse.ArgumentParser:
         "run a suite (or a quick message) against an agent",
         "  convlab run -i examples/expense -n demo:expense -o report.html\n"
         "  convlab run -i examples/finance -n demo:finance --runs 3 --run 'convfinqa-.*'\n"
+        "  convlab run -i examples/expense -n a=demo:expense -n b=mymod:agent --runs 3 -o x.json\n"
         '  convlab run -i "I want to submit an expense" -n demo:expense\n'
         "without -o, results go to output-{timestamp}.jsonl beside the input; without -n,\n"
         "the agent comes from a convlab.yaml beside the input (agent: SPEC) or the suite's\n"
         "HoloDeck model (openai:NAME, needs OPENAI_API_KEY; OPENAI_BASE_URL for another\n"
-        "endpoint)",
+        "endpoint). Several -n run one experiment (all variants under one --parallel): the\n"
+        "leaderboard is printed at the end, -o takes .json (default), .html or .md, --store\n"
+        "OUT.jsonl keeps a store per variant (OUT.VARIANT.jsonl), and the exit code is 1\n"
+        "unless every variant passed everything",
     )
     r.add_argument("-i", "--input", required=True, help="suite file or folder, or a message")
-    r.add_argument("-n", "--name", help="agent: demo:NAME, openai:MODEL, http:URL, module:function")
+    r.add_argument(
+        "-n",
+        "--name",
+        action="append",
+        metavar="[VARIANT=]AGENT",
+        help="agent: demo:NAME, openai:MODEL, http:URL, module:function; repeat it (or name "
+        "one, short=openai:gpt-4o-mini) to run every variant as one experiment",
+    )
+    r.add_argument(
+        "--experiment", metavar="NAME", help="the experiment's name (makes even one -n one)"
+    )
     r.add_argument("-o", "--output", help="results: .json, .jsonl, .md, .html, .xml, .ipynb")
     r.add_argument(
         "--runs", type=positive_int, default=DEFAULTS["runs"], action=_Given, help="default 1"

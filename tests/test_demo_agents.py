@@ -76,7 +76,13 @@ def test_agent_factories_stay_functions_after_their_modules_load() -> None:
 
 
 def test_demo_names_and_spec_strings() -> None:
-    assert cl.agents.demos.names() == ["catalog", "cloud_drive", "expense", "finance"]
+    assert cl.agents.demos.names() == [
+        "catalog",
+        "cloud_drive",
+        "expense",
+        "expense_lite",
+        "finance",
+    ]
     for name in cl.agents.demos.names():
         agent = as_agent(f"demo:{name}")
         assert agent.describe() == f"demo:{name}"

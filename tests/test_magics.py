@@ -353,3 +353,14 @@ def test_every_convlab_run_option_reaches_the_run_from_the_magic(shell, monkeypa
         if seen.pop() == baseline:
             dropped.append(flag)
     assert dropped == []
+
+
+def test_convlab_run_with_several_agents_returns_an_experiment(shell):
+    line = f"run -i {EXPENSE} -n a=demo:expense -n demo:expense --run expense-greeting"
+    exp = shell.run_line_magic("convlab", line)
+    assert isinstance(exp, cl.Experiment)
+    assert exp.variants == ["a", "demo:expense"]
+    shell.user_ns["grid"] = {"x": "demo:expense", "y": lambda m: "no"}
+    exp = shell.run_line_magic("convlab", f"run -i {EXPENSE} -n grid --experiment g --run turn1")
+    assert exp.name == "g" and exp.variants == ["x", "y"]
+    assert exp.leaderboard()["passed"].tolist() == [1, 0]

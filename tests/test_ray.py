@@ -287,3 +287,41 @@ def test_ci_runs_the_readmes_test_command_with_ray_installed() -> None:
     command = "pip install -e '.[test,ray]' && python -m pytest"
     assert f"```bash\n{command}\n```" in readme
     assert f"\n{command} || exit $?\n" in (root / ".ci" / "run").read_text(encoding="utf-8")
+
+
+def test_an_experiment_says_it_runs_here_only() -> None:
+    with pytest.raises(cl.executors.ExecutorError, match="an experiment"):
+        cl.run(_suite(1), {"a": "demo:expense", "b": "demo:expense"}, executor="ray")
+
+
+def test_a_key_read_from_the_environment_is_not_sent(monkeypatch: pytest.MonkeyPatch) -> None:
+    import pickle
+
+    from ray import cloudpickle
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-on-the-driver-0123456789")
+    sent = cloudpickle.dumps(cl.agents.openai("m", base_url="http://127.0.0.1:9/v1"))
+    assert b"sk-on-the-driver" not in sent
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-on-the-worker-0123456789")
+    there = pickle.loads(sent)
+    assert there._key.reveal() == "sk-on-the-worker-0123456789"
+    given = cl.agents.openai("m", base_url="http://127.0.0.1:9/v1", api_key="sk-given-0123456789")
+    assert pickle.loads(cloudpickle.dumps(given))._key.reveal() == "sk-given-0123456789"
+
+
+def test_an_instance_out_of_attempts_is_an_infrastructure_error() -> None:
+    seen: list[Any] = []
+
+    def listener(event: Any) -> None:
+        seen.append(event)
+        if isinstance(event, CaseFinished) and sum(isinstance(e, CaseFinished) for e in seen) == 5:
+            run_id = next(e.run_id for e in seen if isinstance(e, RunStarted))
+            ray.kill(ray.get_actor(actor_name(run_id, "w1")))
+
+    ex = cl.executors.ray(workers=2, per_worker=10, attempts=1)
+    run = cl.run(_suite(120), _slow, executor=ex, progress=listener)
+    assert len({r.case_id for r in run.results}) == 120
+    lost = [r for r in run.results if r.status == "error"]
+    assert lost and all(r.blame == "infrastructure" for r in lost)
+    assert "worker w1" in lost[0].error and "ActorDiedError" in lost[0].error
+    assert {r.status for r in run.results} == {"passed", "error"}

@@ -168,13 +168,20 @@ def test_the_demo_agents_are_served_by_default():
     with DemoServer(latency_ms=1) as base:
         status, body = get_json(f"{base}/models")
         assert status == 200
-        assert [m["id"] for m in body["data"]] == ["catalog", "cloud_drive", "expense", "finance"]
+        assert [m["id"] for m in body["data"]] == [
+            "catalog",
+            "cloud_drive",
+            "expense",
+            "expense_lite",
+            "finance",
+        ]
         status, body = get_json(
             f"{base}/chat/completions", {"model": "demo:expens", "messages": []}
         )
         assert status == 404
         assert body["error"]["message"] == (
-            "unknown model 'demo:expens'; served: catalog, cloud_drive, expense, finance"
+            "unknown model 'demo:expens'; served: catalog, cloud_drive, expense, expense_lite, "
+            "finance"
         )
         obs = ask(cl.agents.openai("demo:expense", base_url=base), "I want to submit an expense")
         assert obs.text
@@ -224,3 +231,20 @@ def test_serve_demo_refuses_a_huge_or_trickled_body() -> None:
         assert "expense" in cl.ask(agent, "I want to submit an expense").text.lower()
     finally:
         server.stop()
+
+
+def test_expense_lite_follows_only_the_rules_early_in_a_long_prompt():
+    short = "Always ask the user for a receipt."
+    long = (
+        "You are an expense assistant for a large company with many offices and teams. "
+        "Be friendly and brief, and help people file their expenses. " + short
+    )
+    said = {}
+    with DemoServer(latency_ms=1) as base:
+        for model in ("expense", "expense_lite"):
+            for name, system in (("short", short), ("long", long)):
+                agent = cl.agents.openai(model, base_url=base, api_key="x", system=system)
+                said[model, name] = cl.ask(agent, "File a travel expense of $100").text
+    assert all("receipt" in said["expense", n] for n in ("short", "long"))
+    assert "receipt" in said["expense_lite", "short"]
+    assert "receipt" not in said["expense_lite", "long"]

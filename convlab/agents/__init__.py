@@ -6,6 +6,7 @@ Spec strings resolve through one registry: `demo:NAME`, `openai:MODEL`, `http:UR
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from convlab.agents import demos
@@ -36,6 +37,7 @@ __all__ = [
     "function",
     "http",
     "openai",
+    "openai_grid",
 ]
 
 
@@ -81,6 +83,76 @@ def openai(
     from convlab.agents.openai_agent import OpenAIAgent
 
     return OpenAIAgent(model, base_url, api_key, system, tools, **params)
+
+
+def _labelled(value: Any, what: str, label: Any) -> list[tuple[str, Any]]:
+    """(label, value) pairs of one grid dimension: a mapping as given, a list labelled by
+    `label(item, position)`, a single value (or None) as one unlabelled choice."""
+    if value is None or isinstance(value, str):
+        return [("", value)]
+    if isinstance(value, Mapping):
+        if not value:
+            raise ValueError(f"openai_grid: {what} is empty")
+        return [(str(k), v) for k, v in value.items()]
+    if isinstance(value, Sequence):
+        if not value:
+            raise ValueError(f"openai_grid: {what} is empty")
+        return [(label(v, i), v) for i, v in enumerate(value)]
+    raise TypeError(f"openai_grid: {what} must be a list or a dict of names, got {value!r}")
+
+
+def _params_label(params: Any, position: int) -> str:
+    if not isinstance(params, Mapping):
+        raise TypeError(f"openai_grid: params must be dicts, got {params!r}")
+    return ",".join(f"{k}={v}" for k, v in params.items()) or f"params{position + 1}"
+
+
+def openai_grid(
+    models: str | Sequence[str] | Mapping[str, str],
+    system: str | Sequence[str] | Mapping[str, str] | None = None,
+    params: Sequence[Mapping[str, Any]] | Mapping[str, Mapping[str, Any]] | None = None,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    tools: Any = None,
+    sep: str = "/",
+    **common: Any,
+) -> dict[str, OpenAIAgent]:
+    """Every combination of models x system prompts x parameters as named OpenAI-compatible
+    agents, ready for `cl.run(suite, grid)` (an Experiment).
+
+    Each dimension is one value, a list or a dict of names to values. A variant's name joins,
+    with `sep`, the names of the dimensions that vary: a model by its name, a prompt by its
+    key (a list's prompts are `system1`, `system2`, ...), parameters by their key (a list's
+    as `temperature=0`). `common` (timeout, headers, adaptive, or parameters every variant
+    shares) goes to each agent; a variant's own `params` win over it.
+
+    Example:
+        >>> grid = openai_grid(["gpt-4o-mini", "gpt-4o"], {"short": "Be brief.",
+        ...     "long": "Explain."}, [{"temperature": 0}], api_key="k")
+        >>> list(grid)
+        ['gpt-4o-mini/short', 'gpt-4o-mini/long', 'gpt-4o/short', 'gpt-4o/long']
+    """
+    from convlab.agents.openai_agent import OpenAIAgent
+
+    dims = [
+        _labelled(models, "models", lambda m, i: str(m)),
+        _labelled(system, "system", lambda s, i: f"system{i + 1}"),
+        _labelled(params if params is not None else None, "params", _params_label),
+    ]
+    varying = [len(d) > 1 for d in dims]
+    grid: dict[str, OpenAIAgent] = {}
+    for model_name, model in dims[0]:
+        for prompt_name, prompt in dims[1]:
+            for params_name, extra in dims[2]:
+                labels = [model_name or str(model), prompt_name, params_name]
+                shown = [lab for lab, vary in zip(labels, varying, strict=True) if vary]
+                name = sep.join(shown) or labels[0]
+                if name in grid:
+                    raise ValueError(f"openai_grid: two variants would be named {name!r}")
+                kwargs = {**common, **dict(extra or {})}
+                grid[name] = OpenAIAgent(model, base_url, api_key, prompt, tools, **kwargs)
+    return grid
 
 
 def http(

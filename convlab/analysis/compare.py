@@ -43,7 +43,8 @@ _LIST_CAP = 10
 
 
 class Comparison(pd.DataFrame):
-    """The per-case change table; `.summary` (also `attrs["summary"]`) says it in words.
+    """The per-case change table; `.summary` (also `attrs["summary"]`) says it in words, and
+    `.agent_changes` what changed in the agent (its settings, a system prompt word by word).
 
     Printing it shows the paragraph above the table. Derived frames (filters, sorts) are plain
     DataFrames that keep the paragraph in `attrs`.
@@ -53,6 +54,16 @@ class Comparison(pd.DataFrame):
     def summary(self) -> str:
         """One paragraph: what got worse or better beyond noise, and what is in one run only."""
         return str(self.attrs.get("summary", ""))
+
+    @property
+    def agent_changes(self) -> pd.DataFrame:
+        """The agent settings that differ between the two runs (`setting`, `before`, `after`;
+        nested ones dotted: `params.temperature`); empty when nothing differs or when the
+        comparison was made from frames."""
+        from convlab.analysis.agent_diff import CHANGE_COLUMNS
+
+        rows = self.attrs.get("agent_changes") or []
+        return pd.DataFrame.from_records(rows, columns=list(CHANGE_COLUMNS))
 
     def __repr__(self) -> str:
         return f"{self.summary}\n\n{super().__repr__()}"
@@ -180,10 +191,29 @@ def compare(
     ids = list(ta) + [cid for cid in tb if cid not in ta]
     rows = [_row(c, tb.get(c), ta.get(c), sb.get(c), sa.get(c), mode, alpha) for c in ids]
     out = Comparison(pd.DataFrame.from_records(rows, columns=list(COMPARE_COLUMNS)))
+    changes = _agent_changes(before, after)
+    summary = _paragraph(out, alpha, mode) + _changes_sentence(changes)
     out.attrs.update(
-        {"alpha": alpha, "count_errors_as": mode, "summary": _paragraph(out, alpha, mode)}
+        {"alpha": alpha, "count_errors_as": mode, "summary": summary, "agent_changes": changes}
     )
     return out
+
+
+def _agent_changes(before: Run | pd.DataFrame, after: Run | pd.DataFrame) -> list[dict[str, Any]]:
+    """The agent settings that differ between two Runs (none for frames)."""
+    if isinstance(before, pd.DataFrame) or isinstance(after, pd.DataFrame):
+        return []
+    from convlab.analysis.agent_diff import settings_diff
+
+    return settings_diff(before.agent_settings, after.agent_settings)
+
+
+def _changes_sentence(changes: list[dict[str, Any]]) -> str:
+    if not changes:
+        return ""
+    from convlab.analysis.agent_diff import change_text
+
+    return " The agent changed: " + "; ".join(change_text(c) for c in changes) + "."
 
 
 def _pct(rate: float) -> str:

@@ -25,7 +25,7 @@ from convlab.model.records import CaseResult
 from convlab.model.results import Results
 from convlab.model.run import Run
 
-__all__ = ["load_run"]
+__all__ = ["load_run", "run_from_dict"]
 
 _DERIVED = ("stability", "summary")
 _STORED = RESULT_PREFIX.decode() + '"case_id":'
@@ -74,8 +74,28 @@ def _parse(p: Path, data: bytes) -> Run:
             if exc.msg != "Extra data":  # several JSON values: JSON Lines under a .json name
                 raise SuiteError.one(str(p), exc.lineno, "", f"not JSON: {exc.msg}") from None
         else:
+            if isinstance(parsed, dict) and parsed.get("type") == "convlab.experiment":
+                raise SuiteError.one(
+                    str(p),
+                    None,
+                    "",
+                    "this file holds an experiment (a run per variant): read it with "
+                    "convlab.load_experiment(path), and a variant's run as its [name]",
+                )
             return _from_json(p, parsed)
     return _from_lines(p, data)
+
+
+def run_from_dict(path: Path, data: Any, where: str = "") -> Run:
+    """The Run a saved run's JSON object describes (as in a `.json` save), checked: what an
+    experiment's save holds for each variant.
+
+    Raises:
+        SuiteError: With every problem found (`path`, field, message).
+    """
+    if not isinstance(data, dict):
+        raise SuiteError.one(str(path), None, where, "a saved run is a JSON object (the Run)")
+    return _from_json(path, data)
 
 
 def _from_json(path: Path, data: Any) -> Run:

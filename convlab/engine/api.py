@@ -30,10 +30,11 @@ from convlab.model.suite import Suite
 from convlab.model.tracebacks import error_info
 from convlab.plan import count
 
-__all__ = ["RunHandle", "ask_once", "build_runner"]
+__all__ = ["RunHandle", "ask_once", "build_runner", "load_suite"]
 
 
-def _suite(suite: Suite | str | Path) -> Suite:
+def load_suite(suite: Suite | str | Path) -> Suite:
+    """`suite` itself, or the suite `convlab.load` reads from a path."""
     if isinstance(suite, Suite):
         return suite
     from convlab.formats import load
@@ -89,7 +90,7 @@ def _check_case_limit(suite: Suite, runs: int, max_cases: int | None) -> None:
 
 def build_runner(opts: dict[str, Any], listeners: list[Listener]) -> Runner:
     """The runner for run()/arun()/start()'s keyword arguments (their locals)."""
-    suite = _suite(opts["suite"])
+    suite = load_suite(opts["suite"])
     _check_evaluators(suite)
     _check_case_limit(suite, opts["runs"], opts.get("max_cases"))
     pricer = Pricer(prices_from(opts.get("prices")))

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from convlab.model.experiment import Experiment
     from convlab.model.records import CaseResult, TurnResult
     from convlab.model.run import Run
 
@@ -18,10 +19,15 @@ __all__ = [
     "CheckpointReached",
     "ConcurrencyChanged",
     "Event",
+    "ExperimentEvent",
+    "ExperimentFinished",
+    "ExperimentListener",
+    "ExperimentStarted",
     "Listener",
     "RunFinished",
     "RunStarted",
     "TurnCompleted",
+    "VariantEvent",
     "WorkerLog",
     "WorkersChanged",
 ]
@@ -130,3 +136,36 @@ Event = (
     | WorkerLog
 )
 Listener = Callable[[Event], None]
+
+
+@dataclass(frozen=True)
+class ExperimentStarted:
+    """An experiment began: its variants (name -> agent description), each to run `total`
+    instances of the suite (how many of them a store already held, each variant's own
+    RunStarted says)."""
+
+    experiment_id: str
+    name: str
+    agents: dict[str, str]
+    total: int
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class VariantEvent:
+    """One event of one variant's run inside an experiment."""
+
+    variant: str
+    event: Event
+
+
+@dataclass(frozen=True)
+class ExperimentFinished:
+    """The experiment ended: every variant's run ended (completed, cancelled or failed)."""
+
+    experiment: Experiment
+
+
+ExperimentEvent = ExperimentStarted | VariantEvent | ExperimentFinished
+ExperimentListener = Callable[[ExperimentEvent], None]
+"""A listener of an experiment: its start, every variant's events, its end."""

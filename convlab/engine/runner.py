@@ -27,8 +27,9 @@ from convlab.engine.events import (
     RunFinished,
     RunStarted,
 )
-from convlab.engine.finished import closed, error_text, kept, result_of
+from convlab.engine.finished import closed, error_text, kept, result_of, timed_out
 from convlab.engine.hooks import call_hook, resolve_hook
+from convlab.engine.lanes import Lanes
 from convlab.engine.modes import MODES, Outcome
 from convlab.engine.replies import MAX_REPLY_BYTES
 from convlab.engine.store import ResultStore
@@ -110,6 +111,10 @@ class Runner:
     """Whose fault the run-level failure is (the run's before hook, unless it says otherwise)."""
     _failure_info: ErrorInfo | None = None
     """The exception of the run's before hook, which every instance it stopped records."""
+    lanes: Lanes | None = None
+    """The slots this run shares with the other variants of an experiment (None: its own
+    `parallel`); `lane` is its place among them."""
+    lane: int = 0
     executor: Executor | None = None
     """Where the planned instances run; None: here, `parallel` at a time."""
     _store: ResultStore | None = None
@@ -226,6 +231,8 @@ class Runner:
             cancelled = True
             _uncancel()
         finally:
+            if self.lanes is not None:  # the other variants need not wait for this one
+                self.lanes.leave(self.lane)
             if store is not None:
                 try:
                     store.sync()  # every result is on disk before the run finishes
@@ -326,7 +333,11 @@ class Runner:
             if self._stop_picking:
                 return
             try:
-                result = await self.run_instance(inst)
+                if self.lanes is None:
+                    result = await self.run_instance(inst)
+                else:
+                    async with self.lanes.slot(self.lane):
+                        result = await self.run_instance(inst)
             except asyncio.CancelledError:
                 self.unfinished(place, inst, "run stopped while it ran")
                 raise
@@ -396,9 +407,9 @@ class Runner:
                 finally:
                     await conv.close()
             if loop.time() > deadline:  # the loop was blocked, so the timeout could not fire
-                outcome = _timeout(conv, timeout)
+                outcome = timed_out(conv, timeout)
         except TimeoutError:
-            outcome = _timeout(conv, timeout)
+            outcome = timed_out(conv, timeout)
         except asyncio.CancelledError as exc:
             if not stopping():  # user code raised it: its fault, not a stop
                 outcome = Outcome(
@@ -463,33 +474,11 @@ class _HookFailed(Exception):
         self.original = original
 
 
-def _timeout(conv: Conversation, timeout: float) -> Outcome:
-    if conv.turns and conv.turns[-1].observation is None and conv.turns[-1].status != "error":
-        conv.turns[-1].status, conv.turns[-1].error = "error", "timeout"
-        conv.turns[-1].code = "EVALUATION_TIMEOUT"
-    why = f"timeout after {_fmt_duration(timeout)}"
-    # an agent call that outlasted the timeout never let the loop run the timeout
-    blocked = max((t.duration_ms or 0.0 for t in conv.turns), default=0.0) / 1000
-    if blocked > timeout:
-        why += (
-            f": the agent blocked the event loop for {blocked:.1f}s (a blocking call in "
-            "async code: await it, or make the agent a sync function)"
-        )
-    return Outcome("timeout", why, checkpoints=conv.checkpoints, blame="infrastructure")
-
-
 def _uncancel() -> None:
     """The run handles its own cancellation: it finishes and returns the partial Run."""
     task = asyncio.current_task()
     if task is not None:
         task.uncancel()
-
-
-def _fmt_duration(seconds: float) -> str:
-    if seconds >= 60:
-        m, s = divmod(seconds, 60)
-        return f"{int(m)}m{s:g}s" if s else f"{int(m)}m"
-    return f"{seconds:g}s"
 
 
 def _settings_of(agent: Agent) -> dict[str, Any]:

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from convlab.engine.runner import Runner
     from convlab.engine.shard import Executor
 
-__all__ = ["ExecutorError", "RayExecutor", "bind", "local", "ray"]
+__all__ = ["ExecutorError", "RayExecutor", "bind", "local", "local_only", "ray"]
 
 
 class _Local:
@@ -68,6 +68,16 @@ def bind(executor: Any, runner: Runner) -> Executor | None:
         return executor.bind(runner)
     raise TypeError(
         f"executor={executor!r}: use None or 'local', 'ray', 'ray:ADDRESS' or cl.executors.ray()"
+    )
+
+
+def local_only(executor: Any, what: str) -> None:
+    """Refuse an executor other than the local engine for `what` (an ExecutorError)."""
+    if executor is None or executor is local or executor == "local":
+        return
+    raise ExecutorError(
+        f"{what} runs on the local engine only, not executor={executor!r}: run each agent "
+        "on its own with that executor, or leave executor out"
     )
 
 

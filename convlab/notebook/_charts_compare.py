@@ -149,7 +149,7 @@ def compare_figure(comparison: Any) -> Any:
     layout = base_layout(
         f"Before → after: pass rate per case — {n} case{'s' if n != 1 else ''}",
         f"{summary or 'no cases'}; Fisher's exact test, alpha {alpha:g}; "
-        "hollow dot = before, marker = after",
+        "hollow dot = before, marker = after" + _agent_note(df.attrs.get("agent_changes")),
     )
     ticks = []
     for r in rows:
@@ -171,6 +171,17 @@ def compare_figure(comparison: Any) -> Any:
         },
     )
     return new_figure(traces, layout, row_height(n) * max(n, 2), top_axis=n > TOP_AXIS_AT)
+
+
+def _agent_note(changes: Any) -> str:
+    """`; agent changed: model a → b; system: 3 word(s) removed, 5 added` (escaped, capped)."""
+    if not changes:
+        return ""
+    from convlab.analysis.agent_diff import change_text
+
+    texts = [short(change_text(c), 60) for c in changes[:4]]
+    more = f"; and {len(changes) - 4} more" if len(changes) > 4 else ""
+    return "; agent changed: " + "; ".join(texts) + more
 
 
 def _group_traces(

@@ -169,8 +169,15 @@ def summary_bundle(summary: Mapping[str, Any]) -> dict[str, Any]:
 
 def comparison_bundle(comparison: Any) -> dict[str, Any]:
     """`cl.compare(a, b)` in a notebook: the paragraph, then the change table."""
+    from convlab.notebook._experiment_view import DIFF_CSS, changes_html
     from convlab.notebook.tables import compare_table
 
     # the table's description is the paragraph: the card is the table itself
     text = f"{comparison.summary}\n\n{comparison.to_string(max_rows=40)}"
-    return {"text/plain": text, "text/html": compare_table(comparison).to_html()}
+    changes = changes_html(comparison.attrs.get("agent_changes") or [], "before", "after")
+    if changes:
+        changes = (
+            f"<div class='convlab'><style>{CSS}{DIFF_CSS}</style><div class='cl-title'>What "
+            f"changed in the agent</div>{changes}</div>"
+        )
+    return {"text/plain": text, "text/html": compare_table(comparison).to_html() + changes}

@@ -341,20 +341,40 @@ def _main(argv: list[str]) -> None:
         print(f"convlab {argv[0]}: exit code {code}", file=sys.stderr)  # noqa: T201
 
 
+def _agents(namespace: dict[str, Any], args: argparse.Namespace) -> Any:
+    """The agent of `-n`, or the variants of an experiment: several `-n` (`NAME=` optional),
+    `--experiment`, or one `-n` naming a notebook dict of agents (`-n grid`)."""
+    from convlab._cli_run import agent_specs, is_experiment, variant_names
+
+    specs = agent_specs(args.name)
+    if len(specs) == 1 and specs[0][0] is None:
+        found, value = _lookup(namespace, specs[0][1])
+        if found and isinstance(value, dict):
+            return dict(value)
+        if not is_experiment(args):
+            return _agent(namespace, specs[0][1])
+    try:
+        names = variant_names(specs)
+    except ConvlabError as err:
+        _usage(f"convlab run: {err}")
+    return {name: _agent(namespace, spec) for name, (_, spec) in zip(names, specs, strict=True)}
+
+
 def _run(namespace: dict[str, Any], args: argparse.Namespace) -> Any:
     """`%convlab run`: the Run (live tree, then its card), an Answer, or the cases."""
     import convlab
-    from convlab._cli_run import read_config, run_options
+    from convlab._cli_run import agent_specs, read_config, run_options
     from convlab.cli import _check_options, _is_path
 
     try:
         _check_options(args)
     except ConvlabError as err:
         _usage(f"convlab run: {err}")
+    specs = agent_specs(args.name)
     if not _is_path(args.input):
-        if not args.name:  # as the CLI: no silent default agent
+        if len(specs) != 1:  # as the CLI: no silent default agent
             _usage("convlab run: give the agent to ask with -n AGENT (e.g. -n demo:expense)")
-        return convlab.ask(_agent(namespace, args.name), args.input)
+        return convlab.ask(_agent(namespace, specs[0][1]), args.input)
     if not Path(args.input).exists():
         _usage(f"convlab run: {args.input}: no such file or folder")
     try:
@@ -367,9 +387,9 @@ def _run(namespace: dict[str, Any], args: argparse.Namespace) -> Any:
             _usage(f"convlab run: no test cases match pattern {args.run!r}")
     if args.dry_run:
         return suite.df
-    if not args.name:
+    if not specs:
         _usage("convlab run: give the agent to test with -n AGENT (e.g. -n demo:expense)")
-    agent = _agent(namespace, args.name)
+    agent = _agents(namespace, args)
 
     def simulator(spec: str) -> Any:
         from convlab.engine.conversation import resolve_simulator
@@ -387,7 +407,8 @@ def _run(namespace: dict[str, Any], args: argparse.Namespace) -> Any:
     try:  # every option of `convlab run` reaches the run as the CLI passes it (run_options)
         config = read_config(source if source.is_dir() else source.parent)
         options = run_options(args, config, agent, judge, simulator)
-        run = convlab.run(suite, agent, **options, progress=None)
+        named = args.experiment if isinstance(agent, dict) else None
+        run = convlab.run(suite, agent, **options, experiment=named, progress=None)
     except SuiteError as err:
         _usage(str(err))
     except ConvlabError as err:

@@ -43,7 +43,6 @@ from convlab.notebook._style import CSS, GLYPHS, STATUS_COLORS
 
 if TYPE_CHECKING:
     from convlab.model.records import CaseResult, TurnResult
-    from convlab.model.run import Run
 
 __all__ = ["LiveTree", "in_kernel", "widget_frontend"]
 
@@ -318,8 +317,9 @@ class LiveTree:
         elif isinstance(event, CaseFinished):
             self._finished(event.result, event.label)
 
-    def _finished(self, r: CaseResult, label: str) -> None:
-        node = self.running.pop(r.key, None) or _Node(r.key, label)
+    def _finished(self, r: CaseResult, label: str, key: Key | None = None) -> None:
+        key = key or r.key  # an experiment's tree keys each variant's instances apart
+        node = self.running.pop(key, None) or _Node(key, label)
         node.status, node.result = r.status, r
         if not node.turns:
             node.turns = list(r.turns)
@@ -447,7 +447,7 @@ class LiveTree:
             )
             return self._header_html() + bar + self._body_html()
 
-    def close(self, run: Run | None = None) -> None:
+    def close(self, run: Any = None) -> None:
         """Stop redrawing; swap the live view for the static summary. Safe to call twice."""
         with self._lock:
             if self._closed:
@@ -469,7 +469,7 @@ class LiveTree:
             for widget in (self.box, self.header, self.bar, self.button, self.hint, self.body):
                 widget.close()
 
-    def final_bundle(self, run: Run | None) -> dict[str, Any]:
+    def final_bundle(self, run: Any) -> dict[str, Any]:
         """The static summary left in the cell: the run's card and its failing instances."""
         from convlab.notebook._cards import run_card
 

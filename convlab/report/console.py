@@ -154,14 +154,18 @@ class ConsoleProgress:
             self._drawn = False
             parts += [line + "\n" for line in lines]
             if self._live and self.total:
-                running = f", {len(self._running)} running" if self._running else ""
-                shown = self._limit
-                if shown is not None and shown.limit is not None:
-                    running += f", in-flight limit {shown.limit}/{shown.parallel}"
-                parts.append(f"[Progress: {self.done}/{self.total} completed{running}...]")
+                parts.append(self._progress_line())
                 self._drawn = True
             if parts:
                 self._write("".join(parts))
+
+    def _progress_line(self) -> str:
+        """The TTY's last line: done of total, running, the adaptive limit while it holds."""
+        running = f", {len(self._running)} running" if self._running else ""
+        shown = self._limit
+        if shown is not None and shown.limit is not None:
+            running += f", in-flight limit {shown.limit}/{shown.parallel}"
+        return f"[Progress: {self.done}/{self.total} completed{running}...]"
 
     def _write(self, text: str) -> None:
         encoding = getattr(self.stream, "encoding", None)

@@ -337,6 +337,8 @@ def render_report(
         MissingDependencyError: The `report` extra is not installed.
     """
     src, out = Path(input_path), Path(output_path)
+    if _is_experiment(src):
+        return _experiment_report(src, out, timeout)
     if src.suffix.lower() in RUN_SUFFIXES and out.suffix.lower() in _DATA_SUFFIXES:
         # a saved run re-rendered as data (.json, .jsonl, .md, .xml): no notebook needed
         if not src.is_file():
@@ -352,6 +354,46 @@ def render_report(
     else:
         folder_for(out)  # the notebook runs where it will live
         nb = run_notebook(src, timeout=timeout, cwd=out.resolve().parent)
+    if html_out:
+        write_atomic(out, export_html(nb))
+    else:
+        import nbformat
+
+        write_atomic(out, nbformat.writes(nb) + "\n")  # type: ignore[no-untyped-call]
+    return out
+
+
+_EXPERIMENT_HEAD = re.compile(r'^\s*\{\s*"type"\s*:\s*"convlab\.experiment"')
+
+
+def _is_experiment(src: Path) -> bool:
+    """Whether `src` is an experiment's `.json` save (its first key says so)."""
+    if src.suffix.lower() != ".json" or not src.is_file():
+        return False
+    with src.open("rb") as fh:
+        head = fh.read(256).decode("utf-8", "replace")
+    return bool(_EXPERIMENT_HEAD.match(head))
+
+
+def _experiment_report(src: Path, out: Path, timeout: float) -> Path:
+    """`convlab report` of a saved experiment: `.json`/`.md` written directly, `.html` and
+    `.ipynb` through its executed report notebook."""
+    from convlab.analysis.experiment_io import load_experiment
+
+    suffix = out.suffix.lower()
+    if suffix in (".json", ".md", ".markdown"):
+        return load_experiment(src).save(out)
+    if suffix not in OUTPUT_SUFFIXES:
+        raise ReportInputError(
+            f"{out}: cannot write an experiment's report as {out.suffix or 'no suffix'}; use "
+            ".html (offline page), .ipynb (the executed notebook), .json or .md"
+        )
+    html_out = suffix != ".ipynb"
+    _require("nbformat", "nbclient", "ipykernel", *(("nbconvert",) if html_out else ()))
+    from convlab.report.experiment import experiment_notebook
+
+    folder_for(out)
+    nb = experiment_notebook(src, timeout=timeout, cwd=out.resolve().parent)
     if html_out:
         write_atomic(out, export_html(nb))
     else:

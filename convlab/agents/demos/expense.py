@@ -99,12 +99,15 @@ class _Draft:
 _APPROVAL = re.compile(r"over \$?([\d,]+(?:\.\d+)?)[^.]*approv", re.I)
 
 
-def _rules(instructions: str, amount: float) -> str:
+def _rules(instructions: str, amount: float, attention: int | None = None) -> str:
     """What the system prompt asks for: the demo follows two rules a prompt may state.
 
     "Expenses over $N need manager approval" and "ask for a receipt": so trying a better
-    system prompt (notebooks/prompt_iteration.ipynb) changes what the agent says.
+    system prompt (notebooks/prompt_iteration.ipynb) changes what the agent says. With an
+    `attention` of N words, only the rules within the prompt's first N words are followed.
     """
+    if attention is not None:
+        instructions = " ".join(instructions.split()[:attention])
     out = ""
     found = _APPROVAL.search(instructions)
     limit = float(found.group(1).replace(",", "")) if found else None
@@ -130,6 +133,9 @@ def _replay(chat: Chat) -> tuple[_Draft, str]:
 
 
 class _ExpenseSession(DemoSession):
+    attention: int | None = None
+    """Follow only the rules within the system prompt's first this many words (None: all)."""
+
     def prepare(self, world: dict[str, Any]) -> None:
         world.setdefault("expenses", [])
 
@@ -166,7 +172,7 @@ class _ExpenseSession(DemoSession):
                 type=draft.type,
                 amount=draft.amount,
             )
-        rules = _rules(turn.ctx.instructions or "", draft.amount)
+        rules = _rules(turn.ctx.instructions or "", draft.amount, self.attention)
         return Answer(
             f"I'll create a {draft.type} expense for {_money(draft.amount)}.{rules} Please confirm."
         )
@@ -225,3 +231,16 @@ class ExpenseAgent(DemoAgent):
 
     name = "expense"
     session_class = _ExpenseSession
+
+
+class _LiteSession(_ExpenseSession):
+    attention = 20
+
+
+class ExpenseLiteAgent(DemoAgent):
+    """Demo agent `expense` as a smaller model would be: the same flow and tools, but it
+    follows only the rules stated in the system prompt's first 20 words, as a small model
+    loses instructions in a long prompt (a cheaper model to weigh against `expense`)."""
+
+    name = "expense_lite"
+    session_class = _LiteSession

@@ -1,0 +1,193 @@
+"""An experiment as a report: a standalone offline page (`exp.save("x.html")`), Markdown
+(`.md`), and the report notebook `convlab report experiment.json -o report.html` executes.
+
+The page holds what the notebook shows: the experiment's card (leaderboard, what changed in
+the agent), the case x variant matrix, the heatmap and the trade-off charts, then each
+variant's summary card. plotly.js and the DataTables bundle are inlined once; nothing is
+fetched. Every variant name, setting, prompt and case id is escaped.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from convlab.analysis.experiment_io import register_experiment_saver
+from convlab.analysis.io import write_atomic
+from convlab.model.experiment import VARIANT_COLUMN
+from convlab.report.markdown import cell
+
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
+
+    from convlab.model.experiment import Experiment
+
+__all__ = [
+    "build_experiment_notebook",
+    "experiment_html_report",
+    "experiment_markdown",
+    "experiment_notebook",
+]
+
+_PAGE_CSS = """
+body{margin:0;background:#fff}
+main.convlab{max-width:1200px;margin:0 auto;padding:16px 24px 48px}
+main.convlab h1{font-size:22px;margin:8px 0 2px}
+main.convlab h2{font-size:17px;margin:28px 0 8px;padding-bottom:4px;border-bottom:1px solid #d0d7de}
+main.convlab h3{font-size:14px;margin:16px 0 4px}
+main.convlab .cl-meta{color:#57606a;margin-bottom:10px}
+"""
+
+
+def _e(value: Any) -> str:
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def _title(exp: Experiment) -> str:
+    suite = exp.suite
+    name = (suite.name or suite.id) if suite is not None else ""
+    return "convlab experiment: " + exp.name + (f" · {name}" if name else "")
+
+
+def _tradeoffs(exp: Experiment) -> list[Any]:
+    """The trade-off charts that have something to show (cost only when some cost is known)."""
+    board = exp.leaderboard()
+    axes = ["cost"] if board["cost_usd"].notna().any() else []
+    return [exp.plot.tradeoff(x=x) for x in [*axes, "latency"]]
+
+
+def experiment_html_report(exp: Experiment) -> str:
+    """A standalone offline HTML page for `exp` (no kernel, no network)."""
+    from convlab.notebook._cards import run_html
+    from convlab.notebook._experiment_view import experiment_card
+    from convlab.notebook.tables import dedupe_bundles
+    from convlab.report.notebook import plotly_script, without_itables_links
+
+    meta = [exp.status, f"started {exp.started_at}" if exp.started_at else "", f"id {exp.id}"]
+    figures = [exp.plot.matrix(), *_tradeoffs(exp)]
+    sections = [
+        f"<h1>{_e(_title(exp))}</h1>",
+        f'<div class="cl-meta">{_e(" · ".join(m for m in meta if m))}</div>',
+        "<h2>Leaderboard</h2>",
+        experiment_card(exp)[1],
+        "<h2>Pass rate per case and variant</h2>",
+        exp.matrix().to_html(bundle=False),
+        "<h2>Charts</h2>",
+        *(str(fig._repr_mimebundle_()["text/html"]) for fig in figures),
+        "<h2>Variants</h2>",
+        *(f"<h3>{_e(name)}</h3>{run_html(run)}" for name, run in exp.runs.items()),
+    ]
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>{_e(_title(exp))}</title>\n<style>{_PAGE_CSS}</style>\n"
+        f"{plotly_script()}\n</head>\n<body>\n"
+        '<main class="convlab">\n'
+        + without_itables_links(dedupe_bundles("\n".join(sections)))
+        + "\n</main>\n</body>\n</html>\n"
+    )
+
+
+@register_experiment_saver(".html", ".htm")
+def _save_html(exp: Experiment, path: Path) -> None:
+    write_atomic(path, experiment_html_report(exp))
+
+
+def _num(value: Any, fmt: str) -> str:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return ""
+    return "" if math.isnan(number) else format(number, fmt)
+
+
+def experiment_markdown(exp: Experiment) -> str:
+    """The experiment in Markdown: the leaderboard, what changed in the agent, the matrix."""
+    from convlab.analysis.agent_diff import change_text
+    from convlab.analysis.leaderboard import matrix_frame
+
+    board = exp.leaderboard()
+    lines = [f"# {cell(_title(exp))}", "", f"{cell(exp.status)} · id {cell(exp.id)}", ""]
+    lines += ["## Leaderboard", "", cell(board.attrs.get("note", "")), ""]
+    head = ["variant", "pass rate", "95% interval", "stable", "tokens", "cost (USD)"]
+    head += ["latency p50 (ms)", "p95 (ms)", "better", "worse", "p (Holm)"]
+    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for row in board.to_dict("records"):
+        name = str(row[VARIANT_COLUMN]) + (" (baseline)" if row["baseline"] else "")
+        values = [
+            cell(name),
+            _num(row["pass_rate"], ".1f") + "%",
+            f"{_num(row['ci_low'], '.1f')}-{_num(row['ci_high'], '.1f')}%",
+            f"{row['stable']}/{row['cases']}",
+            _num(row["total_tokens"], ",.0f"),
+            _num(row["cost_usd"], ".4f") or "n/a",
+            _num(row["latency_p50_ms"], ",.1f"),
+            _num(row["latency_p95_ms"], ",.1f"),
+            "" if row["baseline"] else str(row["better"]),
+            "" if row["baseline"] else str(row["worse"]),
+            _num(row["p_holm"], ".3g"),
+        ]
+        lines.append("| " + " | ".join(values) + " |")
+    changes = board.attrs.get("changes") or []
+    if changes:
+        lines += ["", f"## What changed in the agent (against {cell(board.attrs['baseline'])})", ""]
+        lines += [f"- {cell(c[VARIANT_COLUMN])}: {cell(change_text(c))}" for c in changes]
+    matrix = matrix_frame(exp)
+    lines += ["", "## Pass rate per case and variant (%)", ""]
+    lines += ["| case | " + " | ".join(cell(v) for v in exp.variants) + " |"]
+    lines += ["|" + "---|" * (len(exp.variants) + 1)]
+    for row in matrix.to_dict("records"):
+        rates = [_num(row[v], ".0f") or "-" for v in exp.variants]
+        lines.append(f"| {cell(row['case_id'])} | " + " | ".join(rates) + " |")
+    return "\n".join(lines) + "\n"
+
+
+@register_experiment_saver(".md", ".markdown")
+def _save_markdown(exp: Experiment, path: Path) -> None:
+    write_atomic(path, experiment_markdown(exp))
+
+
+def build_experiment_notebook(exp: Experiment, ref: str) -> NotebookNode:
+    """The report notebook of `exp`, unexecuted; its code loads the experiment from `ref`."""
+    import nbformat.v4 as v4
+
+    from convlab.report.notebook import _md
+
+    cells = [
+        v4.new_markdown_cell(f"# Experiment report: {_md(exp.name)}"),  # type: ignore[no-untyped-call]
+        v4.new_code_cell(  # type: ignore[no-untyped-call]
+            f"import convlab as cl\n\nexp = cl.load_experiment({ref!r})\nexp"
+        ),
+        v4.new_markdown_cell("## Pass rate per case and variant"),  # type: ignore[no-untyped-call]
+        v4.new_code_cell("exp.matrix()"),  # type: ignore[no-untyped-call]
+        v4.new_code_cell("exp.plot.matrix()"),  # type: ignore[no-untyped-call]
+        v4.new_markdown_cell("## Trade-offs"),  # type: ignore[no-untyped-call]
+    ]
+    if exp.leaderboard()["cost_usd"].notna().any():
+        cells.append(v4.new_code_cell('exp.plot.tradeoff(x="cost")'))  # type: ignore[no-untyped-call]
+    cells.append(v4.new_code_cell('exp.plot.tradeoff(x="latency")'))  # type: ignore[no-untyped-call]
+    nb: NotebookNode = v4.new_notebook(cells=cells)  # type: ignore[no-untyped-call]
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    nb.metadata["language_info"] = {"name": "python"}
+    nb.metadata["title"] = f"convlab experiment: {exp.name}"
+    return nb
+
+
+def experiment_notebook(
+    path: str | os.PathLike[str], *, timeout: float, cwd: str | os.PathLike[str]
+) -> NotebookNode:
+    """Build and execute the report notebook of a saved experiment (`.json`), in `cwd`."""
+    from convlab.analysis.experiment_io import load_experiment
+    from convlab.report.notebook import _execute
+
+    p = Path(path)
+    exp = load_experiment(p)  # a bad file fails here, not inside the kernel
+    ref = os.path.relpath(p.resolve(), Path(cwd).resolve())
+    return _execute(build_experiment_notebook(exp, ref), Path(cwd).resolve(), timeout, str(p))
