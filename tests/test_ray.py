@@ -325,3 +325,17 @@ def test_an_instance_out_of_attempts_is_an_infrastructure_error() -> None:
     assert lost and all(r.blame == "infrastructure" for r in lost)
     assert "worker w1" in lost[0].error and "ActorDiedError" in lost[0].error
     assert {r.status for r in run.results} == {"passed", "error"}
+
+
+def test_convlab_yaml_sends_a_suite_to_ray(tmp_path: Path) -> None:
+    import shutil
+
+    from convlab.cli import main
+
+    root = Path(__file__).resolve().parent.parent
+    suite = tmp_path / "expense"
+    shutil.copytree(root / "examples" / "expense", suite)
+    (suite / "convlab.yaml").write_text("agent: demo:expense\nexecutor: ray\n")
+    out = tmp_path / "out.json"
+    assert main(["run", "-i", str(suite), "-o", str(out)]) == 1
+    assert json.loads(out.read_text())["settings"]["executor"]["kind"] == "ray"
