@@ -141,6 +141,7 @@ class ShardRunner:
         self._tasks: set[asyncio.Task[None]] = set()
         self._picking = True
         self._cache_sent = (0, 0, 0, 0)
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def instance(self, place: int) -> Instance:
         """The instance at `place` in the run's plan (the plan is built as far as needed)."""
@@ -149,8 +150,22 @@ class ShardRunner:
         return self._plan[place]
 
     def send(self, item: Wire) -> None:
-        """Send `item` (a log line, a recording) with the next batch of any shard."""
+        """Send `item` (a log line, a recording) with the next batch of any shard; from any
+        thread (a sync agent's `print` runs on a worker thread)."""
         self._shared.append(item)
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        try:
+            here = asyncio.get_running_loop() is loop
+        except RuntimeError:
+            here = False
+        if here:
+            self._wake()
+        else:
+            loop.call_soon_threadsafe(self._wake)
+
+    def _wake(self) -> None:
         for box in self._boxes:
             box.ready.set()
 
@@ -168,6 +183,7 @@ class ShardRunner:
     async def stream(self, places: list[int]) -> AsyncIterator[list[Wire]]:
         """Run the instances at `places`, yielding batches of wire tuples until all are done.
         Closing the generator (a cancelled call) cancels the instances still running."""
+        self._loop = asyncio.get_running_loop()
         box = _Outbox(len(places))
         self._boxes.append(box)
         tasks = [asyncio.ensure_future(self._one(place, box)) for place in places]

@@ -210,7 +210,11 @@ class Dispatcher:
         self.receiver.pending.pop(place, None)
         tries = self._tries.get(place, 0)
         why = self._errors.get(place, "no worker is left to run it")
-        err = f"it did not come back from its workers ({tries} attempt(s)); last: {why}"
+        err = (
+            f"it did not come back from its workers ({tries} attempt(s)); last: {why}"
+            if tries
+            else f"it did not run: {why}"
+        )
         self.runner.accept(place, inst, closed(inst, "error", err, "infrastructure"))
 
     def _give_up(self, why: str) -> None:

@@ -178,7 +178,11 @@ class _RayRun:
                 )
             return _Worker(name, actor, info, ray)
 
-        workers = list(await asyncio.gather(*(spawn(i + 1) for i in range(n))))
+        started = await asyncio.gather(*(spawn(i + 1) for i in range(n)), return_exceptions=True)
+        for outcome in started:
+            if isinstance(outcome, BaseException):
+                raise outcome
+        workers: list[_Worker] = list(started)  # type: ignore[arg-type]
         total = count(runner.env.suite, runner.settings.runs)
         chunk = max(1, min(per, math.ceil(total / (2 * n))))
         where = f"{cfg.address or LOCAL} Ray cluster, {per} in flight each"
