@@ -63,6 +63,14 @@ def _suite(n: int, expect: str = "ok"):
     )
 
 
+def _no_history(cl: Any) -> dict[str, Any]:
+    """`history=False` for a convlab that records runs (an earlier tree has no such option):
+    the figures measure the runs, and the user's run history gets no benchmark runs."""
+    import inspect
+
+    return {"history": False} if "history" in inspect.signature(cl.run).parameters else {}
+
+
 def _ideal(n: int, parallel: int, path: Path) -> None:
     with open(path, "w", encoding="utf-8") as fh:
         asyncio.run(_ideal_loop(n, parallel, fh))
@@ -118,12 +126,13 @@ def in_process(n: int, repeat: int) -> dict[str, Any]:
     suite = _suite(n)
     with tempfile.TemporaryDirectory() as tmp:
         store = Path(tmp) / "s.jsonl"
-        cl.run(_suite(200), async_agent, parallel=16, store=store, progress=False)  # warm-up
+        off = _no_history(cl)
+        cl.run(_suite(200), async_agent, parallel=16, store=store, progress=False, **off)
         ideal = _rate(lambda: _ideal(n, 16, Path(tmp) / "i.jsonl"), n, repeat)
 
         def one(agent):
             store.unlink()  # a new store each time (as in every tree measured)
-            run = cl.run(suite, agent, parallel=16, store=store, progress=False)
+            run = cl.run(suite, agent, parallel=16, store=store, progress=False, **off)
             assert run.summary["passed"] == n, run.summary
 
         rate_async = _rate(lambda: one(async_agent), n, repeat)
@@ -169,7 +178,7 @@ def http(n: int, conc: int, latency_ms: int) -> dict[str, Any]:
         agent = cl.agents.openai("mock", base_url=f"http://127.0.0.1:{port}/v1", api_key="x")
         suite = _suite(n, expect="You said: ")  # the mock echoes the message
         t0 = time.perf_counter()
-        run = cl.run(suite, agent, parallel=conc, progress=False)
+        run = cl.run(suite, agent, parallel=conc, progress=False, **_no_history(cl))
         dt = time.perf_counter() - t0
         return {
             "n": n,
@@ -201,15 +210,16 @@ _PEAK = """
 import gc, resource, sys, time
 sys.path.insert(0, {bench!r})
 import convlab as cl
-from bench_engine import _suite
+from bench_engine import _no_history, _suite
 async def agent(messages):
     return "ok"
-cl.run(_suite(100), agent, progress=False)  # imports and first-use caches
+off = _no_history(cl)
+cl.run(_suite(100), agent, progress=False, **off)  # imports and first-use caches
 gc.collect()
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 suite = _suite({cases})
 t0 = time.perf_counter()
-run = cl.run(suite, agent, runs=10, parallel=16, store={store!r}, progress=False)
+run = cl.run(suite, agent, runs=10, parallel=16, store={store!r}, progress=False, **off)
 print(len(run.results), time.perf_counter() - t0,
       resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - before)
 """

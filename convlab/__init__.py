@@ -38,7 +38,8 @@ from convlab.model.experiment import Experiment
 
 __version__ = "0.1.0"
 
-# Public names defined in modules that load heavier code: imported on first use.
+# Public names defined in modules that load heavier code: imported on first use. `executors`
+# and `history` are the modules themselves (`history` is callable: `cl.history()`).
 _LAZY = {
     "arun": "convlab.api",
     "ask": "convlab.api",
@@ -47,6 +48,7 @@ _LAZY = {
     "compare": "convlab.analysis.compare",
     "evaluator": "convlab.checks._core",
     "executors": "convlab.executors",
+    "history": "convlab.history",
     "load_experiment": "convlab.analysis.experiment_io",
     "load_run": "convlab.analysis.load",
     "run": "convlab.api",
@@ -57,7 +59,7 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
-    from convlab import executors
+    from convlab import executors, history
     from convlab.agents.cache import cached
     from convlab.agents.protocol import AgentContext
     from convlab.analysis.compare import Comparison
@@ -118,6 +120,7 @@ __all__ = [
     "compare",
     "evaluator",
     "executors",
+    "history",
     "load",
     "load_experiment",
     "load_run",

@@ -2,9 +2,9 @@
 
 The agent comes from `-n`, else from a `convlab.yaml` beside the input (`agent: SPEC`, and
 optional `runs`, `parallel`, `timeout`, `judges: {ID: SPEC}`, `adaptive`, `cache`,
-`cache_dir`, `executor`, `ray_address`), else from a HoloDeck agent.yaml's `model` block;
-with none of them a run stops with a usage error that says how to pass one. Flags given on
-the command line win over `convlab.yaml`.
+`cache_dir`, `prices`, `history`, `executor`, `ray_address`), else from a HoloDeck
+agent.yaml's `model` block; with none of them a run stops with a usage error that says
+how to pass one. Flags given on the command line win over `convlab.yaml`.
 """
 
 from __future__ import annotations
@@ -58,6 +58,7 @@ DEFAULTS: dict[str, Any] = {
     "adaptive": True,
     "cache": None,
     "cache_dir": None,
+    "history": True,
     "executor": None,
     "ray_address": None,
 }
@@ -135,7 +136,7 @@ def read_config(folder: Path) -> dict[str, Any]:
     if not isinstance(doc, dict):
         raise ConvlabError(
             f"{path}: expected a mapping with agent, runs, parallel, timeout, judges, adaptive, "
-            "cache, cache_dir, prices, executor, ray_address"
+            "cache, cache_dir, prices, history, executor, ray_address"
         )
     out: dict[str, Any] = {}
     for key, value in doc.items():
@@ -148,9 +149,9 @@ def read_config(folder: Path) -> dict[str, Any]:
                 raise ConvlabError(f"{path}: {key}: {exc}") from None
         elif key == "judges":
             out[key] = judge_map(value, f"{path}: judges")
-        elif key == "adaptive":
+        elif key in ("adaptive", "history"):
             if not isinstance(value, bool):
-                raise ConvlabError(f"{path}: adaptive: expected true or false, got {value!r}")
+                raise ConvlabError(f"{path}: {key}: expected true or false, got {value!r}")
             out[key] = value
         elif key == "timeout":
             try:
@@ -183,7 +184,7 @@ def read_config(folder: Path) -> dict[str, Any]:
         else:
             raise ConvlabError(
                 f"{path}: {key}: expected agent (a spec string), runs, parallel, timeout, "
-                "judges, adaptive, cache, cache_dir, prices, executor or ray_address"
+                "judges, adaptive, cache, cache_dir, prices, history, executor or ray_address"
             )
     return out
 
@@ -335,6 +336,7 @@ def run_options(
         "after": args.after,
         "cache": cache,
         "cache_dir": _setting(args, config, "cache_dir"),
+        "history": _setting(args, config, "history"),
         "prices": config.get("prices"),
         "executor": _executor(args, config),
     }

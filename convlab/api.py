@@ -21,6 +21,7 @@ from convlab._sync import run_sync
 from convlab.engine.api import RunHandle, ask_once, build_runner
 from convlab.engine.experiment import ExperimentHandle, ExperimentRunner, build_experiment
 from convlab.engine.runner import Runner
+from convlab.history import record_run
 from convlab.model.answer import Answer
 from convlab.model.experiment import Experiment
 from convlab.model.run import Run
@@ -54,6 +55,7 @@ class RunOptions(TypedDict, total=False):
     max_cases: int | None
     cache: Literal["record", "replay", "auto"] | None
     cache_dir: str | Path | None
+    history: bool
     prices: dict[str, Any] | None
     executor: Any
     experiment: str | None
@@ -79,6 +81,7 @@ RUN_DEFAULTS: RunOptions = {
     "max_cases": None,
     "cache": None,
     "cache_dir": None,
+    "history": True,
     "prices": None,
     "executor": None,
     "experiment": None,
@@ -127,6 +130,11 @@ OPTIONS_DOC = """
             `run.settings["cache"]`.
         cache_dir: The recordings folder (default `./convlab-cache`): small JSON files, one
             per call, named by the hash of what it sent; commit it next to the suite.
+        history: Record the run when it ends (stopped ones too) in the history database,
+            `history.db` in `$CONVLAB_HOME` or `~/.convlab` (`cl.history()` lists them,
+            `cl.load_run(history_id)` brings one back); False records nothing. An entry
+            that cannot be written is a warning, `run.settings["history"]` says why, and
+            the run is returned as ever.
         prices: Prices of models genai-prices does not know, or that you pay otherwise for:
             `{"my-model": {"input_mtok": 0.5, "output_mtok": 1.5}}` (US dollars per million
             tokens), keyed by the model name the endpoint reports. Every model call's usage
@@ -176,10 +184,12 @@ def _options(where: str, suite: Any, agent: Any, given: dict[str, Any]) -> dict[
 
 
 class _View:
-    """The chosen progress view: its listeners and how to close it when a run ends."""
+    """The chosen progress view: its listeners and how to close it when a run ends (where
+    the run is recorded in the history, for every way of running)."""
 
     def __init__(self, listeners: list[Any], tree: Any = None) -> None:
         self.listeners, self.tree = listeners, tree
+        self.history = False
 
     def show(self, stop: Callable[[], None] | None, hint: str = "") -> None:
         """Show the tree in the cell, with a Stop button that calls `stop` (or, None, a hint
@@ -189,8 +199,17 @@ class _View:
             self.tree.show()
 
     def close(self, result: Run | Experiment | None = None) -> None:
-        if self.tree is not None:
-            self.tree.close(result)
+        """The run or experiment has ended (`result`: None when it raised): record it (each
+        variant's run under the experiment's name), then close the tree."""
+        try:
+            if self.history and isinstance(result, Run):
+                record_run(result)  # never raises for a history problem: it warns
+            elif self.history and isinstance(result, Experiment):
+                for variant, run in result.runs.items():
+                    record_run(run, experiment=result.name, variant=variant)
+        finally:
+            if self.tree is not None:
+                self.tree.close(result)
 
 
 def _check_progress(progress: Any) -> None:
@@ -219,15 +238,19 @@ def _runner_and_view(
     view (no widget is made for a suite that fails to load)."""
     opts = _options(where, suite, agent, given)
     _check_progress(opts["progress"])
+    if not isinstance(opts["history"], bool):
+        raise ValueError(f"history={opts['history']!r}: use True (record the run) or False")
     if _is_experiment(opts):
         executors.local_only(opts["executor"], "an experiment (a dict of agents)")
         experiment = build_experiment(opts, [])
         view = _view(opts["progress"], experiment=True)
+        view.history = opts["history"]
         experiment.listeners.extend(view.listeners)
         return experiment, view
     runner = build_runner(opts, [])
     runner.executor = executors.bind(opts["executor"], runner)  # refuses what cannot travel
     view = _view(opts["progress"])
+    view.history = opts["history"]
     runner.listeners.extend(view.listeners)
     return runner, view
 

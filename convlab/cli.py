@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from convlab._cli_history import history_command
 from convlab._cli_run import (
     DEFAULTS,
     ask_command,
@@ -69,10 +70,12 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _refused_inputs(suite: Any) -> list[str]:
-    """Notes for step inputs the agent's adapter will refuse when the turn is sent.
+    """Notes for step inputs that intention-kernel's direct adapter refuses when the turn is
+    sent.
 
     The file is valid (intention-kernel accepts any JSON object as a step input), so these
-    are notes, not problems: the run errs only at those turns (EVALUATION_AGENT_INPUT_INVALID).
+    are notes, not problems: a run errs at those turns (EVALUATION_AGENT_INPUT_INVALID) only
+    with an agent that is `strict_input`; any other agent receives the input as it is.
     """
     notes = []
     for case in suite.cases:
@@ -80,8 +83,8 @@ def _refused_inputs(suite: Any) -> list[str]:
         for turn in case.turns:
             given = [("", turn.input)] + [(f" variant {v.id!r}", v.input) for v in turn.variants]
             notes += [
-                f"note: {where}: scenario {case.id!r} step {turn.id!r}{name}: refused when sent "
-                f"(EVALUATION_AGENT_INPUT_INVALID): {inp.invalid}"
+                f"note: {where}: scenario {case.id!r} step {turn.id!r}{name}: refused by a "
+                f"strict_input agent (EVALUATION_AGENT_INPUT_INVALID): {inp.invalid}"
                 for name, inp in given
                 if inp.invalid is not None
             ]
@@ -349,6 +352,15 @@ def _parser() -> argparse.ArgumentParser:
         action=_Given,
         help="join this Ray cluster (auto, HOST:PORT, ray://HOST:PORT); implies --executor ray",
     )
+    r.add_argument(
+        "--no-history",
+        dest="history",
+        action=_GivenFalse,
+        nargs=0,
+        default=DEFAULTS["history"],
+        help="do not record this run in the history database (`convlab history` lists them; "
+        "also `history: false` in convlab.yaml)",
+    )
     r.add_argument("-v", "--verbose", action="store_true")
     r.set_defaults(fn=_run)
     k = _sub(
@@ -388,6 +400,19 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("path", nargs="?", help="examples folder (default: ./examples)")
     d.add_argument("--runs", type=positive_int, default=1)
     d.set_defaults(fn=_demo)
+    h = _sub(
+        sub,
+        "history",
+        "list the recorded runs, newest first",
+        "  convlab history --suite examples/expense --limit 5\n"
+        "every run is recorded in history.db in $CONVLAB_HOME (default ~/.convlab); the id\n"
+        "column is what cl.load_run(id) takes",
+    )
+    h.add_argument("--suite", help="only this suite's runs: its name, or the path it was read from")
+    h.add_argument("--limit", type=positive_int, default=20, help="most runs listed (default 20)")
+    h.add_argument("--experiment", help="only the runs of this experiment")
+    h.add_argument("--json", action="store_true", help="one JSON object per run, a line each")
+    h.set_defaults(fn=history_command)
     a = _sub(sub, "assertions", "list the assertion kinds", "  convlab assertions | grep json")
     a.set_defaults(fn=_assertions)
     s = _sub(

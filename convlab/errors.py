@@ -11,6 +11,7 @@ ConvlabError                     base of every error convlab raises
 │   └── AgentResponseError       the reply could not be read (malformed JSON, missing path)
 ├── MissingDependencyError       (also an ImportError) an optional extra is not installed
 ├── ExecutorError                a run cannot go to its workers (an agent that cannot be sent)
+├── HistoryError                 the run history database cannot be read or written
 └── ReplayMissError              cache='replay' met a call that was never recorded
 ```
 Errors before a run are raised; errors during a run are data on the case's result.
@@ -30,6 +31,7 @@ __all__ = [
     "AgentTimeoutError",
     "ConvlabError",
     "ExecutorError",
+    "HistoryError",
     "MissingDependencyError",
     "Problem",
     "ReplayMissError",
@@ -157,6 +159,12 @@ class ExecutorError(ConvlabError):
     """A run could not be spread over its workers: an agent, simulator, judge or hook that
     cannot be sent to them (the message names the attribute), a worker running another
     convlab, a cluster that cannot be reached. Raised before any instance starts."""
+
+
+class HistoryError(ConvlabError):
+    """The run history database (`history.db` in CONVLAB_HOME, or ~/.convlab) cannot be used:
+    it is damaged, written by a newer convlab, or cannot be opened. The message names the
+    file and what to do; a run whose entry cannot be written still completes."""
 
 
 class ReplayMissError(ConvlabError):

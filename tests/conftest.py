@@ -39,6 +39,21 @@ if in_ci():
 Register = Callable[[str], Callable[[Callable[..., Any]], Callable[..., Any]]]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _convlab_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Every run the tests make is recorded under a temporary CONVLAB_HOME, never in the
+    real ~/.convlab: set in the environment, so the CLI processes and notebook kernels the
+    tests start inherit it."""
+    home = tmp_path_factory.mktemp("convlab-home")
+    before = os.environ.get("CONVLAB_HOME")
+    os.environ["CONVLAB_HOME"] = str(home)
+    yield home
+    if before is None:
+        os.environ.pop("CONVLAB_HOME", None)
+    else:
+        os.environ["CONVLAB_HOME"] = before
+
+
 @pytest.fixture
 def register_evaluator() -> Iterator[Register]:
     """`@register_evaluator(name)` registers like `@convlab.evaluator(name)`, for one test."""

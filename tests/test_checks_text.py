@@ -106,7 +106,7 @@ def test_equals_table(output: Any, value: Any, passed: bool) -> None:
 
 def test_equals_failure_shows_expected_and_actual() -> None:
     res = ev({"kind": "equals", "value": {"a": 2}}, Observation(data={"a": 1}))
-    assert res.message == 'expected {"a": 2}, got {"a": 1}'
+    assert res.message == "expected map[a:2], got map[a:1]"  # assert.go assertEquals: %v
     assert res.expected == {"a": 2} and res.actual == {"a": 1}
     assert "expected: {'a': 2}" in repr(res) and "actual:   {'a': 1}" in repr(res)
 

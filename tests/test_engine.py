@@ -310,8 +310,9 @@ def test_selection_resolves_against_the_previous_interaction():
             {"input": {"text": "x", "selection": {"option_label": "Chair"}}},
         ],
     )
+    direct = cl.agents.function(shop, strict_input=True)  # the kernel's direct adapter
     by = {
-        r.case_id: r for r in cl.run(Suite(id="s", cases=[ok, bad]), shop, progress=False).results
+        r.case_id: r for r in cl.run(Suite(id="s", cases=[ok, bad]), direct, progress=False).results
     }
     assert by["ok"].status == "passed" and by["ok"].code is None
     # agentAdapter.ts `send`: a label no option has is AMBIGUOUS (matches.length !== 1)

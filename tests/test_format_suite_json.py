@@ -687,7 +687,8 @@ def test_input_rule_loads_and_is_refused_at_turn_time(
     assert given.invalid is not None
     where = "input" + path.split(".input", 1)[1]
     assert f"{where}: " in given.invalid and message in given.invalid
-    run = cl.run(write(tmp_path, data), lambda messages: "ok", progress=False)
+    direct = cl.agents.function(lambda messages: "ok", strict_input=True)  # the direct adapter
+    run = cl.run(write(tmp_path, data), direct, progress=False)
     (result,) = run.results
     assert (result.status, result.code) == ("error", "EVALUATION_AGENT_INPUT_INVALID")
     assert result.turns[0].code == "EVALUATION_AGENT_INPUT_INVALID"

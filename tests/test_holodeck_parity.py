@@ -414,3 +414,36 @@ def test_unquoted_date_stays_text(tmp_path: Path) -> None:
         return cl.Reply(text="booked", tool_calls=[cl.ToolCall("book", {"day": "2024-01-31"})])
 
     assert run_one(path, agent).status == "passed"
+
+
+def test_no_grader_runs_on_an_empty_multi_turn_reply(tmp_path: Path) -> None:
+    # holodeck/lib/test_runner/executor.py `_run_evaluations`: `if not agent_response: return`
+    # before any metric or code grader; the multi-turn turn then passes on its other checks
+    module = grader_module(
+        tmp_path,
+        """
+        def never(ctx):
+            raise AssertionError("a grader ran on an empty reply")
+        """,
+    )
+    path = write(
+        tmp_path,
+        f"""
+        test_cases:
+          - name: two
+            turns:
+              - input: say nothing
+                evaluations: [{{type: code, grader: "{module}:never"}}]
+              - input: say 3
+                ground_truth: "3"
+                evaluations: [{{type: standard, metric: equality}}]
+        """,
+    )
+
+    def agent(messages: list[dict[str, Any]]) -> str:
+        return "" if messages[-1]["content"] == "say nothing" else "3"
+
+    result = run_one(path, agent)
+    assert result.status == "passed"
+    (graded,) = result.turns[0].assertions
+    assert (graded.kind, graded.status) == ("grader", "skipped")

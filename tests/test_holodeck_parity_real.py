@@ -194,6 +194,18 @@ DOCUMENTED = {
         "| two metric entries with the same name in one file |",
         {(None, "passed"), (0, "passed"), (0, "metrics")},
     ),
+    "not-json-args": (
+        "| tool-call arguments text that is not JSON (`not json`) |",
+        {
+            (None, "passed"),
+            (0, "passed"),
+            (0, "tool_errors"),
+            (0, "response"),
+            (0, "tools"),
+            (0, "tools_matched"),
+            (0, "metrics"),
+        },
+    ),
 }
 
 
@@ -223,6 +235,20 @@ def test_finance_suite_agrees_except_the_documented_differences(both: dict[str, 
     assert mine["grader-single-turn"].turns[0].metrics == [("used_a_tool", True)]
     assert outcome["grader-duck-typed"].turns[0].metrics == [("duck_typed", False)]
     assert mine["grader-duck-typed"].turns[0].metrics == [("duck_typed", True)]
+    assert outcome["not-json-args"].turns[0].tools == []
+    assert "malformed JSON arguments" in outcome["not-json-args"].turns[0].tool_errors[0]
+    assert mine["not-json-args"].turns[0].tools == [("store_reference", {"raw": "not json"})]
+    # agreed: "", null and a 30-digit integer as _parse_tool_arguments reads them, and no
+    # code grader on an empty multi-turn reply
+    for name, args in [
+        ("big-int-arg", {"v": 123456789012345678901234567890}),
+        ("empty-args", {"raw": ""}),
+        ("null-args", {"raw": "null"}),
+    ]:
+        assert outcome[name].turns[0].tools == [("store_reference", args)], name
+        assert outcome[name].passed and mine[name].passed, name
+    assert outcome["grader-empty-multi-turn"].turns[0].metrics == []
+    assert mine["grader-empty-multi-turn"].passed
 
 
 def test_finance_suite_outcomes_are_the_intended_ones(both: dict[str, Any]) -> None:

@@ -114,6 +114,62 @@ def test_convlab_runs_a_holodeck_file_on_the_scripted_model(tmp_path: Path) -> N
     assert isinstance(cl.load(path), cl.Suite)
 
 
+# What HoloDeck 0.7.1 does with a tool call's arguments text, end to end: the OpenAI Agents
+# SDK hands the text to holodeck/lib/backends/openai_agents_backend.py `_parse_tool_arguments`
+# (`json.loads`, which keeps a 30-digit integer an integer; `""`, `null` and any text that
+# is not a JSON object become `{"raw": <the text>}`), then
+# holodeck/lib/test_runner/tool_arg_matcher.py `match_regex` (`re.fullmatch` over `str()`)
+# and `match_literal`. Each row: the text the model sent, the expected `args`, the verdict.
+ARGUMENT_TEXTS = [
+    ('{"v": 123456789012345678901234567890}', '{v: {regex: "[0-9]+"}}', True),
+    ('{"v": 123456789012345678901234567890}', "{v: 123456789012345678901234567890}", True),
+    # `match_literal` compares numbers as `float(expected) == float(actual)`
+    ('{"v": 123456789012345678901234567891}', "{v: 123456789012345678901234567890}", True),
+    ('{"v": 123456789012345678901234567890}', "{v: 123456789012345678901234567890.5}", True),
+    ('{"v": 1234567890123456789}', '{v: {regex: "1234567890123456789"}}', True),
+    ('{"v": "x"}', '{v: {regex: "[0-9]+"}}', False),
+    ("", '{raw: ""}', True),
+    ("null", '{raw: "null"}', True),
+    ("[1, 2]", '{raw: {regex: "\\\\[1, 2\\\\]"}}', True),
+    # Deliberate differences (docs/holodeck.md): HoloDeck's OpenAI Agents SDK backend refuses
+    # text that is not JSON (the turn is an agent error, no call recorded), and its
+    # `json.loads` reads `-0` as the integer 0, so a regex there reads "0"
+    ("not json", '{raw: {regex: "not.*"}}', True),
+    ('{"v": -0}', '{v: {regex: "-0[.]0"}}', True),
+]
+
+
+@pytest.mark.parametrize(("text", "args", "matched"), ARGUMENT_TEXTS)
+def test_argument_texts_through_the_openai_adapter_as_holodeck(
+    tmp_path: Path, text: str, args: str, matched: bool
+) -> None:
+    path = tmp_path / "agent.yaml"
+    path.write_text(
+        "test_cases:\n"
+        "  - name: keep\n"
+        "    input: keep the reference\n"
+        f"    expected_tools: [{{name: keep, args: {args}}}]\n",
+        encoding="utf-8",
+    )
+    got: list[Any] = []
+
+    def keep(v=None):  # type: ignore[no-untyped-def]
+        """Keep a reference."""
+        got.append(v)
+        return "kept"
+
+    script = {"keep the reference": [{"tools": [["keep", text]]}, {"text": "kept"}]}
+    with serve(script) as server:
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        run = sbs.run_convlab(path, url, [keep])
+    (case,) = sbs.outcomes_convlab(run)
+    assert case.turns[0].tools_matched is matched, case.turns[0].tool_errors
+    assert case.passed is matched
+    if text.startswith("{"):  # the tool got the value itself: an integer stays an integer
+        sent = json.loads(text, parse_int=lambda s: -0.0 if s == "-0" else int(s))["v"]
+        assert got == [sent] and type(got[0]) is type(sent)
+
+
 def test_a_python_without_holodeck_fails_loudly(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CONVLAB_HOLODECK_PYTHON", sys.executable)
     with pytest.raises(RuntimeError, match=r"CONVLAB_HOLODECK_PYTHON=.* has no HoloDeck 0\.7\.1"):

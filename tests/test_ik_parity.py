@@ -9,6 +9,8 @@ zod 4.6.7) on these inputs; the digests by running matrix.ts `digest`.
 from __future__ import annotations
 
 import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -172,11 +174,53 @@ def test_an_invalid_variant_errs_only_in_its_instances(tmp_path: Path) -> None:
         {"id": "bad", "input": {"text": "hi", "x": 1}},
     ]
     doc = suite(scenario("v", step("a", {"text": "hi"}, variants=variants)))
-    run = cl.run(write(tmp_path, doc), lambda messages: "ok", progress=False)
+    direct = cl.agents.function(lambda messages: "ok", strict_input=True)
+    run = cl.run(write(tmp_path, doc), direct, progress=False)
     assert list(zip(run.df["variant"], run.df["code"], strict=True)) == [
         ("a=good", ""),
         ("a=bad", "EVALUATION_AGENT_INPUT_INVALID"),
     ]
+
+
+# The strict input schema belongs to the direct adapter alone (agentAdapter.ts
+# `createAgentEvaluationAdapter`, `inputSchema.safeParse` in its `send`); runner.ts
+# `runEvaluation` hands `structuredClone(step.input)` to whatever adapter the application
+# gives it (`options.adapter.open(...).send(input, ...)`) and checks nothing. An
+# application's own agent that passes `input.text` on therefore passes in the kernel.
+HOST_INPUTS = [
+    {"text": "plain", "locale": "en-GB"},
+    {"text": "plain", "locale": "en-GB", "selection": {"optionIndex": 0}},
+    {"text": "plain", "selection": {"optionIndex": 0, "optionId": "x"}},
+    {"text": "t" * 10001},
+    {"locale": "en-GB"},
+]
+
+
+@pytest.mark.parametrize("given", HOST_INPUTS)
+def test_a_host_agent_receives_any_input(tmp_path: Path, given: dict[str, Any]) -> None:
+    seen: list[Any] = []
+
+    def host(messages: list[dict[str, Any]], ctx: cl.AgentContext) -> str:
+        assert ctx.input is not None
+        seen.append((ctx.input.text, ctx.input.extra, ctx.input.selection))
+        return f"echo: {ctx.input.text}"
+
+    first = step("search", {"text": "Show me lamps"})
+    chk = {"id": "t", "kind": "check", "path": ["response", "text"], "operator": "exists"}
+    doc = suite(scenario("host", first, step("s", given, assertions=[chk])))
+    loaded = cl.load(write(tmp_path, doc))
+    assert loaded.cases[0].turns[1].input.invalid is not None  # the direct adapter's verdict
+    run = cl.run(loaded, host, progress=False)
+    (result,) = run.results
+    assert (result.status, result.code) == ("passed", None)
+    text, extra, selection = seen[1]
+    assert text == given.get("text", "")
+    assert extra == {k: v for k, v in given.items() if k not in ("text", "selection")} | (
+        {"selection": given["selection"]} if "optionId" in str(given.get("selection")) else {}
+    )
+    assert (selection is not None) is (given.get("selection") == {"optionIndex": 0})
+    direct = cl.run(loaded, cl.agents.function(host, strict_input=True), progress=False)
+    assert direct.results[0].code == "EVALUATION_AGENT_INPUT_INVALID"
 
 
 # ---------------------------------------------------------------- 12: result codes
@@ -475,3 +519,84 @@ def test_run_df_has_the_code_column_after_error() -> None:
     columns = list(run.df.columns)
     assert columns[columns.index("error") + 1] == "code"
     assert run.df["code"].tolist() == ["EVALUATOR_FAILED"]
+
+
+# ---------------------------------------------------------------- 13: -0 is not 0
+# assertions.ts `evaluate`: `equals` is Node's `isDeepStrictEqual(actual, value)` and
+# `matches` falls back to it for primitives; both use SameValue for numbers, so a suite's
+# `-0` (JSON.parse keeps the sign) never equals an observed 0, and an agent's `-0` never
+# equals a suite's 0. 5 and 5.0 are one number in JavaScript, so they stay equal.
+ZERO_ROWS = [
+    ("equals", "-0", 0, False),
+    ("equals", "0", "-0", False),
+    ("equals", "-0", "-0", True),
+    ("equals", "-0", "-0.0", True),
+    ("equals", "5", "5.0", True),
+    ("equals", "[-0]", "[0]", False),
+    ("matches", '{"a": -0}', '{"a": 0, "b": 1}', False),
+    ("matches", '{"a": 0}', '{"a": 0, "b": 1}', True),
+    ("contains", "-0", "[1, 0]", False),
+    ("contains", "-0", "[1, -0]", True),
+    ("gte", "0", "-0", True),
+    ("lte", "-0", "0", True),
+]
+
+
+class _Body(BaseHTTPRequestHandler):
+    """An application's HTTP agent answering JSON text (so `-0` arrives as written)."""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet."""
+
+    def do_POST(self) -> None:
+        sent = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        body = f'{{"text": "ok", "data": {{"v": {sent["text"]}}}}}'.encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def test_minus_zero_is_not_zero_as_in_is_deep_strict_equal(tmp_path: Path) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Body)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        agent = cl.agents.http(
+            f"http://127.0.0.1:{server.server_address[1]}/",
+            request={"text": "{text}"},
+            response={"text": "text", "data": "data"},
+        )
+        scenarios = []
+        for i, (op, value, observed, _) in enumerate(ZERO_ROWS):
+            check = (  # JSON text: json.dumps would write -0.0 for a -0
+                '{"id": "c", "kind": "check", "path": ["response", "data", "v"], '
+                f'"operator": "{op}", "value": {value}}}'
+            )
+            step_text = json.dumps({"text": str(observed)})
+            scenarios.append(
+                f'{{"id": "r{i}", "name": "r{i}", "writePolicy": "read_only", "steps": '
+                f'[{{"id": "s", "input": {step_text}, "assertions": [{check}]}}]}}'
+            )
+        text = (
+            f'{{"schemaVersion": 1, "id": "z", "name": "z", "scenarios": [{",".join(scenarios)}]}}'
+        )
+        path = tmp_path / "z.json"
+        path.write_text(text, encoding="utf-8")
+        run = cl.run(path, agent, progress=False)
+    finally:
+        server.shutdown()
+    got = [r.status == "passed" for r in run.results]
+    assert got == [row[3] for row in ZERO_ROWS]
+    first = run.results[0].turns[0].assertions[0]
+    assert first.message == "response.data.v: expected equals -0, got 0"
+
+
+def test_an_unregistered_evaluator_is_evaluator_not_found(tmp_path: Path) -> None:
+    # runner.ts `assertEvaluators`: EvaluationError("EVALUATOR_NOT_FOUND") before any session
+    custom = {"id": "c", "kind": "custom", "evaluator": "nobody-registered", "parameters": {}}
+    doc = suite(scenario("a", step("s", {"text": "hi"}, assertions=[custom])))
+    with pytest.raises(cl.SuiteError, match=r"\.evaluator: EVALUATOR_NOT_FOUND: unknown evaluator"):
+        cl.run(write(tmp_path, doc), lambda messages: "ok", progress=False)
+    result = cl.check(cl.Reply(text="hi"), custom)
+    assert result.status == "error" and result.message.startswith("EVALUATOR_NOT_FOUND: ")

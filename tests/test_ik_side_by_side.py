@@ -305,7 +305,8 @@ def test_every_case_agrees_with_the_kernels_runner(tmp_path: Path, register_eval
 
     path = tmp_path / "side.json"
     path.write_text(json.dumps(SUITE, ensure_ascii=False), encoding="utf-8")
-    run = cl.run(path, agent, progress=False)
+    # the kernel's run put the agent behind its direct adapter (createAgentEvaluationAdapter)
+    run = cl.run(path, cl.agents.function(agent, strict_input=True), progress=False)
     got = [
         (
             r.case_id,

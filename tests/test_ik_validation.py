@@ -185,7 +185,8 @@ def test_validate_notes_inputs_refused_when_sent(
     path.write_text(json.dumps(doc, indent=1), encoding="utf-8")
     assert main(["validate", str(path)]) == 0
     err = capsys.readouterr().err
-    assert f"note: {path}:" in err and "scenario 'sc' step 'st': refused when sent" in err
+    assert f"note: {path}:" in err
+    assert "scenario 'sc' step 'st': refused by a strict_input agent" in err
     assert "EVALUATION_AGENT_INPUT_INVALID): input.locale: unknown field 'locale'" in err
 
 
@@ -219,6 +220,6 @@ def test_junit_details_name_the_code(tmp_path: Path) -> None:
     doc["scenarios"][0]["steps"][0]["input"] = {"text": "hi", "locale": "en"}
     path = tmp_path / "s.json"
     path.write_text(json.dumps(doc), encoding="utf-8")
-    run = cl.run(path, lambda messages: "ok", progress=False)
+    run = cl.run(path, cl.agents.function(lambda messages: "ok", strict_input=True), progress=False)
     xml = run.save(tmp_path / "r.xml").read_text(encoding="utf-8")
     assert "code: EVALUATION_AGENT_INPUT_INVALID" in xml

@@ -323,6 +323,7 @@ RUN_FLAGS = {
     "cache_dir": "--cache-dir recordings",
     "executor": "--executor ray",
     "ray_address": "--ray-address auto",
+    "history": "--no-history",
 }
 
 

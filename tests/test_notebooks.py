@@ -149,18 +149,22 @@ def test_stability_figures_match_the_prose() -> None:
 
 
 @pytest.mark.slow
-def test_prompt_iteration_v2_fixes_the_two_failures() -> None:
+def test_prompt_iteration_compares_variants_with_cost_and_finds_a_run_in_the_history() -> None:
     nb = executed("prompt_iteration.ipynb")
-    v1 = text_of(cell_out(nb, "suite = cl.load("))
-    v2 = text_of(cell_out(nb, "PROMPT_V2"))
-    assert "24 instances: 20 passed, 4 failed" in v1
-    assert "24 instances: 24 passed, 0 failed" in v2
-    failing = text_of(cell_out(nb, "v1.df.query("))
-    assert "expense-policy-limit" in failing and "expense-dynamic-receipt" in failing
-    comparison = text_of(cell_out(nb, "comparison = cl.compare("))
-    assert "No case got better beyond noise" in comparison
-    assert "2 cases changed within noise" in comparison
-    assert PLOTLY in cell_out(nb, "comparison.plot()")[0]["data"]
+    exp = text_of(cell_out(nb, "suite = cl.load("))
+    assert "expense/both" in exp and "expense_lite/plain" in exp
+    board = html_of(cell_out(nb, "exp.leaderboard()"))
+    # best first: only the full prompt on the large model passes everything
+    assert board.index("expense/both") < board.index("expense_lite/both")
+    assert "cost_usd" in board and "p_holm" in board
+    assert "expense-policy-limit" in html_of(cell_out(nb, "exp.matrix()"))
+    assert PLOTLY in cell_out(nb, 'exp.plot.tradeoff(x="cost")')[0]["data"]
+    short = text_of(cell_out(nb, "SHORT = "))
+    assert "36 instances: 36 passed, 0 failed" in short and "cost $" in short
+    past = text_of(cell_out(nb, 'past = cl.history(suite="expense")'))
+    assert "expense prompts" in past and "expense_lite" in past
+    comparison = html_of(cell_out(nb, 'tried = past[past["experiment"]'))
+    assert "expense_lite" in comparison and "receipt" in comparison
     assert text_of(cell_out(nb, "server.terminate()")).strip() in ("0", "-15")
 
 

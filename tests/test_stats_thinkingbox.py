@@ -5,17 +5,25 @@ thinkingbox/cli/agg_main.py `aggregate_results_per_test`, `aggregate_results`, `
 `pass_at_k_unbiased`; thinkingbox/common/eval_utils.py `cred_int`, `prob_in_zone`): a JSONL of
 60 `DecodeResult`s, 6 tests x 10 runs, run through `tb agg -f json`. In that matrix `P` is a
 test returning normally, `F` an AssertionError, `D` a decoding error (`is_system_error`) and
-`E` a test that raised another exception: thinkingbox counts D and E as runs, never as passes,
-which is convlab's default `count_errors_as="failed"` for `error`.
+`E` a test that raised another exception: thinkingbox counts D and E as runs, never as passes
+(`aggregate_results`: every decode is a run, a pass only when `test_result.result` is true;
+common/testrunner.py `TestScript.evaluate_sync` sets it false for any exception).
+
+Here the matrix is not built by hand: tests/data/tb_stats holds a thinkingbox dataset whose
+test file runs through a real `cl.run(..., runs=10)`. The agent answers each run with that
+run's letter of the test's row: the test returns on P, asserts on F and raises RuntimeError
+on E, and the agent itself raises on D.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,7 +34,7 @@ from convlab.model.records import CaseResult
 from convlab.model.run import Run
 from convlab.notebook.charts import pass_rates
 
-STATUS = {"P": "passed", "F": "failed", "D": "error", "E": "error"}
+DATASET = Path(__file__).parent / "data" / "tb_stats" / "test_case"
 MATRIX = {
     "t_all": "PPPPPPPPPP",
     "t_nine": "PPPPPPPPPF",
@@ -34,7 +42,29 @@ MATRIX = {
     "t_half": "PPPPPFFFFE",
     "t_one": "PFFFFFFFFF",
     "t_none": "FFFFFFFFFF",
+    "t_raises": "PPPPPFFFEE",
 }
+
+
+def letter_agent(messages: list[dict[str, Any]], ctx: cl.AgentContext) -> str:
+    """Answers run r of test t with MATRIX[t][r]; a D is a decoding error (it raises)."""
+    test = messages[-1]["content"].strip()
+    label = ctx.instance  # "<file>:<test>", then " #<run>" from the second run on
+    run = int(label.rsplit("#", 1)[1]) if "#" in label else 0
+    letter = MATRIX[test][run]
+    if letter == "D":
+        raise RuntimeError("the model call failed")
+    return letter
+
+
+def run_file(name: str) -> Run:
+    return cl.run(DATASET / name, letter_agent, runs=10, retries=0, progress=False)
+
+
+@functools.cache
+def matrix_run() -> Run:
+    return run_file("stats.py")
+
 
 # `tb agg -f json` per_test: (success_pct, likelihood_in_goldilocks_zone, in_goldilocks_zone)
 TB_PER_TEST = {
@@ -72,20 +102,10 @@ TB_CRED_INT = {
 TOL = 1e-12
 
 
-def matrix_run() -> Run:
-    return Run(
-        results=[
-            CaseResult(case_id=cid, status=STATUS[s], run=i)  # type: ignore[arg-type]
-            for cid, runs in MATRIX.items()
-            for i, s in enumerate(runs)
-        ]
-    )
-
-
 def test_per_test_goldilocks_zone_equals_tb_agg():
     stab = matrix_run().stability()
     for _, row in stab.iterrows():
-        success, p_zone, in_zone = TB_PER_TEST[row["case_id"]]
+        success, p_zone, in_zone = TB_PER_TEST[row["case_id"].removeprefix("stats.py:")]
         assert row["runs"] == 10
         assert row["pass_rate"] / 100 == pytest.approx(success, abs=TOL)
         assert row["p_in_zone"] == pytest.approx(p_zone, abs=TOL)
@@ -114,19 +134,48 @@ def test_jeffreys_interval_per_case_equals_cred_int():
     stab = matrix_run().stability(interval="jeffreys")
     assert stab.attrs["interval"] == "jeffreys" and set(stab["interval"]) == {"jeffreys"}
     for _, row in stab.iterrows():
-        low, high = TB_CRED_INT[row["case_id"]]
+        low, high = TB_CRED_INT[row["case_id"].removeprefix("stats.py:")]
         assert row["ci_low"] / 100 == pytest.approx(low, abs=TOL)
         assert row["ci_high"] / 100 == pytest.approx(high, abs=TOL)
     wilson = matrix_run().stability()  # convlab's default stays the Wilson interval
     assert wilson.attrs["interval"] == "wilson"
-    assert wilson.set_index("case_id").loc["t_all", "ci_high"] == 100.0
+    assert wilson.set_index("case_id").loc["stats.py:t_all", "ci_high"] == 100.0
     with pytest.raises(ValueError, match="interval must be 'wilson' or 'jeffreys'"):
         matrix_run().stability(interval="normal")
 
 
+def test_the_matrix_ran_as_written():
+    run = matrix_run()
+    for case_id, row in MATRIX.items():
+        if case_id == "t_raises":
+            continue
+        got = sorted(r.status for r in run.results if r.case_id == f"stats.py:{case_id}")
+        want = sorted({"P": "passed", "F": "failed", "D": "error", "E": "error"}[c] for c in row)
+        assert got == want, case_id
+    crashed = [r for r in run.results if r.case_id == "stats.py:t_half" and r.status == "error"]
+    assert [(r.blame, r.code) for r in crashed] == [("agent", "EVALUATOR_FAILED")]
+    assert "RuntimeError: the test crashed on E" in (crashed[0].error or "")
+
+
+def test_a_test_that_raises_is_a_run_that_did_not_pass():
+    # The row PPPPPFFFEE: 5 passes, 3 AssertionErrors, 2 RuntimeErrors. `tb agg` (values from
+    # agg_main.py `pass_power_k`, `pass_at_k_unbiased` and eval_utils.py `cred_int` on
+    # n=10, c=5): runs 10, success 50%, pass^5 0.03125, pass@10 1.0, Jeffreys 22.4% to 77.6%
+    run = run_file("raises.py")
+    row = run.stability(interval="jeffreys").iloc[0]
+    assert row["runs"] == 10 and row["pass_rate"] == pytest.approx(50.0, abs=TOL)
+    assert row["ci_low"] / 100 == pytest.approx(0.22352867025270523, abs=TOL)
+    assert row["ci_high"] / 100 == pytest.approx(0.7764713297472947, abs=TOL)
+    table = run.pass_k_table().set_index("k")
+    assert table.loc[5, "pass_pow_k"] == pytest.approx(0.03125, abs=TOL)
+    assert table.loc[10, "pass_at_k"] == pytest.approx(1.0, abs=TOL)
+    s = run.summary
+    assert s["mean_pass"] == pytest.approx(50.0, abs=1e-9) and s["not_agent"] == 0
+
+
 def test_pass_pow_k_is_biased_where_pass_hat_k_is_zero():
     # agg_main.py `pass_power_k`: (c/n)^k keeps a signal when c < k; C(c,k)/C(n,k) is 0 there
-    row = matrix_run().stability(k=5).set_index("case_id").loc["t_one"]
+    row = matrix_run().stability(k=5).set_index("case_id").loc["stats.py:t_one"]
     assert row["pass_hat_k"] == 0.0 and row["pass_pow_k"] == pytest.approx(0.1**5)
     assert pass_pow_k(0, 0, 1) == 0.0  # no runs: 0.0, as thinkingbox returns
     assert pass_pow_k(4, 3, 10) == pytest.approx(0.75**10)  # defined for k > n too
@@ -172,10 +221,11 @@ def test_pass_rate_chart_draws_either_interval():
 
     jeff = run.plot.pass_rates(interval="jeffreys")
     assert "95% Jeffreys interval" in jeff.layout.title.text
-    assert whiskers(jeff)["t_nine"] == pytest.approx(100 * TB_CRED_INT["t_nine"][1], abs=1e-9)
+    nine = "stats.py:t_nine"
+    assert whiskers(jeff)[nine] == pytest.approx(100 * TB_CRED_INT["t_nine"][1], abs=1e-9)
     wil = run.plot.pass_rates()
     assert "95% Wilson interval" in wil.layout.title.text
-    assert whiskers(wil)["t_nine"] != pytest.approx(whiskers(jeff)["t_nine"])
+    assert whiskers(wil)[nine] != pytest.approx(whiskers(jeff)[nine])
     with pytest.raises(ValueError, match="has wilson intervals"):
         pass_rates(run.stability(), interval="jeffreys")
 

@@ -41,11 +41,15 @@ __all__ = [
 ]
 
 
-def function(fn: object, name: str | None = None) -> FunctionAgent:
-    """Wrap a Python function `f(messages)` or `f(messages, ctx)` as an agent."""
+def function(fn: object, name: str | None = None, *, strict_input: bool = False) -> FunctionAgent:
+    """Wrap a Python function `f(messages)` or `f(messages, ctx)` as an agent.
+
+    `strict_input=True`: the function plays a kernel agent behind intention-kernel's direct
+    adapter, which refuses any step input but `{text, selection?}` (`Agent.strict_input`).
+    """
     if not callable(fn):
         raise TypeError(f"not callable: {fn!r}")
-    return FunctionAgent(fn, name=name)
+    return FunctionAgent(fn, name=name, strict_input=strict_input)
 
 
 agent_spec("py", "python")(FunctionAgent.from_spec)

@@ -10,11 +10,15 @@ import re
 import stat
 from typing import Any
 
-import orjson
+import msgspec
 
-__all__ = ["_canonical", "_json_or_text", "_loads", "_read_plain", "_recorded_base"]
+from convlab.agents._json import loads_exact
+
+__all__ = ["_DECODER", "_canonical", "_json_or_text", "_loads", "_read_plain", "_recorded_base"]
 
 
+_SORTED = msgspec.json.Encoder(order="sorted")
+_DECODER = msgspec.json.Decoder()
 _STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*"')
 _FLOAT = re.compile(rb"[0-9][.eE]")
 
@@ -22,33 +26,34 @@ _FLOAT = re.compile(rb"[0-9][.eE]")
 def _canonical(value: Any, plain: bool = False) -> str:
     """The text a key is the hash of: sorted, compact JSON, as the json module writes it.
 
-    `plain`: `value` holds only what orjson parses JSON into (text, 64-bit integers, finite
-    floats, booleans, null, lists, objects). orjson then writes the same bytes, several times
-    faster, but for floats (`1e-07` against `1e-7`): with one, the json module writes it, so
-    every key stays what it was and recordings made before still replay.
+    `plain`: `value` holds only what msgspec parses JSON into (text, exact integers, finite
+    floats, booleans, null, lists, objects). msgspec then writes the same bytes, several
+    times faster, but for floats (`1e-07` against `1e-7`): with one, the json module writes
+    it, so every key stays what it was and recordings made before still replay.
     """
     if plain:
-        out = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+        out = _SORTED.encode(value)
         if not _FLOAT.search(_STRINGS.sub(b"", out)):
             return out.decode()
     return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
 def _loads(data: bytes | str) -> Any:
-    """Parse JSON: orjson (several times faster), else the json module, which also reads
-    what orjson refuses (NaN, integers past 64 bits), so a value reads as it always did."""
+    """Parse JSON: msgspec (several times faster), else the json module, which also reads
+    what msgspec refuses (NaN), so a value reads as it always did."""
     try:
-        return orjson.loads(data)
+        return _DECODER.decode(data)
     except ValueError:
         return json.loads(data)
 
 
 def _json_or_text(raw: bytes | str) -> tuple[Any, bool]:
-    """(value, is_json): a body as JSON when it parses, else as text (the json module:
-    integers past 64 bits are kept exact in a recording)."""
+    """(value, is_json): a body as JSON when it parses, else as text, read as the agents read
+    it (`convlab.agents._json`: integers past 64 bits exact, a `-0` a negative zero), so a
+    replayed body is the live one."""
     text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
     try:
-        return json.loads(text), True
+        return loads_exact(text), True
     except ValueError:
         return text, False
 

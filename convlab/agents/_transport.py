@@ -26,10 +26,10 @@ from typing import Any
 
 import aiohttp
 import httpx
-import orjson
 import yarl
 
 from convlab.agents._aimd import AdaptiveLimit
+from convlab.agents._json import dumps, loads
 from convlab.agents._secret import Secret, header_secrets, safe_url, url_secrets
 from convlab.agents.cache import active, http_exchange
 from convlab.agents.protocol import CASE_DEADLINE, Concurrency
@@ -74,17 +74,6 @@ def queued_s() -> float:
 
 
 _PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
-
-
-def dumps(obj: Any) -> bytes:
-    """JSON bytes, compact (orjson: several times faster than the json module)."""
-    out: bytes = orjson.dumps(obj, default=str)
-    return out
-
-
-def loads(data: bytes | str) -> Any:
-    """Parse JSON bytes or text."""
-    return orjson.loads(data)
 
 
 def parse_retry_after(value: str | None) -> float | None:

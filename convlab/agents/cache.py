@@ -40,9 +40,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
-import orjson
-
 from convlab.agents._cache_files import (
+    _DECODER,
     _canonical,
     _json_or_text,
     _loads,
@@ -286,7 +285,7 @@ class _Scope:
 
     def request(self, kind: str, sent: dict[str, Any], plain: bool = False) -> dict[str, Any]:
         """`sent` with the instance's run and repetition and its occurrence, and its key
-        (`plain`: `sent` holds only what orjson parses JSON into; see `_canonical`)."""
+        (`plain`: `sent` holds only what msgspec parses JSON into; see `_canonical`)."""
         base = _canonical([kind, sent, self.run, self.repetition], plain)
         occurrence = self.counts[base]
         self.counts[base] += 1
@@ -424,8 +423,8 @@ async def http_exchange(
         return secret.redact(text, shortest=SHORTEST_SECRET)
 
     text = redact(body.decode("utf-8", "replace"))
-    try:  # the agents' bodies are orjson's own output: it reads them back fastest
-        sent, plain = orjson.loads(text), True
+    try:  # the agents' bodies are msgspec's own output: it reads them back fastest
+        sent, plain = _DECODER.decode(text), True
     except ValueError:
         sent, _ = _json_or_text(text)
         plain = isinstance(sent, str)

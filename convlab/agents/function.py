@@ -174,8 +174,11 @@ class FunctionAgent(Agent):
 
     close_after_run = True
 
-    def __init__(self, fn: Callable[..., Any], name: str | None = None) -> None:
+    def __init__(
+        self, fn: Callable[..., Any], name: str | None = None, *, strict_input: bool = False
+    ) -> None:
         self.fn = fn
+        self.strict_input = strict_input
         self.name = name or getattr(fn, "__qualname__", None) or repr(fn)
         self.wants_ctx = _wants_ctx(fn)
         self.is_async = is_async_callable(fn)

@@ -11,7 +11,6 @@ that names it.
 
 from __future__ import annotations
 
-import contextlib
 import re
 import time
 from collections.abc import Mapping
@@ -21,6 +20,7 @@ import httpx
 
 from convlab._util import elapsed_ms
 from convlab.agents._http_base import HTTPBackedAgent
+from convlab.agents._json import recorded_arguments
 from convlab.agents._transport import (
     HTTPClient,
     Secret,
@@ -216,8 +216,7 @@ def _tool_calls(value: Any, body: bytes, agent: HTTPAgent) -> list[ToolCall]:
         fn: dict[str, Any] = inner if isinstance(inner, dict) else item
         args = fn.get("arguments", {})
         if isinstance(args, str):
-            with contextlib.suppress(ValueError):
-                args = loads(args) if args else {}
+            args = recorded_arguments(args)
         out.append(ToolCall(str(fn.get("name", "")), args, item.get("result"), id=item.get("id")))
     return out
 

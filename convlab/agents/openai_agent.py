@@ -258,7 +258,7 @@ class _OpenAISession(AgentSession):
         results: list[dict[str, Any]] = []
         complete = True
         for i, raw in enumerate(requested):
-            name, arguments, call_id, parse_error = _read_call(raw, i)
+            name, arguments, run_with, call_id, parse_error = _read_call(raw, i)
             found = self.agent.tools.get(name)
             call = ToolCall(name, arguments, id=call_id)
             if isinstance(raw, dict) and "result" in raw:  # convlab serve-demo: already run
@@ -270,7 +270,7 @@ class _OpenAISession(AgentSession):
             try:
                 if parse_error:
                     raise ToolFailed(parse_error)
-                call.result = await found.run(arguments, ctx)
+                call.result = await found.run(run_with, ctx)
                 content = _tool_content(call.result)
             except ToolFailed as exc:
                 call.error = str(exc)
@@ -296,21 +296,31 @@ def _endpoint(base_url: str) -> str:
     return urllib.parse.urlunsplit(parts._replace(path=path))
 
 
-def _read_call(raw: Any, index: int) -> tuple[str, Any, str, str | None]:
-    """name, arguments (parsed when they are JSON), id, and a parse problem if any."""
+def _read_call(raw: Any, index: int) -> tuple[str, Any, Any, str, str | None]:
+    """name, arguments as recorded, arguments to run the tool with, id, and a parse problem.
+
+    The recorded arguments follow `convlab.agents._json.recorded_arguments`: a JSON object
+    parsed (numbers exact), any other text as sent. The tool runs with the parsed value;
+    `""` means no arguments.
+    """
     fn = raw.get("function") if isinstance(raw, dict) else None
     fn = fn if isinstance(fn, dict) else {}
     name = str(fn.get("name") or "")
     call_id = str(raw.get("id") or f"call_{index}") if isinstance(raw, dict) else f"call_{index}"
     arguments = fn.get("arguments")
-    if arguments is None or arguments == "":
-        return name, {}, call_id, None
+    if arguments is None:
+        return name, {}, {}, call_id, None
     if not isinstance(arguments, str):
-        return name, arguments, call_id, None
+        return name, arguments, arguments, call_id, None
+    if arguments == "":
+        return name, "", {}, call_id, None
     try:
-        return name, loads(arguments), call_id, None
+        parsed = loads(arguments)
     except ValueError:
-        return name, arguments, call_id, f"arguments are not valid JSON: {arguments[:200]!r}"
+        problem = f"arguments are not valid JSON: {arguments[:200]!r}"
+        return name, arguments, arguments, call_id, problem
+    recorded = parsed if isinstance(parsed, dict) else arguments  # as `recorded_arguments`
+    return name, recorded, parsed, call_id, None
 
 
 def _answer_dangling(convo: list[dict[str, Any]]) -> list[dict[str, Any]]:

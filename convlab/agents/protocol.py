@@ -119,6 +119,14 @@ class Agent(ABC):
     """Whether a run (or `ask()`) that was handed this agent calls its `aclose()` at the end.
     convlab's own agents say yes: their `aclose` only releases the running loop's pools and
     leaves them usable. A user's own subclass says no: it is the user's to close."""
+    strict_input: bool = False
+    """Whether the agent takes a JSON suite's step inputs as intention-kernel's direct agent
+    adapter does (agentAdapter.ts `inputSchema`): `{text, selection?}` and nothing else, so
+    a turn whose input has another key, no `text`, a text over 10,000 characters or a bad
+    selector errs with EVALUATION_AGENT_INPUT_INVALID. False (the default) is the kernel's
+    host adapter, an application's own: it receives any input object, its other keys in
+    `ctx.input.extra`. The `catalog` demo is strict; `cl.agents.function(fn,
+    strict_input=True)` makes a function agent strict."""
 
     @abstractmethod
     async def open(self, ctx: AgentContext) -> AgentSession:

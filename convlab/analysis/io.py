@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from convlab._util import folder_for
+from convlab.history import note_saved
 from convlab.model.codec import encode, wrapped
 from convlab.model.records import CaseResult
 from convlab.model.run import Run
@@ -70,6 +71,8 @@ _REPORTS = {".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm":
 _REPORTS |= {".ipynb": "notebook", ".xml": "junit"}
 """Suffix -> the convlab.report module that registers its saver, imported on first use: the
 report modules pull in plotly, itables and nbclient, which `import convlab` must not."""
+_LOSSLESS = (".json", ".jsonl")
+"""Saves `load_run` reads back whole: a recorded run's history entry notes them."""
 
 
 def register_saver(*suffixes: str) -> Callable[[Saver], Saver]:
@@ -113,6 +116,8 @@ def save(run: Run, path: str | os.PathLike[str]) -> Path:
         raise ValueError(f"cannot save {str(target)!r}: {reason}; supported suffixes: {supported}")
     folder_for(target)
     saver(run, target)
+    if suffix in _LOSSLESS:  # the history reads a recorded run back from here too
+        note_saved(run, target)
     return target
 
 

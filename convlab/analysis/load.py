@@ -7,9 +7,12 @@ store's unreadable result line is left out with a warning instead, as a resumed 
 
 from __future__ import annotations
 
+import gzip
 import json
+import numbers
 import os
 import warnings
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +22,7 @@ from convlab.engine._gc import paused_gc
 from convlab.engine.store import END_FIELDS, RESULT_PREFIX, result_line
 from convlab.errors import SuiteError
 from convlab.formats import Problems
+from convlab.history import locate
 from convlab.model._legacy import upgrade
 from convlab.model.codec import FORMAT, check_format, convert
 from convlab.model.records import CaseResult
@@ -34,6 +38,7 @@ _YAO_EXTRAS = ("output", "trace", "input", "expected", "options", "metadata")
 _SEED_JSON_KEYS = ("summary", "environment", "stability_results", "metadata")
 """Yao's report keys in `.json`: derived from the results, dropped on reading."""
 _SEED_RESULT_KEYS = ("id", "input", "output")
+_GZIP = b"\x1f\x8b"
 
 
 def _read(path: Path) -> bytes:
@@ -45,8 +50,9 @@ def _read(path: Path) -> bytes:
         raise SuiteError.one(str(path), None, "", f"cannot read: {exc.strerror}") from None
 
 
-def load_run(path: str | os.PathLike[str]) -> Run:
-    """Read a run saved by `Run.save` (`.json` or `.jsonl`) or an engine results store.
+def load_run(path: str | os.PathLike[str] | int) -> Run:
+    """Read a run saved by `Run.save` (`.json` or `.jsonl`) or an engine results store (any
+    of them gzip-compressed, `.gz`), or the run a history id names (`cl.history()`'s `id`).
 
     A store's result line that cannot be read (not UTF-8, not JSON, not a result) is left
     out with a warning naming its line, as a resumed run leaves it out; in a saved run every
@@ -54,14 +60,53 @@ def load_run(path: str | os.PathLike[str]) -> Run:
 
     Raises:
         SuiteError: With every problem found (file, line, field path, message).
+        HistoryError: For a history id that is not recorded, or whose files are gone.
     """
+    if isinstance(path, int | numbers.Integral):
+        if isinstance(path, bool):
+            raise TypeError("load_run() takes a path or a history id, not a bool")
+        return _recorded(int(path))
     p = Path(path)
     data = _read(p)
     with paused_gc():
         return _parse(p, data)
 
 
+def _recorded(history_id: int) -> Run:
+    """The run history entry `history_id` keeps: from its store or kept copy, else from its
+    save. A store written again after the run (resumed or overwritten by a later run) is
+    read as it is now, with a warning."""
+    entry = locate(history_id)
+    first: SuiteError | None = None
+    for path in entry.paths:
+        try:
+            run = load_run(path)
+        except SuiteError as exc:  # a damaged file: its save may still be read
+            first = first or exc
+            continue
+        if (
+            entry.kind == "store"
+            and path == entry.results_path
+            and (run.finished_at != entry.finished_at)
+        ):
+            warnings.warn(
+                f"history run {history_id}: its store {path} was written again after it (it "
+                f"now holds a run that ended at {run.finished_at}); that is what is loaded",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        return run
+    assert first is not None
+    raise first
+
+
 def _parse(p: Path, data: bytes) -> Run:
+    if data[:2] == _GZIP:
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise SuiteError.one(str(p), None, "", f"not a readable gzip file: {exc}") from None
+        p = p.with_suffix("") if p.suffix.lower() == ".gz" else p
     if p.suffix.lower() == ".json":
         try:
             text = data.decode("utf-8")

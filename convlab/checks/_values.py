@@ -19,6 +19,7 @@ __all__ = [
     "combined_output",
     "deep_equal",
     "go_json",
+    "go_shown",
     "go_v",
     "is_empty",
     "is_number",
@@ -26,6 +27,7 @@ __all__ = [
     "json_type",
     "output_of",
     "reply_text",
+    "same_value",
     "show",
     "to_text",
 ]
@@ -48,6 +50,21 @@ def deep_equal(a: Any, b: Any) -> bool:
         return a.keys() == b.keys() and all(deep_equal(a[k], b[k]) for k in a)
     if isinstance(a, list | tuple) and isinstance(b, list | tuple):
         return len(a) == len(b) and all(deep_equal(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and bool(a == b)
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """Node's `isDeepStrictEqual` on JSON values (intention-kernel's `equals`): objects in any
+    key order, arrays in order, no coercion, and numbers by JavaScript's SameValue: 5 is
+    5.0, but -0 is not 0 (a JSON `-0` reads as `-0.0`) and NaN is NaN."""
+    if is_number(a) and is_number(b):
+        if a == b:
+            return a != 0 or math.copysign(1, a) == math.copysign(1, b)
+        return bool(a != a and b != b)  # NaN
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b, strict=True))
     return type(a) is type(b) and bool(a == b)
 
 
@@ -136,6 +153,13 @@ def go_v(value: Any) -> str:
     if isinstance(value, list | tuple):
         return "[" + " ".join(go_v(v) for v in value) + "]"
     return str(value)
+
+
+def go_shown(value: Any, limit: int = 200) -> str:
+    """`go_v` for a failure message (Yao prints values with `%v`), cut at `limit` characters
+    as `show` cuts: a long reply is never copied into its checks."""
+    text = go_v(value)
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _go_float(value: float) -> str:

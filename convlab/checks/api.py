@@ -240,7 +240,9 @@ def unknown_evaluators(suite: Suite) -> list[Problem]:
     problems = []
     for file, line, path, spec in iter_assertions(suite):
         if getattr(spec, "kind", None) == "custom" and spec.evaluator not in EVALUATORS:
-            message = str(EVALUATORS.unknown(spec.evaluator))
+            # intention-kernel's runner.ts `assertEvaluators`: EVALUATOR_NOT_FOUND, before
+            # any session opens
+            message = f"EVALUATOR_NOT_FOUND: {EVALUATORS.unknown(spec.evaluator)}"
             problems.append(Problem(file, line, f"{path}.evaluator", message))
     return problems
 

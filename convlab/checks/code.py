@@ -4,7 +4,8 @@ The test's code (its file with the other tests blanked, so line numbers are the 
 is executed in a daemon thread and the function called with `x` and `judge`.
 Result rules (thinkingbox's `TestScript.evaluate_sync`, common/testrunner.py): returning
 normally passes (score 1.0); a returned number is the reward (`score`); an AssertionError fails
-with its message; any other exception is an error. The details hold the traceback, the failing
+with its message; any other exception is an error that counts as a run that did not pass
+(blamed on the agent, as `tb agg` counts it). The details hold the traceback, the failing
 line number and text, the test's printed output, `x.metadata` and the judge's decisions.
 
 Real thinkingbox files start with `from thinkingbox.common import Judge, TestContext`;
@@ -241,7 +242,10 @@ async def python_test(spec: PythonTest, ctx: CheckContext) -> AssertionResult:
         return result(spec, False, text, score=0.0, details={**details, "location": where})
     if out.exc is not None:
         msg = f"{type(out.exc).__name__}: {out.exc}"
-        blame = blame_of(out.exc, "suite")  # the test crashed, unless its judge call did
+        # thinkingbox counts a test that raised as a run that did not pass (agg_main.py: every
+        # decode is a run, a pass only when the test returned): so the agent's, unless the
+        # judge's call (or its connection) raised it
+        blame = blame_of(out.exc, "agent")
         return error_result(
             spec,
             msg,
@@ -253,9 +257,9 @@ async def python_test(spec: PythonTest, ctx: CheckContext) -> AssertionResult:
     if out.value is None:
         return result(spec, True, "the test returned normally", score=1.0, details=details)
     reward, problem = _reward(out.value)
-    if reward is None:
+    if reward is None:  # `tb infer` fails that decode: a run that did not pass, as above
         details["returned"] = repr(out.value)[:2000]
-        return error_result(spec, problem, score=0.0, details=details)
+        return error_result(spec, problem, "agent", score=0.0, details=details)
     return result(
         spec,
         True,

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from convlab._util import call_user, import_callable
-from convlab.checks._core import CheckContext, error_result, kind, result
+from convlab.checks._core import CheckContext, error_result, kind, result, skipped_result
 from convlab.checks._values import reply_text
 from convlab.checks.tools import holodeck_arguments
 from convlab.model.assertions import Grader
@@ -147,8 +147,12 @@ async def grader(spec: Grader, ctx: CheckContext) -> AssertionResult:
     retrieval_context, turn_index, test_case_name, turn_config) and returns a bool, a
     number or a GraderResult. Passes at or above `threshold` (0.5 without one) unless the
     GraderResult says `passed`. A grader that raises or returns anything else is an error.
+    On a multi-turn turn with an empty reply no grader runs (HoloDeck's `_run_evaluations`
+    runs nothing on an empty reply), as no metric does.
     """
     base = {"grader": spec.grader, "fail_on_error": spec.fail_on_error}
+    if ctx.multi_turn and reply_text(ctx.observation) == "":
+        return skipped_result(spec, "the reply is empty: no grader runs on an empty turn")
     try:
         fn = _import_grader(spec.grader)
     except ImportError as exc:

@@ -9,6 +9,7 @@ so `null` is present and a missing key is absent. No operator coerces types.
 from __future__ import annotations
 
 import asyncio
+import math
 import traceback
 from typing import Any
 
@@ -28,7 +29,15 @@ from convlab.checks._core import (
     skipped_result,
 )
 from convlab.checks._extract import extract_path
-from convlab.checks._values import deep_equal, is_number, json_safe, output_of, show
+from convlab.checks._values import (
+    deep_equal,
+    go_shown,
+    is_number,
+    json_safe,
+    output_of,
+    same_value,
+    show,
+)
 from convlab.checks.text import structured
 from convlab.errors import UnknownNameError
 from convlab.model.assertions import All, Any_, Check, Custom, JsonPath, Not
@@ -57,7 +66,8 @@ def json_path(spec: JsonPath, ctx: CheckContext) -> Outcome | AssertionResult:
     one_of = isinstance(spec.value, list) and not isinstance(actual, list)
     if one_of and any(deep_equal(actual, v) for v in spec.value):
         return True, f"path '{spec.path}' equals one of expected values", spec.value, actual, None
-    msg = f"path '{spec.path}': expected {show(spec.value)}, got {show(actual)}"
+    # assertJSONPath prints both with Go's %v
+    msg = f"path '{spec.path}': expected {go_shown(spec.value)}, got {go_shown(actual)}"
     return False, msg, spec.value, actual, None
 
 
@@ -107,7 +117,8 @@ def at(view: Any, path: list[str | int]) -> tuple[bool, Any]:
 
 
 def matches(actual: Any, expected: Any) -> bool:
-    """Subset match: arrays item-wise with the same length, objects by expected keys only."""
+    """Subset match: arrays item-wise with the same length, objects by expected keys only,
+    other values by `same_value` (assertions.ts `matches`: isDeepStrictEqual)."""
     if isinstance(expected, list | tuple):
         return (
             isinstance(actual, list | tuple)
@@ -118,7 +129,7 @@ def matches(actual: Any, expected: Any) -> bool:
         return isinstance(actual, dict) and all(
             k in actual and matches(actual[k], v) for k, v in expected.items()
         )
-    return deep_equal(actual, expected)
+    return same_value(actual, expected)
 
 
 def _length(value: Any) -> int | None:
@@ -135,8 +146,8 @@ def operate(operator: str, present: bool, actual: Any, value: Any) -> bool:
         return not present
     if not present:
         return False
-    if operator == "equals":
-        return deep_equal(actual, value)
+    if operator == "equals":  # assertions.ts: isDeepStrictEqual, so -0 is not 0
+        return same_value(actual, value)
     if operator == "matches":
         return matches(actual, value)
     if operator == "contains":
@@ -159,19 +170,26 @@ def _path_text(path: list[str | int]) -> str:
     return out or "(root)"
 
 
+def _shown(value: Any) -> str:
+    """`show`, with a negative zero written `-0` (it differs from 0 for `equals`)."""
+    if isinstance(value, float) and value == 0 and math.copysign(1, value) < 0:
+        return "-0"
+    return show(value)
+
+
 def _check_message(spec: Check, passed: bool, present: bool, actual: Any) -> str:
     where, op = _path_text(spec.path), spec.operator
-    want = "" if op in ("exists", "absent") else f" {show(spec.value)}"
+    want = "" if op in ("exists", "absent") else f" {_shown(spec.value)}"
     if passed:
         return f"{where} {op}{want}"
     if op == "absent":
-        return f"{where}: expected absent, got {show(actual)}"
+        return f"{where}: expected absent, got {_shown(actual)}"
     if not present:
         return f"{where}: missing (expected {op}{want})"
     size = _length(actual)
     if op == "length" and size is not None:
         return f"{where}: expected length {spec.value}, got length {size}: {show(actual, 120)}"
-    return f"{where}: expected {op}{want}, got {show(actual)}"
+    return f"{where}: expected {op}{want}, got {_shown(actual)}"
 
 
 @lean_kind("check")
@@ -318,8 +336,9 @@ async def custom(spec: Custom, ctx: CheckContext) -> AssertionResult:
     try:
         fn = EVALUATORS.get(spec.evaluator)
     except UnknownNameError as exc:
+        message = f"EVALUATOR_NOT_FOUND: {exc}"
         return error_result(
-            spec, str(exc), expected=expected, details={"code": "EVALUATOR_NOT_FOUND"}
+            spec, message, expected=expected, details={"code": "EVALUATOR_NOT_FOUND"}
         )
     try:
         value = await _call_evaluator(fn, ctx, spec.parameters)

@@ -14,7 +14,15 @@ from convlab._util import call_user, import_callable
 from convlab.checks._core import CheckContext, Outcome, error_result, kind, lean_kind, result
 from convlab.checks._extract import extract_json, extract_path
 from convlab.checks._regex import search
-from convlab.checks._values import deep_equal, json_safe, json_type, output_of, show, to_text
+from convlab.checks._values import (
+    deep_equal,
+    go_shown,
+    json_safe,
+    json_type,
+    output_of,
+    show,
+    to_text,
+)
 from convlab.model.assertions import Contains, Equals, NotContains, Regex, Script, TypeOf
 from convlab.model.records import AssertionResult
 
@@ -32,7 +40,8 @@ def equals(spec: Equals, ctx: CheckContext) -> Outcome:
     out = output_of(ctx.observation, ctx.scope)
     if deep_equal(out, spec.value):
         return True, "values are equal", spec.value, out, None
-    return False, f"expected {show(spec.value)}, got {show(out)}", spec.value, out, None
+    msg = f"expected {go_shown(spec.value)}, got {go_shown(out)}"  # assertEquals: Go's %v
+    return False, msg, spec.value, out, None
 
 
 @lean_kind("contains")

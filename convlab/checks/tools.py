@@ -101,7 +101,8 @@ def match_result(actual: Any, expected: Any) -> bool:
 
 
 def _names(calls: list[ToolCall]) -> str:
-    return ", ".join(c.name for c in calls) or "none"
+    """The called tools as Yao's messages print them (`%v` of a []string: `[a b]`)."""
+    return go_v([c.name for c in calls])
 
 
 @lean_kind("tool_called")
@@ -151,10 +152,8 @@ def _with_arguments(spec: ToolCalled, want: ToolExpectation, calls: list[ToolCal
     if any(match_arguments(c.arguments, want.arguments) for c in named):
         msg = f"tool '{want.name}' was called with matching arguments"
         return True, msg, expected, actual, None
-    seen = "; ".join(f"{c.name}({json.dumps(c.arguments, default=str)})" for c in named)
-    msg = f"tool '{want.name}' was not called with expected arguments" + (
-        f", called: {seen}" if seen else f", called: {_names(calls)}"
-    )
+    # Yao's message says no more; what was called, with which arguments, is in `actual`
+    msg = f"tool '{want.name}' was not called with expected arguments"
     return False, msg, expected, actual, None
 
 
@@ -171,9 +170,9 @@ def tool_result(spec: ToolResult, ctx: CheckContext) -> Outcome | AssertionResul
     if not calls:
         return result(spec, False, "no tools were called", expected=expected)
     call = next((c for c in calls if match_tool_name(c.name, spec.tool)), None)
-    if call is None:
-        msg = f"tool '{spec.tool}' was not called, called: {_names(calls)}"
-        return result(spec, False, msg, expected=expected)
+    if call is None:  # assertToolResult: no list of what was called
+        msg = f"tool '{spec.tool}' was not called"
+        return result(spec, False, msg, expected=expected, actual=[c.name for c in calls])
     actual = call.result
     if call.error:
         msg = f"tool '{spec.tool}' returned error: {call.error}"

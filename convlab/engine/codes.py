@@ -20,7 +20,7 @@ __all__ = ["CODES", "assertion_code", "case_code", "code_in", "error_code", "tur
 
 CODES: dict[str, str] = {
     "EVALUATION_TRANSPORT_FAILED": "the agent raised (or its transport failed) during a turn",
-    "EVALUATION_AGENT_INPUT_INVALID": "a step input breaks the adapter's strict {text, selection?}",
+    "EVALUATION_AGENT_INPUT_INVALID": "a strict_input agent got an input not {text, selection?}",
     "EVALUATION_SELECTION_UNAVAILABLE": "a selection with no open interaction (or one without id)",
     "EVALUATION_SELECTION_AMBIGUOUS": "a selection that matches no option, or several",
     "EVALUATION_TIMEOUT": "the instance outlasted its timeout",

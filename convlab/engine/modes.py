@@ -97,10 +97,11 @@ async def run_turns(conv: Conversation) -> Outcome:
     for step in conv.inst.turns:
         meta: dict[str, object] = {}
         inp: TurnInput = step.input
-        if inp.invalid is not None:
-            # intention-kernel checks a step's input when the turn is sent (agentAdapter.ts
-            # `send`, strict inputSchema), not when the suite loads: the file loads, and
-            # only the instances that send this input err
+        if inp.invalid is not None and conv.env.agent.strict_input:
+            # intention-kernel's direct adapter checks a step's input when the turn is sent
+            # (agentAdapter.ts `send`, strict inputSchema), not when the suite loads: the file
+            # loads, and only the instances that send this input err. A host adapter (any
+            # agent that is not `strict_input`) receives the input as it is.
             bad = f"EVALUATION_AGENT_INPUT_INVALID: {inp.invalid}"
             return _stop_with(conv, step, bad, "suite")  # the suite's input, not the agent's
         if inp.selection is not None:
@@ -110,7 +111,9 @@ async def run_turns(conv: Conversation) -> Outcome:
                 )
                 meta["selected_option"] = resolve_selection(inp.selection, interaction)
             except SelectionError as exc:  # the reply offered no such option
-                return _stop_with(conv, step, str(exc), blame_of(exc, "agent"))
+                # the direct adapter's codes; a host adapter gets the selection as it is
+                if conv.env.agent.strict_input:
+                    return _stop_with(conv, step, str(exc), blame_of(exc, "agent"))
         try:
             turn = await conv.send([_user_message(step, base)], step_id=step.id, inp=inp, meta=meta)
         except TurnFailed as exc:

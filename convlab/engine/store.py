@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -34,7 +35,16 @@ from convlab.model.results import Results
 from convlab.model.run import Run
 from convlab.plan import write_suite
 
-__all__ = ["END_FIELDS", "RESULT_PREFIX", "ResultStore", "StoreError", "read_store"]
+__all__ = [
+    "END_FIELDS",
+    "RESULT_PREFIX",
+    "ResultStore",
+    "StoreError",
+    "end_line",
+    "read_store",
+    "write_header",
+    "write_run",
+]
 
 Key = tuple[str, str, int, int]
 
@@ -113,6 +123,38 @@ def read_store(
     return header, results
 
 
+def write_header(run: Run, write: Callable[[bytes], object]) -> str:
+    """Write a store's header line for `run` (the Run without results, its suite a case at a
+    time) through `write`; its fingerprint (the suite's, hashed as it is written, else the
+    run's own) is returned."""
+    head = run.to_dict(exclude=("results", "suite", "fingerprint"))
+    write(b'{"type":"header","run":' + encode(head)[:-1])
+    fingerprint = run.fingerprint
+    if run.suite is not None:  # written a case at a time, hashed as it goes
+        write(b',"suite":')
+        fingerprint = write_suite(run.suite, write)
+    write(b',"fingerprint":' + encode(fingerprint) + b"}}\n")
+    return fingerprint
+
+
+def end_line(run: Run) -> bytes:
+    """A store's last line: how `run` ended (END_FIELDS), put over the header when read."""
+    return b'{"type":"summary","run":' + encode({k: getattr(run, k) for k in END_FIELDS}) + b"}\n"
+
+
+def write_run(run: Run, write: Callable[[bytes], object]) -> str:
+    """Write a whole finished run as a closed store (header, one line per result, its end)
+    through `write`, leaving `run` as it is; `load_run` reads it back. Returns the
+    fingerprint written."""
+    fingerprint = write_header(run, write)
+    results = run.results
+    lines = results.lines() if isinstance(results, Results) else map(encode, results)
+    for line in lines:
+        write(wrapped({"type": "result"}, line) + b"\n")
+    write(end_line(run))
+    return fingerprint
+
+
 def _lock_path(path: Path) -> Path:
     return path.with_name(f".{path.name}.lock")
 
@@ -182,12 +224,7 @@ class ResultStore:
             if found:
                 self._may_replace(run, overwrite)
             self._fh = fh = open(self.path, "wb")  # noqa: SIM115 - kept open
-            head = run.to_dict(exclude=("results", "suite", "fingerprint"))
-            fh.write(b'{"type":"header","run":' + encode(head)[:-1])
-            if run.suite is not None:  # written a case at a time, hashed as it goes
-                fh.write(b',"suite":')
-                run.fingerprint = write_suite(run.suite, fh.write)
-            fh.write(b',"fingerprint":' + encode(run.fingerprint) + b"}}\n")
+            run.fingerprint = write_header(run, fh.write)
             fh.flush()
 
     def _may_replace(self, run: Run, overwrite: bool) -> None:
@@ -279,8 +316,7 @@ class ResultStore:
             if fh is not None:
                 try:
                     if run is not None:
-                        end = encode({k: getattr(run, k) for k in END_FIELDS})
-                        fh.write(b'{"type":"summary","run":' + end + b"}\n")
+                        fh.write(end_line(run))
                     fh.flush()
                     os.fsync(fh.fileno())
                 finally:

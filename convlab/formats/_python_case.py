@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from convlab.errors import Problem
 from convlab.formats._base import LineList, Problems, dotted, plain
@@ -97,24 +97,34 @@ class _Checker:
             return None
         return value
 
-    def count(self, key: str, default: int | None) -> int | None:
-        value = self.spec.config.get(key)
-        if value is None:
+    def count(self, key: str, default: int | None, least: int | None) -> int | None:
+        """An `int` field of thinkingbox's `TestCase`, read as pydantic reads it there: `3`,
+        `"3"`, `3.0` and `true` (1) are 3, 3, 3 and 1; `null`, `2.5` and `"x"` are refused.
+        `least`: the field's bound (`ge`), None for none."""
+        if key not in self.spec.config:
             return default
-        if isinstance(value, bool) or not isinstance(value, int):
+        value = self.spec.config[key]
+        try:
+            number = _INT.validate_python(value)
+        except ValidationError:
             self.fail((key,), f"must be a whole number, got {kind_of(value)}")
             return default
-        if value < 0:
-            self.fail((key,), f"must be >= 0, got {value}")
+        if least is not None and number < least:
+            self.fail((key,), f"must be >= {least}, got {number}")
             return default
-        return value
+        return number
 
     def flag(self, key: str) -> bool:
-        value = self.spec.config.get(key)
-        if value is None or isinstance(value, bool):
-            return bool(value)
-        self.fail((key,), f"must be true or false, got {kind_of(value)}")
-        return False
+        """A `bool` field of `TestCase`, read as pydantic reads it: `true`, `"yes"`, `"on"`,
+        `"1"` and `1` are true; `null`, `2` and `"maybe"` are refused."""
+        if key not in self.spec.config:
+            return False
+        value = self.spec.config[key]
+        try:
+            return _BOOL.validate_python(value)
+        except ValidationError:
+            self.fail((key,), f"must be true or false, got {kind_of(value)}")
+            return False
 
     def init(self) -> dict[str, Any]:
         value = self.spec.config.get("init")
@@ -195,6 +205,10 @@ class _Checker:
         return list(info["labels"])
 
 
+_INT: TypeAdapter[int] = TypeAdapter(int)
+_BOOL: TypeAdapter[bool] = TypeAdapter(bool)
+
+
 def _fields(spec: TestSpec, problems: Problems) -> _Fields:
     check = _Checker(spec, problems)
     tags, tag_info = check.tags()
@@ -203,8 +217,10 @@ def _fields(spec: TestSpec, problems: Problems) -> _Fields:
         query=check.text("query", required=True),
         user_context=check.text("user_context"),
         bot_instructions=check.text("bot_instructions"),
-        max_user_turns=check.count("max_user_sim_turns", DEFAULT_USER_TURNS),
-        max_agent_passes=check.count("max_agent_sim_turns", None),
+        # `max_user_sim_turns` has no bound in thinkingbox: below 0 it allows no simulated
+        # user message (agent_user_loop.py `turn > max_user_sim_turns`), as 0 does
+        max_user_turns=max(0, check.count("max_user_sim_turns", DEFAULT_USER_TURNS, None) or 0),
+        max_agent_passes=check.count("max_agent_sim_turns", None, 0),
         history=check.history(),
         init=check.init(),
         format_query=check.flag("format_query"),
@@ -254,6 +270,31 @@ def _history(
     return history_messages(raw, first, last, meta, lines, problems.items)
 
 
+def _mergeable(
+    spec: TestSpec, scenario: Scenario, init: dict[str, Any], problems: Problems
+) -> bool:
+    """Whether each server of the test's `init` merges into the scenario's world_state.
+
+    Deliberate difference: thinkingbox merges a server the scenario configures with
+    `recursive_merge`, which asserts that both are mappings, when the test runs
+    (`merge_init_config` in `tb infer`), so each run of the test is a decoding error. convlab
+    says so when the file loads, at the server's line (docs/thinkingbox.md).
+    """
+    ok = True
+    for server in init:
+        current = scenario.world_state.get(server)
+        if current and not isinstance(current, dict):
+            at = ("init", server)
+            msg = (
+                f"cannot be merged into scenario {scenario.name!r}, whose {server!r} is "
+                f"{kind_of(current)}, not a mapping (thinkingbox's recursive_merge asserts "
+                "both are mappings: every run of this test would be a decoding error there)"
+            )
+            problems.add(spec.locate(at), spec.where(at), msg)
+            ok = False
+    return ok
+
+
 def build_case(spec: TestSpec, dataset: Dataset, problems: Problems) -> Case | None:
     """The Case for one test; None (with problems recorded) when something is wrong."""
     before = len(problems.items)
@@ -262,10 +303,15 @@ def build_case(spec: TestSpec, dataset: Dataset, problems: Problems) -> Case | N
     history = _history(spec, f.history, dataset, problems) if f.history else None
     if len(problems.items) > before or scenario is None or f.query is None:
         return None
+    if not _mergeable(spec, scenario, f.init, problems):
+        return None
     tag_info = {
         **f.tag_info,
         "labels": [*scenario.labels, *f.tag_info["labels"]],
         "domain": f.tag_info["domain"] or scenario.domain,
+        # `Dataset.hydrate_test_case` builds the hydrated tags from labels, domain, category
+        # and skip only: an `eval:` tag's eval_type is left null there, and here
+        "eval_type": None,
         "skip": f.tag_info["skip"] or scenario.skip,
     }
     metadata: dict[str, Any] = {

@@ -157,6 +157,7 @@ def parse_test_file(text: str, problems: Problems) -> ParsedFile | None:
     parsed = ParsedFile(lines=text.split("\n"))
     origins: dict[Any, DocYaml] = {}
     seen: dict[str, int] = {}
+    """Index in `parsed.tests` of each test name."""
     last_end = 0
     for node in tree.body:
         first = min([node.lineno, *(d.lineno for d in _decorators(node))])
@@ -173,12 +174,13 @@ def parse_test_file(text: str, problems: Problems) -> ParsedFile | None:
             if test is None:
                 continue
             if test.name in seen:
-                msg = (
-                    f"test function {test.name!r} is defined twice (also at line {seen[test.name]})"
-                )
-                problems.add(test.line, "", msg)
-            seen.setdefault(test.name, test.line)
-            parsed.tests.append(test)
+                # as thinkingbox's `iter_test_functions` (a dict by name): the later definition
+                # is the test, in the earlier one's place, and the earlier `def` stays in the
+                # code as a plain function
+                parsed.tests[seen[test.name]] = test
+            else:
+                seen[test.name] = len(parsed.tests)
+                parsed.tests.append(test)
     return parsed
 
 

@@ -26,7 +26,6 @@ from convlab.formats._python_dataset import (
     test_file_candidates,
 )
 from convlab.formats._python_parse import (
-    CONFIG_FIELDS,
     is_bang_string,
     kind_of,
     parse_python,
@@ -39,7 +38,6 @@ from convlab.model.suite import Case, Defaults, Source, Suite
 __all__ = ["load_python_tests", "resolve_test_file", "sniff", "test_file_candidates"]
 
 FORMAT = "python_tests"
-YAML_TEST_FIELDS = (*CONFIG_FIELDS, "uid", "test_code", "metadata")
 TEST_FN = "__tb_test_fn"
 """The name thinkingbox binds a test function to inside `test_code`."""
 
@@ -153,6 +151,17 @@ def _py_specs(path: Path, text: str, problems: Problems) -> list[TestSpec]:
         # thinkingbox's `TestCase(**fn.config)` takes it (hydrator.py `load_test_file`); in a
         # function's own YAML it is an invalid key there and here (CONFIG_FIELDS)
         meta = test.config.get("metadata")
+        given_twice = [k for k in ("uid", "test_code") if k in test.config]
+        for key in given_twice:  # only a module-level block can hold them (CONFIG_FIELDS)
+            line = test.line_at((key,))
+            if not any(p.line == line and p.path == key for p in problems):
+                msg = (
+                    f"a module-level `!` block cannot set {key!r}: thinkingbox sets it from "
+                    f"the test itself, so `TestCase(**config)` gets it twice (a TypeError)"
+                )
+                problems.add(line, key, msg)
+        if given_twice:
+            continue
         if meta is not None and not isinstance(meta, dict):
             line = test.line_at(("metadata",))
             if not any(p.line == line and p.path == "metadata" for p in problems):
@@ -200,10 +209,8 @@ def _yaml_spec(path: Path, item: dict[Any, Any], where: str, problems: Problems)
     def locate(loc: tuple[int | str, ...]) -> int | None:
         return yaml_line(item, loc)
 
-    for key in item:
-        if key not in YAML_TEST_FIELDS:
-            problems.add(locate((key,)), f"{where}.{key}", f"unknown key {key!r}")
-    before = len(problems.items)  # unknown keys aside, the entry is still checked
+    # other keys are ignored, as thinkingbox's `TestCase` (pydantic, extra="ignore") does
+    before = len(problems.items)
     uid, code, meta = item.get("uid"), item.get("test_code"), item.get("metadata")
     if not isinstance(uid, str) or not uid:
         problems.add(locate(("uid",)), f"{where}.uid", "required: the test's name (text)")

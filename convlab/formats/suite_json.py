@@ -176,8 +176,11 @@ def _parse(file: str, text: str) -> Any:
         odd.append(token)
         return float(token)
 
+    def whole(token: str) -> int | float:  # JSON.parse reads `-0` as -0, not 0
+        return -0.0 if token == "-0" else int(token)
+
     try:
-        data = json.loads(text, parse_float=finite, parse_constant=constant)
+        data = json.loads(text, parse_float=finite, parse_int=whole, parse_constant=constant)
     except json.JSONDecodeError as exc:
         raise SuiteError.one(
             file, exc.lineno, "", f"invalid JSON: {exc.msg} (column {exc.colno})"
@@ -344,10 +347,11 @@ def _input(value: Any, loc: Loc, issues: Issues) -> dict[str, Any] | None:
 
     Decision, following intention-kernel: the strict `{text (<= 10,000), selection?}` input
     schema belongs to the direct adapter (agentAdapter.ts `send`), which checks it when the
-    turn is sent. So an input that breaks it (an extra key, no `text`, two selectors, a
-    negative index, ...) does not stop the file from loading: it is kept as given and
-    marked `invalid`, and each instance that sends it errs with
-    EVALUATION_AGENT_INPUT_INVALID at that turn.
+    turn is sent, and to no other adapter. So an input that breaks it (an extra key, no
+    `text`, two selectors, a negative index, ...) does not stop the file from loading: it is
+    kept as given (its other keys in `extra`, a selection that breaks the schema there too)
+    and marked `invalid`. An instance that sends it to a `strict_input` agent errs with
+    EVALUATION_AGENT_INPUT_INVALID at that turn; any other agent receives it.
     """
     data = obj(value, loc, issues, "an input object")
     if data is None:
@@ -357,9 +361,12 @@ def _input(value: Any, loc: Loc, issues: Issues) -> dict[str, Any] | None:
     if not strict:
         return out
     text = data.get("text")
+    selection_ok = "selection" in data and not any(i.loc[:1] == ("selection",) for i in strict)
+    keep = ("text", "selection") if selection_ok else ("text",)
     return {
         "text": text if type(text) is str else "",
-        "extra": {k: v for k, v in data.items() if k != "text"},
+        **({"selection": out["selection"]} if selection_ok else {}),
+        "extra": {k: v for k, v in data.items() if k not in keep},
         "invalid": "; ".join(
             f"{dotted(i.loc, 'input')}: {i.message}" if i.loc else i.message for i in strict
         ),

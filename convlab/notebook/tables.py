@@ -194,6 +194,12 @@ def _renderer(name: str, series: pd.Series[Any], limit: int) -> Callable[[Any], 
     return lambda v: _long_text(v, limit)
 
 
+def _rounded(values: pd.Series[Any]) -> pd.Series[Any]:
+    """Floats for reading: 3 decimals, 3 significant digits below 0.01 ($0.000412 stays)."""
+    small, out = values.notna() & (values != 0) & (values.abs() < 0.01), values.round(3)
+    return out.mask(small, values[small].map(lambda v: float(f"{v:.3g}"))) if small.any() else out
+
+
 def _numeric(series: pd.Series[Any]) -> pd.Series[Any] | None:
     """The column as numbers itables can sort (floats rounded for reading), or None when it
     holds text. Nullable integers with gaps become floats: itables would print `<NA>` raw."""
@@ -202,13 +208,13 @@ def _numeric(series: pd.Series[Any]) -> pd.Series[Any] | None:
     if pd.api.types.is_integer_dtype(series.dtype):
         return series.astype("float64") if series.isna().any() else series.astype("int64")
     if pd.api.types.is_float_dtype(series.dtype):
-        return series.astype("float64").round(3)
+        return _rounded(series.astype("float64"))
     if series.dtype == object:
         values = series.dropna()
         if len(values) and all(
             isinstance(v, int | float) and not isinstance(v, bool) for v in values
         ):
-            return pd.to_numeric(series, errors="coerce").astype("float64").round(3)
+            return _rounded(pd.to_numeric(series, errors="coerce").astype("float64"))
     return None
 
 

@@ -23,6 +23,7 @@ import yaml
 from parity.scripted_openai import JOIN, Step
 
 import convlab as cl
+from convlab.checks.tools import holodeck_arguments
 from convlab.model.records import AssertionResult, CaseResult
 from convlab.model.run import Run
 
@@ -214,7 +215,11 @@ def _cl_turn(t: Any) -> TurnOutcome:
         agent_error=t.error is not None,
         tool_errors=mismatches,
         response=(obs.text or "") if obs is not None else "",
-        tools=[(c.name, c.arguments) for c in (obs.tool_calls if obs is not None else [])],
+        # the arguments as HoloDeck records them (`_parse_tool_arguments`)
+        tools=[
+            (c.name, holodeck_arguments(c.arguments))
+            for c in (obs.tool_calls if obs is not None else [])
+        ],
         tools_matched=tools_check[0].passed if tools_check else None,
         arg_match_details=tools_check[0].details.get("arg_match_details", [])
         if tools_check

@@ -15,7 +15,8 @@ A selection with no open interaction raises `SelectionError` (an AgentError) who
 starts with intention-kernel's code `EVALUATION_SELECTION_UNAVAILABLE`; one that matches no option
 or several, `EVALUATION_SELECTION_AMBIGUOUS`. When the
 engine has already resolved the selection it passes the option as
-`ctx.metadata["selected_option"]` and the agent uses it.
+`ctx.metadata["selected_option"]` and the agent uses it. It takes step inputs as the kernel's
+direct adapter does (`strict_input`): `{text, selection?}` only.
 """
 
 from __future__ import annotations
@@ -246,3 +247,4 @@ class CatalogAgent(DemoAgent):
 
     name = "catalog"
     session_class = _CatalogSession
+    strict_input = True  # a compiled kernel agent behind the kernel's direct adapter

@@ -1,0 +1,118 @@
+"""`convlab history`: the recorded runs as a table (id, when, suite, agent, pass rate, cost),
+or as JSON lines with `--json`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from convlab.report._console_text import clip
+
+__all__ = ["history_command", "history_lines"]
+
+_WIDTHS = {"suite": 28, "agent": 32, "experiment": 16, "variant": 16}
+"""The widest a text column gets (longer values are cut, ending in …)."""
+_JSON_FIELDS = (
+    "id",
+    "started_at",
+    "suite",
+    "suite_path",
+    "agent",
+    "model",
+    "experiment",
+    "variant",
+    "status",
+    "total",
+    "passed",
+    "failed",
+    "errors",
+    "pass_rate",
+    "cost_usd",
+    "run_id",
+    "results_path",
+    "saved_path",
+    "agent_settings",
+)
+
+
+def _missing(value: Any) -> bool:
+    """None, NaN, NaT or pd.NA (a frame's missing values)."""
+    if value is None or isinstance(value, dict | list | str):
+        return value is None
+    import pandas as pd
+
+    return bool(pd.isna(value))
+
+
+def _plain(value: Any) -> Any:
+    """A frame cell as JSON: timestamps as ISO text, missing values as null."""
+    if _missing(value):
+        return None
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    if hasattr(value, "item"):  # numpy and pandas scalars
+        return value.item()
+    return value
+
+
+def _when(value: Any) -> str:
+    """A timestamp in this machine's time zone, to the minute."""
+    return str(value.to_pydatetime().astimezone().strftime("%Y-%m-%d %H:%M"))
+
+
+def _cell(name: str, value: Any) -> str:
+    if _missing(value):
+        return "-" if name in ("pass_rate", "cost_usd") else ""
+    if name == "pass_rate":
+        return f"{float(value):.1f}%"
+    if name == "cost_usd":
+        return f"${float(value):.4f}"
+    if name == "started_at":
+        return _when(value)
+    return clip(value, _WIDTHS.get(name, 24))
+
+
+def history_lines(frame: Any) -> list[str]:
+    """The text table of a history frame: a header, then a line per run."""
+    if frame.empty:
+        return []
+    columns = ["id", "started_at", "suite", "agent"]
+    columns += [c for c in ("experiment", "variant") if frame[c].notna().any()]
+    columns += ["status", "total", "pass_rate", "cost_usd"]
+    titles = {"started_at": "when", "pass_rate": "pass rate", "cost_usd": "cost"}
+    rows = [[_cell(c, r[c]) for c in columns] for r in frame.to_dict("records")]
+    head = [titles.get(c, c) for c in columns]
+    widths = [max(len(x) for x in col) for col in zip(head, *rows, strict=True)]
+    right = {"id", "total", "pass_rate", "cost_usd"}
+
+    def line(cells: list[str]) -> str:
+        parts = [
+            cell.rjust(w) if c in right else cell.ljust(w)
+            for c, cell, w in zip(columns, cells, widths, strict=True)
+        ]
+        return "  ".join(parts).rstrip()
+
+    return [line(head), *(line(r) for r in rows)]
+
+
+def history_command(args: argparse.Namespace) -> int:
+    """`convlab history [--suite S] [--limit N] [--experiment E] [--json]`; 0, or 2 when the
+    database cannot be read (the message names it and what to do)."""
+    import sys
+
+    from convlab.history import db_path, past_runs
+
+    frame = past_runs(args.suite, args.limit, args.experiment)
+    if args.json:
+        for record in frame.to_dict("records"):
+            data = {k: _plain(record[k]) for k in _JSON_FIELDS}
+            print(json.dumps(data, ensure_ascii=False, default=str))  # noqa: T201 - the CLI's output
+        return 0
+    lines = history_lines(frame)
+    if not lines:
+        which = f" of {args.suite!r}" if args.suite else ""
+        print(f"no recorded runs{which} in {db_path()}", file=sys.stderr)  # noqa: T201
+        return 0
+    print("\n".join(lines))  # noqa: T201 - the CLI's output
+    return 0

@@ -1,0 +1,182 @@
+"""`cl.history()`: the recorded runs as a DataFrame, newest first, that a notebook shows as
+an interactive table and `.plot()` draws over time."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from convlab.history import _db
+
+if TYPE_CHECKING:
+    from convlab.model.suite import Suite
+
+__all__ = ["SHOWN", "History", "past_runs"]
+
+FRAME_COLUMNS = (
+    "id",
+    "started_at",
+    "suite",
+    "agent",
+    "model",
+    "experiment",
+    "variant",
+    "status",
+    "total",
+    "passed",
+    "failed",
+    "errors",
+    "pass_rate",
+    "cost_usd",
+    "runs",
+    "parallel",
+    "duration_s",
+    "run_id",
+    "suite_path",
+    "fingerprint",
+    "results_path",
+    "saved_path",
+    "agent_settings",
+    "settings",
+)
+"""The frame's columns: `pass_rate` in percent (the mean of the case pass rates, as in
+`run.summary`), `cost_usd` missing when unknown, times as timezone-aware timestamps."""
+
+SHOWN = (
+    "id",
+    "started_at",
+    "suite",
+    "agent",
+    "experiment",
+    "variant",
+    "status",
+    "total",
+    "passed",
+    "failed",
+    "errors",
+    "pass_rate",
+    "cost_usd",
+)
+"""The columns the interactive table and `convlab history` show (the frame has them all)."""
+
+
+class History(pd.DataFrame):
+    """Recorded runs, newest first: one row per run (`id` is what `cl.load_run(id)` takes).
+
+    In a notebook it shows as an interactive table; `.plot()` draws the pass rate and the cost
+    of each try over time. Filters and slices of it are History frames too.
+    """
+
+    @property
+    def _constructor(self) -> type[History]:
+        return History
+
+    def plot(self, suite: str | None = None) -> Any:  # type: ignore[override]
+        """The pass rate and the cost of each run over time, one point per run and one line
+        per suite (`suite=`: only that one, by name or path); a Plotly figure.
+
+        It replaces pandas' `.plot` accessor on this frame: `pd.DataFrame(h).plot` has it.
+        """
+        from convlab.notebook._charts_history import history_figure
+
+        frame = self if suite is None else self[_matches(self, suite)]
+        if suite is not None and frame.empty:
+            raise ValueError(f"no run of suite {suite!r} in this history frame")
+        return history_figure(frame)
+
+    def table(self) -> Any:
+        """The runs as an interactive table (sortable, searchable, offline)."""
+        from convlab.notebook.tables import Table
+
+        shown = [c for c in SHOWN if c in self.columns]
+        shown = [c for c in shown if c not in ("experiment", "variant") or self[c].notna().any()]
+        where = str(self.attrs.get("path", ""))
+        note = f"Recorded in {where}; cl.load_run(id) brings a run back." if where else None
+        frame = pd.DataFrame(self[shown])
+        if "started_at" in frame.columns:  # this machine's time, to the second (sorts as text)
+            local = datetime.now().astimezone().tzinfo
+            when = pd.to_datetime(frame["started_at"], utc=True).dt.tz_convert(local)
+            frame["started_at"] = when.dt.strftime("%Y-%m-%d %H:%M:%S").fillna("")
+        return Table(frame, "History · past runs", description=note)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        bundle: dict[str, Any] = self.table()._repr_mimebundle_(include, exclude)
+        return bundle
+
+
+def _matches(frame: pd.DataFrame, suite: str) -> pd.Series[bool]:
+    """Rows of the suite named `suite`, or read from the path `suite` (or below it)."""
+    path = os.path.abspath(os.path.expanduser(suite))
+    paths = frame["suite_path"].fillna("")
+    below = paths.map(lambda p: p == path or p.startswith(path.rstrip(os.sep) + os.sep))
+    return (frame["suite"] == suite) | below
+
+
+def _loads(text: Any) -> Any:
+    if not isinstance(text, str):
+        return {}
+    try:
+        return json.loads(text)
+    except ValueError:
+        return {}
+
+
+def _suite_filter(suite: str | os.PathLike[str] | Suite) -> tuple[str, list[Any]]:
+    """SQL and parameters that keep the runs of `suite`: its name, or its path (or a file
+    below that folder)."""
+    from convlab.model.suite import Suite
+
+    if isinstance(suite, Suite):
+        names = [suite.name or suite.id]
+        paths = sorted({os.path.abspath(s.file) for s in suite.sources})
+    else:
+        names = [str(suite)]
+        paths = [os.path.abspath(os.path.expanduser(os.fspath(suite)))]
+    parts = ["suite = ?"] * len(names)
+    params: list[Any] = list(names)
+    for path in paths:
+        folder = path.rstrip(os.sep) + os.sep
+        escaped = folder.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        parts += ["suite_path = ?", "suite_path LIKE ? ESCAPE '\\'"]
+        params += [path, escaped + "%"]
+    return "(" + " OR ".join(parts) + ")", params
+
+
+def past_runs(
+    suite: str | os.PathLike[str] | Suite | None = None,
+    limit: int | None = 100,
+    experiment: str | None = None,
+) -> History:
+    """The recorded runs, newest first (see `convlab.history`)."""
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ValueError(f"limit={limit!r}: use a positive integer, or None for every run")
+    where, params = [], []
+    if suite is not None:
+        sql, args = _suite_filter(suite)
+        where.append(sql)
+        params += args
+    if experiment is not None:
+        where.append("experiment = ?")
+        params.append(experiment)
+    names, rows = _db.select(" AND ".join(where), params, limit)
+    raw = pd.DataFrame.from_records(rows, columns=names)
+    out = History({c: raw[c] for c in FRAME_COLUMNS if c in raw.columns})
+    started, finished = (
+        pd.to_datetime(raw[c], utc=True, errors="coerce", format="ISO8601")
+        for c in ("started_at", "finished_at")
+    )
+    out["started_at"] = started
+    out["duration_s"] = (finished - out["started_at"]).dt.total_seconds()
+    for name in ("agent_settings", "settings"):
+        out[name] = [_loads(v) for v in raw[name]]
+    for name in ("pass_rate", "cost_usd", "duration_s"):
+        out[name] = pd.to_numeric(out[name], errors="coerce").astype("float64")
+    for name in ("id", "total", "passed", "failed", "errors", "runs", "parallel"):
+        out[name] = pd.to_numeric(out[name], errors="coerce").astype("Int64")
+    out = History(out[list(FRAME_COLUMNS)])
+    out.attrs["path"] = str(_db.db_path())
+    return out
