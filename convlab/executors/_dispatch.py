@@ -1,12 +1,12 @@
 """The driver's side of a spread run: shards out, results back, every key exactly once.
 
-The driver hands the plan out in shards (a few dozen places each, at most `outstanding`
-shards per worker, so a slow worker never holds the others up) and turns what comes back
-into the run's events and results (`Receiver`). It counts the keys: a shard that ends, dies
-or drops an instance has the missing ones handed to a live worker again, up to `attempts`
-times in all; after that the instance is an `error` blamed on the infrastructure, with the
-worker's error. A second result of an instance is dropped. A dead worker is replaced while
-the run still has work, at most once per worker it started with.
+The driver hands the plan out in shards (up to `per_worker` places each, in turn, at most
+`outstanding` shards per worker, so a slow worker never holds the others up) and turns what
+comes back into the run's events and results (`Receiver`). It counts the keys: a shard
+that ends, dies or drops an instance has the missing ones handed to a live worker again, up
+to `attempts` times in all; after that the instance is an `error` blamed on the
+infrastructure, with the worker's error. A second result of an instance is dropped. A dead
+worker is replaced while the run still has work, at most once per worker it started with.
 
 Stopping (the Stop button, an interrupt) asks every worker to stop: running instances are
 cancelled where they run (their agent calls with them) and send back what they got to;
@@ -29,7 +29,11 @@ from convlab.engine.runner import Runner
 from convlab.engine.shard import BEFORE, WHILE, Receiver, Wire
 from convlab.plan import Instance
 
-__all__ = ["Dispatcher", "Worker"]
+__all__ = ["OUTSTANDING", "Dispatcher", "Worker"]
+
+OUTSTANDING = 3
+"""Shards a worker holds at once: one running, the next ones waiting for its slots, so a
+late answer from the driver never leaves it idle."""
 
 
 class Worker(Protocol):
@@ -63,7 +67,7 @@ class Dispatcher:
     workers: list[Worker]
     chunk: int
     where: str = ""
-    outstanding: int = 2
+    outstanding: int = OUTSTANDING
     attempts: int = 3
     grace: float = 5.0
     spawn: Spawn | None = None
@@ -141,18 +145,22 @@ class Dispatcher:
         return True
 
     def _fill(self) -> None:
-        """Give every live worker shards until it has `outstanding` of them."""
-        for worker in list(self.workers):
-            load = sum(
-                1 for t, (w, _) in self._shards.items() if w is worker and t not in self._emptied
-            )
-            while load < self.outstanding:
+        """Give the live workers shards, one each in turn, until each has `outstanding`."""
+        load = {id(w): 0 for w in self.workers}
+        for task, (worker, _) in self._shards.items():
+            if task not in self._emptied and id(worker) in load:
+                load[id(worker)] += 1
+        while True:
+            short = [w for w in self.workers if load[id(w)] < self.outstanding]
+            if not short:
+                return
+            for worker in short:
                 places = self._next_shard()
                 if not places:
                     return
                 task = asyncio.ensure_future(self._consume(worker, places))
                 self._shards[task] = (worker, places)
-                load += 1
+                load[id(worker)] += 1
 
     def _next_shard(self) -> list[int]:
         places: list[int] = []

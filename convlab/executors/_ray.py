@@ -28,7 +28,7 @@ from typing import Any
 from convlab.engine.runner import Runner
 from convlab.engine.shard import Wire
 from convlab.errors import ExecutorError, MissingDependencyError
-from convlab.executors._dispatch import Dispatcher
+from convlab.executors._dispatch import OUTSTANDING, Dispatcher
 from convlab.executors._ship import driver_version, payload
 from convlab.plan import Instance, count
 
@@ -184,7 +184,7 @@ class _RayRun:
                 raise outcome
         workers: list[_Worker] = list(started)  # type: ignore[arg-type]
         total = count(runner.env.suite, runner.settings.runs)
-        chunk = max(1, min(per, math.ceil(total / (2 * n))))
+        chunk = max(1, min(per, math.ceil(total / (OUTSTANDING * n))))
         where = f"{cfg.address or LOCAL} Ray cluster, {per} in flight each"
         runner.run.settings["executor"] = {"kind": "ray", "workers": n, "per_worker": per}
         await Dispatcher(
