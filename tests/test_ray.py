@@ -269,7 +269,7 @@ def test_the_live_tree_shows_the_workers() -> None:
     assert "on 2 workers (local Ray cluster, 4 in flight each)" in html and "on w1" in html
 
 
-def test_the_cli_runs_on_ray(tmp_path: Path) -> None:
+def test_the_cli_runs_on_ray(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from convlab.cli import main
 
     out = tmp_path / "out.json"
@@ -279,6 +279,7 @@ def test_the_cli_runs_on_ray(tmp_path: Path) -> None:
     assert code == 1  # two cases fail on purpose
     saved = json.loads(out.read_text())
     assert saved["settings"]["executor"]["kind"] == "ray"
+    assert "Running on 2 workers (local Ray cluster, 2 in flight each)" in capsys.readouterr().err
 
 
 def test_ci_runs_the_readmes_test_command_with_ray_installed() -> None:
