@@ -38,8 +38,8 @@ from convlab.model.experiment import Experiment
 
 __version__ = "0.1.0"
 
-# Public names defined in modules that load heavier code: imported on first use. `executors`
-# and `history` are the modules themselves (`history` is callable: `cl.history()`).
+# Public names defined in modules that load heavier code: imported on first use
+# (`executors` is the subpackage itself).
 _LAZY = {
     "arun": "convlab.api",
     "ask": "convlab.api",
@@ -48,7 +48,7 @@ _LAZY = {
     "compare": "convlab.analysis.compare",
     "evaluator": "convlab.checks._core",
     "executors": "convlab.executors",
-    "history": "convlab.history",
+    "history": "convlab._history",
     "load_experiment": "convlab.analysis.experiment_io",
     "load_run": "convlab.analysis.load",
     "run": "convlab.api",
@@ -59,7 +59,8 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
-    from convlab import executors, history
+    from convlab import executors
+    from convlab._history import history
     from convlab.agents.cache import cached
     from convlab.agents.protocol import AgentContext
     from convlab.analysis.compare import Comparison

@@ -101,7 +101,7 @@ def history_command(args: argparse.Namespace) -> int:
     database cannot be read (the message names it and what to do)."""
     import sys
 
-    from convlab.history import db_path, past_runs
+    from convlab._history import db_path, past_runs
 
     frame = past_runs(args.suite, args.limit, args.experiment)
     if args.json:

@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any, Literal, TypedDict, Unpack, overload
 
 from convlab import executors
+from convlab._history import record_run
 from convlab._sync import run_sync
 from convlab.engine.api import RunHandle, ask_once, build_runner
 from convlab.engine.experiment import ExperimentHandle, ExperimentRunner, build_experiment
 from convlab.engine.runner import Runner
-from convlab.history import record_run
 from convlab.model.answer import Answer
 from convlab.model.experiment import Experiment
 from convlab.model.run import Run

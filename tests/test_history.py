@@ -180,7 +180,7 @@ def test_stopped_and_awaited_runs_are_recorded(home):
 
 
 def test_record_run_names_an_experiment_and_a_variant_and_records_a_run_once(home):
-    from convlab.history import record_run
+    from convlab._history import record_run
 
     run = cl.run(EXPENSE, "demo:expense", progress=False, history=False)
     hid = record_run(run, experiment="prompts", variant="short")
@@ -223,7 +223,7 @@ def _writer_script(home: Path, go: Path, n: int) -> str:
         warnings.simplefilter("error")
         os.environ["CONVLAB_HOME"] = {str(home)!r}
         import convlab as cl
-        from convlab.history import record_run
+        from convlab._history import record_run
         run = cl.run({str(EXPENSE)!r}, "demo:expense", progress=False, history=False)
         print("ready", flush=True)
         while not os.path.exists({str(go)!r}):

@@ -161,7 +161,7 @@ def test_prompt_iteration_compares_variants_with_cost_and_finds_a_run_in_the_his
     assert PLOTLY in cell_out(nb, 'exp.plot.tradeoff(x="cost")')[0]["data"]
     short = text_of(cell_out(nb, "SHORT = "))
     assert "36 instances: 36 passed, 0 failed" in short and "cost $" in short
-    past = text_of(cell_out(nb, 'past = cl.history(suite="expense")'))
+    past = html_of(cell_out(nb, 'past = cl.history(suite="expense")'))
     assert "expense prompts" in past and "expense_lite" in past
     comparison = html_of(cell_out(nb, 'tried = past[past["experiment"]'))
     assert "expense_lite" in comparison and "receipt" in comparison

@@ -45,8 +45,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from convlab._history import note_saved
 from convlab._util import folder_for
-from convlab.history import note_saved
 from convlab.model.codec import encode, wrapped
 from convlab.model.records import CaseResult
 from convlab.model.run import Run

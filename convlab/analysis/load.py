@@ -18,11 +18,11 @@ from typing import Any
 
 import msgspec
 
+from convlab._history import locate
 from convlab.engine._gc import paused_gc
 from convlab.engine.store import END_FIELDS, RESULT_PREFIX, result_line
 from convlab.errors import SuiteError
 from convlab.formats import Problems
-from convlab.history import locate
 from convlab.model._legacy import upgrade
 from convlab.model.codec import FORMAT, check_format, convert
 from convlab.model.records import CaseResult

@@ -22,9 +22,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from convlab._history import _db
 from convlab.engine.store import write_run
 from convlab.errors import HistoryError
-from convlab.history import _db
 from convlab.model.run import Run
 
 __all__ = ["Entry", "locate", "note_saved", "record_run", "runs_folder"]

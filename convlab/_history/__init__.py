@@ -16,16 +16,14 @@ a later `.json`/`.jsonl` save). `history=False` (CLI: `--no-history`) records no
 from __future__ import annotations
 
 import os
-import sys
-import types
 from typing import TYPE_CHECKING
 
+from convlab._history._db import SCHEMA_VERSION, db_path, home
+from convlab._history._record import Entry, locate, note_saved, record_run, runs_folder
 from convlab.errors import HistoryError
-from convlab.history._db import SCHEMA_VERSION, db_path, home
-from convlab.history._record import Entry, locate, note_saved, record_run, runs_folder
 
 if TYPE_CHECKING:
-    from convlab.history.frame import History
+    from convlab._history.frame import History
     from convlab.model.suite import Suite
 
 __all__ = [
@@ -33,6 +31,7 @@ __all__ = [
     "Entry",
     "HistoryError",
     "db_path",
+    "history",
     "home",
     "locate",
     "note_saved",
@@ -58,22 +57,10 @@ def past_runs(
     Raises:
         HistoryError: When the database is damaged or was written by a newer convlab.
     """
-    from convlab.history.frame import past_runs as frame
+    from convlab._history.frame import past_runs as frame
 
     return frame(suite, limit, experiment)
 
 
-class _History(types.ModuleType):
-    """This module, callable: `cl.history(...)` is `past_runs(...)`."""
-
-    def __call__(
-        self,
-        suite: str | os.PathLike[str] | Suite | None = None,
-        limit: int | None = 100,
-        experiment: str | None = None,
-    ) -> History:
-        return past_runs(suite, limit, experiment)
-
-
-_History.__call__.__doc__ = past_runs.__doc__
-sys.modules[__name__].__class__ = _History
+history = past_runs
+"""`cl.history(suite=None, limit=100, experiment=None)`: `past_runs`."""

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from convlab.history import _db
+from convlab._history import _db
 
 if TYPE_CHECKING:
     from convlab.model.suite import Suite
@@ -151,7 +151,7 @@ def past_runs(
     limit: int | None = 100,
     experiment: str | None = None,
 ) -> History:
-    """The recorded runs, newest first (see `convlab.history`)."""
+    """The recorded runs, newest first (see `convlab._history`)."""
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise ValueError(f"limit={limit!r}: use a positive integer, or None for every run")
     where, params = [], []
