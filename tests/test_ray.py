@@ -340,3 +340,19 @@ def test_convlab_yaml_sends_a_suite_to_ray(tmp_path: Path) -> None:
     out = tmp_path / "out.json"
     assert main(["run", "-i", str(suite), "-o", str(out)]) == 1
     assert json.loads(out.read_text())["settings"]["executor"]["kind"] == "ray"
+
+
+def test_fail_fast_starts_nothing_new_after_the_first_failure() -> None:
+    async def breaks_once(messages: list[dict[str, Any]]) -> str:
+        await asyncio.sleep(0.02)
+        if messages[-1]["content"] == "hello 5":
+            raise RuntimeError("boom")
+        return "ok"
+
+    run = cl.run(_suite(300), breaks_once, executor=TWO, fail_fast=True, progress=False)
+    statuses = Counter(r.status for r in run.results)
+    assert len({r.case_id for r in run.results}) == len(run.results) == 300
+    assert statuses["error"] == 1 and statuses["cancelled"] > 100
+    assert {r.error for r in run.results if r.status == "cancelled"} == {
+        "run stopped before it ran"
+    }
