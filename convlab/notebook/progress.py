@@ -37,6 +37,7 @@ from convlab.engine.events import (
     RunFinished,
     RunStarted,
     TurnCompleted,
+    WorkersChanged,
 )
 from convlab.notebook._errors import location_html, traceback_html
 from convlab.notebook._style import CSS, GLYPHS, STATUS_CSS, TREE_BODY_HEIGHT, css_color
@@ -68,10 +69,8 @@ def in_kernel() -> bool:
 
 
 def widget_frontend() -> bool:
-    """Whether `progress=None` should pick the widget: a kernel with ipywidgets importable.
-
-    Front ends that cannot draw widgets still show the `text/html` snapshot beside it.
-    """
+    """Whether `progress=None` should pick the widget: a kernel with ipywidgets importable
+    (front ends that cannot draw widgets still show the `text/html` snapshot beside it)."""
     if not in_kernel():
         return False
     try:
@@ -106,6 +105,7 @@ class _Node:
     turns: list[TurnResult] = field(default_factory=list)
     checkpoints: dict[str, int | None] = field(default_factory=dict)
     result: CaseResult | None = None
+    worker: str = ""
     started: float = field(default_factory=time.monotonic)
     drawn: dict[bool, str] = field(default_factory=dict)
     """A finished node's HTML (closed / open): it never changes, so it is drawn once."""
@@ -189,7 +189,7 @@ def _draw_node(node: _Node, open_: bool, runs: int, turns_shown: int) -> str:
         _turn_html(t) for t in turns
     )
     body += extra + (_result_html(r) if r is not None else "")
-    why = ""
+    why = f" <span class='cl-muted'>on {e(node.worker)}</span>" if node.worker else ""
     if r is not None and r.blame and r.blame != "agent":  # not counted against the agent
         why = f" <span class='cl-blame'>[blame: {e(r.blame)}]</span>"
     if r is not None and status != "passed" and r.error:
@@ -237,6 +237,7 @@ class LiveTree:
         self.recent: deque[_Node] = deque(maxlen=self.max_recent)
         self.failed_total = 0
         self.limit: ConcurrencyChanged | None = None  # the agent's AIMD limit (HTTP agents)
+        self.workers: WorkersChanged | None = None  # a run spread over Ray workers
         self.redraws = 0
         self._stop: Callable[[], None] | None = None
         self._pump: threading.Thread | None = None
@@ -305,8 +306,10 @@ class LiveTree:
             self.limit = None
         elif isinstance(event, ConcurrencyChanged):
             self.limit = event
+        elif isinstance(event, WorkersChanged):
+            self.workers = event
         elif isinstance(event, CaseStarted):
-            self.running[event.key] = _Node(event.key, event.label)
+            self.running[event.key] = _Node(event.key, event.label, worker=event.worker)
         elif isinstance(event, TurnCompleted):
             node = self.running.get(event.key)
             if node is not None:
@@ -388,6 +391,7 @@ class LiveTree:
             when = f"elapsed {_clock(elapsed)}"
         resumed = f" ({self.resumed} already stored)" if self.resumed else ""
         agent = f" against {html.escape(shorten(self.agent, 60))}" if self.agent else ""
+        agent += f" {html.escape(self.workers.text)}" if self.workers is not None else ""
         return (
             f"<div class='convlab'><style>{CSS}</style>"
             f"<div><b>{done + self.resumed}/{self.total}</b> instances{resumed}{agent}"
