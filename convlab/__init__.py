@@ -39,7 +39,8 @@ from convlab.model.experiment import Experiment
 
 __version__ = "0.1.0"
 
-# Public names defined in modules that load heavier code: imported on first use.
+# Public names defined in modules that load heavier code: imported on first use
+# (`executors` is the subpackage itself).
 _LAZY = {
     "arun": "convlab.api",
     "ask": "convlab.api",
@@ -47,6 +48,7 @@ _LAZY = {
     "check": "convlab.checks.api",
     "compare": "convlab.analysis.compare",
     "evaluator": "convlab.checks._core",
+    "executors": "convlab.executors",
     "history": "convlab._history",
     "load_experiment": "convlab.analysis.experiment_io",
     "load_run": "convlab.analysis.load",
@@ -58,6 +60,7 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
+    from convlab import executors
     from convlab._history import history
     from convlab.agents.cache import cached
     from convlab.agents.protocol import AgentContext
@@ -79,7 +82,7 @@ def __getattr__(name: str) -> Any:
         import importlib
 
         module = importlib.import_module(_LAZY[name])
-        value = getattr(module, name)
+        value = module if module.__name__ == f"convlab.{name}" else getattr(module, name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'convlab' has no attribute {name!r}")
@@ -118,6 +121,7 @@ __all__ = [
     "check",
     "compare",
     "evaluator",
+    "executors",
     "history",
     "load",
     "load_experiment",

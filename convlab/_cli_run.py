@@ -2,9 +2,9 @@
 
 The agent comes from `-n`, else from a `convlab.yaml` beside the input (`agent: SPEC`, and
 optional `runs`, `parallel`, `timeout`, `judges: {ID: SPEC}`, `adaptive`, `cache`,
-`cache_dir`, `prices`, `history`), else from a HoloDeck agent.yaml's `model` block; with none
-of them a run stops with a usage error that says how to pass one. Flags given on the command
-line win over `convlab.yaml`.
+`cache_dir`, `prices`, `history`, `executor`, `ray_address`), else from a HoloDeck
+agent.yaml's `model` block; with none of them a run stops with a usage error that says
+how to pass one. Flags given on the command line win over `convlab.yaml`.
 """
 
 from __future__ import annotations
@@ -59,6 +59,8 @@ DEFAULTS: dict[str, Any] = {
     "cache": None,
     "cache_dir": None,
     "history": True,
+    "executor": None,
+    "ray_address": None,
 }
 NO_AGENT = (
     "no agent to test: pass one with -n AGENT (e.g. -n demo:expense, -n openai:gpt-4o-mini, "
@@ -134,7 +136,7 @@ def read_config(folder: Path) -> dict[str, Any]:
     if not isinstance(doc, dict):
         raise ConvlabError(
             f"{path}: expected a mapping with agent, runs, parallel, timeout, judges, adaptive, "
-            "cache, cache_dir, prices, history"
+            "cache, cache_dir, prices, history, executor, ray_address"
         )
     out: dict[str, Any] = {}
     for key, value in doc.items():
@@ -163,6 +165,12 @@ def read_config(folder: Path) -> dict[str, Any]:
         elif key == "cache_dir" and isinstance(value, str) and value.strip():
             # relative to the convlab.yaml, so the recordings sit next to the suite
             out[key] = str(folder / value.strip())
+        elif key == "executor" and value in ("local", "ray"):
+            out[key] = value
+        elif key == "executor":
+            raise ConvlabError(f"{path}: executor: expected local or ray, got {value!r}")
+        elif key == "ray_address" and isinstance(value, str) and value.strip():
+            out[key] = value.strip()
         elif key == "prices":
             if not isinstance(value, dict):
                 raise ConvlabError(
@@ -176,7 +184,7 @@ def read_config(folder: Path) -> dict[str, Any]:
         else:
             raise ConvlabError(
                 f"{path}: {key}: expected agent (a spec string), runs, parallel, timeout, "
-                "judges, adaptive, cache, cache_dir, prices or history"
+                "judges, adaptive, cache, cache_dir, prices, history, executor or ray_address"
             )
     return out
 
@@ -330,7 +338,19 @@ def run_options(
         "cache_dir": _setting(args, config, "cache_dir"),
         "history": _setting(args, config, "history"),
         "prices": config.get("prices"),
+        "executor": _executor(args, config),
     }
+
+
+def _executor(args: argparse.Namespace, config: dict[str, Any]) -> Any:
+    """`--executor` / `--ray-address` (or convlab.yaml's `executor`, `ray_address`) as
+    `cl.run`'s `executor`: None for the local engine."""
+    kind, address = _setting(args, config, "executor"), _setting(args, config, "ray_address")
+    if kind == "local" and "executor" in getattr(args, "given", set()):
+        return None
+    if address:
+        return f"ray:{address}" if not address.startswith("ray://") else address
+    return "ray" if kind == "ray" else None
 
 
 def run_command(args: argparse.Namespace) -> int:

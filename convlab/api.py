@@ -16,6 +16,7 @@ from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
 from typing import Any, Literal, TypedDict, Unpack, overload
 
+from convlab import executors
 from convlab._history import record_run
 from convlab._sync import run_sync
 from convlab.engine.api import RunHandle, ask_once, build_runner
@@ -56,6 +57,7 @@ class RunOptions(TypedDict, total=False):
     cache_dir: str | Path | None
     history: bool
     prices: dict[str, Any] | None
+    executor: Any
     experiment: str | None
 
 
@@ -81,6 +83,7 @@ RUN_DEFAULTS: RunOptions = {
     "cache_dir": None,
     "history": True,
     "prices": None,
+    "executor": None,
     "experiment": None,
 }
 
@@ -136,6 +139,10 @@ OPTIONS_DOC = """
             `{"my-model": {"input_mtok": 0.5, "output_mtok": 1.5}}` (US dollars per million
             tokens), keyed by the model name the endpoint reports. Every model call's usage
             is priced by role (agent, simulator, judge): `Run.df["cost_usd"]`.
+        executor: Where the instances run: None (or "local") here; "ray" on a private
+            local Ray cluster; "ray:auto", "ray:HOST:PORT" or `cl.executors.ray(address=...,
+            workers=N, per_worker=M)` on an existing one (`pip install 'convlab[ray]'`). The
+            results, the store and the live tree are the same.
         experiment: A name for the experiment (with a dict of agents; default: the variants'
             names joined by "vs").
 """
@@ -234,12 +241,14 @@ def _runner_and_view(
     if not isinstance(opts["history"], bool):
         raise ValueError(f"history={opts['history']!r}: use True (record the run) or False")
     if _is_experiment(opts):
+        executors.local_only(opts["executor"], "an experiment (a dict of agents)")
         experiment = build_experiment(opts, [])
         view = _view(opts["progress"], experiment=True)
         view.history = opts["history"]
         experiment.listeners.extend(view.listeners)
         return experiment, view
     runner = build_runner(opts, [])
+    runner.executor = executors.bind(opts["executor"], runner)  # refuses what cannot travel
     view = _view(opts["progress"])
     view.history = opts["history"]
     runner.listeners.extend(view.listeners)

@@ -341,6 +341,18 @@ def _parser() -> argparse.ArgumentParser:
         help="recordings folder (default ./convlab-cache)",
     )
     r.add_argument(
+        "--executor",
+        choices=("local", "ray"),
+        action=_Given,
+        help="where instances run: here (default) or on Ray (pip install 'convlab[ray]')",
+    )
+    r.add_argument(
+        "--ray-address",
+        metavar="ADDR",
+        action=_Given,
+        help="join this Ray cluster (auto, HOST:PORT, ray://HOST:PORT); implies --executor ray",
+    )
+    r.add_argument(
         "--no-history",
         dest="history",
         action=_GivenFalse,

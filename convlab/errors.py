@@ -10,6 +10,7 @@ ConvlabError                     base of every error convlab raises
 │   ├── SelectionError           a structured selection picks no open option, or several
 │   └── AgentResponseError       the reply could not be read (malformed JSON, missing path)
 ├── MissingDependencyError       (also an ImportError) an optional extra is not installed
+├── ExecutorError                a run cannot go to its workers (an agent that cannot be sent)
 ├── HistoryError                 the run history database cannot be read or written
 └── ReplayMissError              cache='replay' met a call that was never recorded
 ```
@@ -29,6 +30,7 @@ __all__ = [
     "AgentResponseError",
     "AgentTimeoutError",
     "ConvlabError",
+    "ExecutorError",
     "HistoryError",
     "MissingDependencyError",
     "Problem",
@@ -151,6 +153,12 @@ class MissingDependencyError(ConvlabError, ImportError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.feature, self.extra))
+
+
+class ExecutorError(ConvlabError):
+    """A run could not be spread over its workers: an agent, simulator, judge or hook that
+    cannot be sent to them (the message names the attribute), a worker running another
+    convlab, a cluster that cannot be reached. Raised before any instance starts."""
 
 
 class HistoryError(ConvlabError):

@@ -321,6 +321,8 @@ RUN_FLAGS = {
     "max_cases": "--max-cases 5",
     "cache": "--cache replay",
     "cache_dir": "--cache-dir recordings",
+    "executor": "--executor ray",
+    "ray_address": "--ray-address auto",
     "history": "--no-history",
 }
 

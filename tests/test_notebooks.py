@@ -12,7 +12,13 @@ import nbformat
 import pytest
 
 NOTEBOOKS_DIR = Path(__file__).resolve().parent.parent / "notebooks"
-EXPECTED = ["formats.ipynb", "prompt_iteration.ipynb", "quickstart.ipynb", "stability.ipynb"]
+EXPECTED = [
+    "distributed.ipynb",
+    "formats.ipynb",
+    "prompt_iteration.ipynb",
+    "quickstart.ipynb",
+    "stability.ipynb",
+]
 PLOTLY = "application/vnd.plotly.v1+json"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
@@ -185,3 +191,22 @@ def test_stability_leaves_the_networks_failures_out_of_the_pass_rate() -> None:
     hours = next(line.split() for line in table.splitlines() if "opening-hours" in line)
     # 6 runs judged, all passed; 4 dropped calls left out, not counted as failures
     assert hours[2:5] == ["6", "6", "100.000000"] and hours[5:] == ["4", "infrastructure", "4"]
+
+
+@pytest.mark.slow
+def test_distributed_runs_on_ray_with_the_live_tree_and_stops() -> None:
+    nb = executed("distributed.ipynb")
+    # a private local Ray cluster: the tree's final card, the same results as here
+    first = cell_out(nb, "import convlab as cl")
+    assert len(first) == 1 and WIDGET_VIEW not in first[0]["data"]
+    assert "36 instances: 30 passed, 6 failed" in text_of(first)
+    assert text_of(cell_out(nb, 'run.settings["executor"]')).startswith("{'kind': 'ray'")
+    assert text_of(cell_out(nb, "here = cl.run(")).strip().endswith("True True")
+    # the live tree said how many workers ran and which one ran each instance
+    state = nb.metadata["widgets"][WIDGET_STATE]["state"]
+    html = " ".join(str(m["state"].get("value", "")) for m in state.values())
+    assert "on 2 workers (local Ray cluster" in html
+    joined = text_of(cell_out(nb, "import ray"))
+    assert joined.startswith("False") and "36 instances: 30 passed, 6 failed" in joined
+    # stop keeps what finished, the rest cancelled
+    assert text_of(cell_out(nb, "while len(handle.results)")).strip() == "cancelled 240 True"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import os
 import urllib.parse
 from collections.abc import Mapping
 
@@ -13,11 +14,16 @@ __all__ = ["Secret", "basic_credentials", "header_secrets", "safe_url", "url_sec
 
 
 class Secret:
-    """A credential that never shows itself in a repr, a str or an f-string."""
+    """A credential that never shows itself in a repr, a str or an f-string.
 
-    __slots__ = ("_more", "_value")
+    One read from the environment (`env`, e.g. OPENAI_API_KEY) is never pickled: a copy sent
+    to another process (a Ray worker) reads that variable again there.
+    """
 
-    def __init__(self, value: str | None, *more: str) -> None:
+    __slots__ = ("_env", "_more", "_value")
+
+    def __init__(self, value: str | None, *more: str, env: str | None = None) -> None:
+        self._env = env
         self._value = value or None
         extra = {m for m in more if m}
         for item in [value or "", *more]:
@@ -33,6 +39,17 @@ class Secret:
             extra.update(_basic_forms(item))
         extra.discard(self._value or "")
         self._more = tuple(sorted(extra, key=len, reverse=True))
+
+    @property
+    def env(self) -> str | None:
+        """The environment variable the value was read from (None: it was given)."""
+        return self._env
+
+    def __reduce__(self) -> tuple[object, ...]:
+        if self._env is not None:  # the value and what it implies are read again there
+            more = tuple(m for m in self._more if m not in _basic_forms(self._value or ""))
+            return (_from_env, (self._env, more))
+        return (_given, (self._value, self._more))
 
     def reveal(self) -> str | None:
         """The value itself, for the one place that sends it."""
@@ -166,3 +183,12 @@ def url_secrets(url: str) -> list[str]:
         if len(value) >= 4:
             found |= {value, urllib.parse.unquote_plus(value)}
     return sorted((v for v in found if v), key=len, reverse=True)
+
+
+def _from_env(env: str, more: tuple[str, ...]) -> Secret:
+    """A Secret read again from this process's environment (unpickling)."""
+    return Secret(os.environ.get(env), *more, env=env)
+
+
+def _given(value: str | None, more: tuple[str, ...]) -> Secret:
+    return Secret(value, *more)

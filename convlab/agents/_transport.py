@@ -22,6 +22,7 @@ import os
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import aiohttp
 import httpx
@@ -260,6 +261,22 @@ class HTTPClient:
         self._urls: dict[str, tuple[yarl.URL, str]] = {}
         self._limits: dict[tuple[asyncio.AbstractEventLoop, str], AdaptiveLimit] = {}
         self._timeout: aiohttp.ClientTimeout | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Settings only: pools and adaptive limits belong to an event loop and are made
+        again where the client is used (a Ray worker); a key read from the environment is
+        not sent (its `Secret` reads the variable again there)."""
+        state = dict(self.__dict__, _by_loop={}, _limits={}, _timeout=None)
+        if self.secret.env is not None:
+            bearer = f"Bearer {self.secret.reveal()}"
+            state["headers"] = _Headers((k, v) for k, v in self.headers if v != bearer)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        if self.secret.env is not None and self.secret:
+            auth = ("authorization", f"Bearer {self.secret.reveal()}")
+            self.headers = _Headers((*self.headers, auth))
 
     def limit(self, endpoint: str) -> AdaptiveLimit:
         """The adaptive limit of `endpoint` (as `safe_url` shows it) on the running loop."""

@@ -193,6 +193,10 @@ class FunctionAgent(Agent):
             pool = self._threads = DaemonPool()
         return pool
 
+    def __getstate__(self) -> dict[str, Any]:
+        """The function, not its threads (a copy elsewhere makes its own pool)."""
+        return dict(self.__dict__, _threads=None)
+
     async def aclose(self) -> None:
         """Let the pool's waiting threads go (a hung call's thread is never waited on); the
         agent stays usable: the next call makes a new pool."""

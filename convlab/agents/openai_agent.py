@@ -88,7 +88,8 @@ class OpenAIAgent(HTTPBackedAgent):
             "/"
         )
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
-        self._key = Secret(key, *url_secrets(self.base_url))
+        from_env = "OPENAI_API_KEY" if api_key is None else None  # not sent to workers
+        self._key = Secret(key, *url_secrets(self.base_url), env=from_env)
         self.system = system
         self.tools: dict[str, Tool] = as_tools(tools)
         self.params = params

@@ -28,6 +28,8 @@ __all__ = [
     "RunStarted",
     "TurnCompleted",
     "VariantEvent",
+    "WorkerLog",
+    "WorkersChanged",
 ]
 
 
@@ -50,6 +52,8 @@ class CaseStarted:
     label: str
     mode: str
     name: str | None = None
+    worker: str = ""
+    """The worker running it when the run is spread over several (`executor=`); "" here."""
 
 
 @dataclass(frozen=True)
@@ -95,6 +99,31 @@ class ConcurrencyChanged:
     overloads: int = 0
 
 
+@dataclass(frozen=True)
+class WorkersChanged:
+    """The run's instances are spread over `workers` live workers (`executor="ray"`);
+    `where` names the cluster and the share of `parallel` each worker holds."""
+
+    workers: int
+    where: str = ""
+
+    @property
+    def text(self) -> str:
+        """What a view says: `on 2 workers (local Ray cluster, 4 in flight each)`."""
+        return f"on {self.workers} worker{'' if self.workers == 1 else 's'}" + (
+            f" ({self.where})" if self.where else ""
+        )
+
+
+@dataclass(frozen=True)
+class WorkerLog:
+    """A line a worker logged or printed while it ran instances (never text in the cell)."""
+
+    worker: str
+    level: str
+    message: str
+
+
 Event = (
     RunStarted
     | CaseStarted
@@ -103,6 +132,8 @@ Event = (
     | ConcurrencyChanged
     | CaseFinished
     | RunFinished
+    | WorkersChanged
+    | WorkerLog
 )
 Listener = Callable[[Event], None]
 

@@ -16,7 +16,7 @@ from convlab.model.codec import encode, valid_unicode
 from convlab.model.records import AssertionResult, CaseResult, ErrorInfo, TurnResult
 from convlab.plan import Instance
 
-__all__ = ["closed", "error_text", "kept", "result_of"]
+__all__ = ["closed", "error_text", "kept", "result_of", "timed_out"]
 
 
 def error_text(exc: BaseException) -> str:
@@ -127,3 +127,27 @@ def closed(
     )
     result.code = case_code(result)
     return result
+
+
+def timed_out(conv: Conversation, timeout: float) -> Outcome:
+    """The outcome of an instance that ran out of time (its last turn marked, if it waited
+    for the agent), saying when the agent blocked the event loop."""
+    if conv.turns and conv.turns[-1].observation is None and conv.turns[-1].status != "error":
+        conv.turns[-1].status, conv.turns[-1].error = "error", "timeout"
+        conv.turns[-1].code = "EVALUATION_TIMEOUT"
+    why = f"timeout after {_fmt_duration(timeout)}"
+    # an agent call that outlasted the timeout never let the loop run the timeout
+    blocked = max((t.duration_ms or 0.0 for t in conv.turns), default=0.0) / 1000
+    if blocked > timeout:
+        why += (
+            f": the agent blocked the event loop for {blocked:.1f}s (a blocking call in "
+            "async code: await it, or make the agent a sync function)"
+        )
+    return Outcome("timeout", why, checkpoints=conv.checkpoints, blame="infrastructure")
+
+
+def _fmt_duration(seconds: float) -> str:
+    if seconds >= 60:
+        m, s = divmod(seconds, 60)
+        return f"{int(m)}m{s:g}s" if s else f"{int(m)}m"
+    return f"{seconds:g}s"

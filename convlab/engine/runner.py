@@ -11,7 +11,7 @@ import warnings
 from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from convlab.agents.cache import recording
 from convlab.agents.meter import METER
@@ -27,7 +27,7 @@ from convlab.engine.events import (
     RunFinished,
     RunStarted,
 )
-from convlab.engine.finished import closed, error_text, kept, result_of
+from convlab.engine.finished import closed, error_text, kept, result_of, timed_out
 from convlab.engine.hooks import call_hook, resolve_hook
 from convlab.engine.lanes import Lanes
 from convlab.engine.modes import MODES, Outcome
@@ -40,6 +40,9 @@ from convlab.model.results import Results
 from convlab.model.run import Run
 from convlab.model.tracebacks import error_info
 from convlab.plan import Instance, count, expand
+
+if TYPE_CHECKING:
+    from convlab.engine.shard import Executor
 
 __all__ = ["Runner", "Settings"]
 
@@ -112,6 +115,9 @@ class Runner:
     """The slots this run shares with the other variants of an experiment (None: its own
     `parallel`); `lane` is its place among them."""
     lane: int = 0
+    executor: Executor | None = None
+    """Where the planned instances run; None: here, `parallel` at a time."""
+    _store: ResultStore | None = None
 
     def finished(self) -> Results:
         """The instances finished so far (a record is decoded when one is read: a poll of a
@@ -216,9 +222,11 @@ class Runner:
                 failure = f"before hook failed: {type(exc).__name__}: {exc}" + _at(exc)
                 self._failure_blame = blame_of(exc, "hook")
             if failure is None:
-                todo = self._planned()
-                workers = (self._worker(todo, store) for _ in range(max(1, s.parallel)))
-                await asyncio.gather(*workers)
+                self._store, todo = store, self._planned()
+                if self.executor is not None:
+                    await self.executor.execute(self, todo)
+                else:
+                    await asyncio.gather(*(self._worker(todo) for _ in range(max(1, s.parallel))))
         except asyncio.CancelledError:
             cancelled = True
             _uncancel()
@@ -296,9 +304,31 @@ class Runner:
             if not self._stored_at(inst, n):
                 yield n, inst
 
-    async def _worker(
-        self, todo: Iterator[tuple[int, Instance]], store: ResultStore | None
-    ) -> None:
+    @property
+    def picking(self) -> bool:
+        """Whether new instances may start (False after a failure under `fail_fast`)."""
+        return not self._stop_picking
+
+    def accept(self, place: int, inst: Instance, result: CaseResult) -> CaseResult:
+        """Keep (and store) an instance that finished, tell the listeners, and stop picking
+        new ones after a failure under `fail_fast`; the result as finally recorded. An
+        instance already finished is not kept twice: its first result stays."""
+        if self._done[place]:
+            return result
+        result = self._keep(result, place, self._store)
+        if self.listeners:
+            self.emit(CaseFinished(result, inst.label))
+        if self.settings.fail_fast and result.status in ("failed", "error", "timeout"):
+            self._stop_picking = True
+        return result
+
+    def unfinished(self, place: int, inst: Instance, why: str) -> None:
+        """Keep an instance stopped before or while it ran as `cancelled` (not stored)."""
+        if not self._done[place]:
+            stopped = self._stopped.pop(inst.key, None)
+            self._keep(stopped or closed(inst, "cancelled", why), place)
+
+    async def _worker(self, todo: Iterator[tuple[int, Instance]]) -> None:
         for place, inst in todo:
             if self._stop_picking:
                 return
@@ -309,16 +339,9 @@ class Runner:
                     async with self.lanes.slot(self.lane):
                         result = await self.run_instance(inst)
             except asyncio.CancelledError:
-                if not self._done[place]:
-                    stopped = self._stopped.pop(inst.key, None)
-                    why = "run stopped while it ran"
-                    self._keep(stopped or closed(inst, "cancelled", why), place)
+                self.unfinished(place, inst, "run stopped while it ran")
                 raise
-            result = self._keep(result, place, store)
-            if self.listeners:
-                self.emit(CaseFinished(result, inst.label))
-            if self.settings.fail_fast and result.status in ("failed", "error", "timeout"):
-                self._stop_picking = True
+            self.accept(place, inst, result)
 
     def _keep(self, result: CaseResult, place: int, store: ResultStore | None = None) -> CaseResult:
         """Record a finished instance: encoded, stored when there is a store, and kept; its
@@ -384,9 +407,9 @@ class Runner:
                 finally:
                     await conv.close()
             if loop.time() > deadline:  # the loop was blocked, so the timeout could not fire
-                outcome = _timeout(conv, timeout)
+                outcome = timed_out(conv, timeout)
         except TimeoutError:
-            outcome = _timeout(conv, timeout)
+            outcome = timed_out(conv, timeout)
         except asyncio.CancelledError as exc:
             if not stopping():  # user code raised it: its fault, not a stop
                 outcome = Outcome(
@@ -451,33 +474,11 @@ class _HookFailed(Exception):
         self.original = original
 
 
-def _timeout(conv: Conversation, timeout: float) -> Outcome:
-    if conv.turns and conv.turns[-1].observation is None and conv.turns[-1].status != "error":
-        conv.turns[-1].status, conv.turns[-1].error = "error", "timeout"
-        conv.turns[-1].code = "EVALUATION_TIMEOUT"
-    why = f"timeout after {_fmt_duration(timeout)}"
-    # an agent call that outlasted the timeout never let the loop run the timeout
-    blocked = max((t.duration_ms or 0.0 for t in conv.turns), default=0.0) / 1000
-    if blocked > timeout:
-        why += (
-            f": the agent blocked the event loop for {blocked:.1f}s (a blocking call in "
-            "async code: await it, or make the agent a sync function)"
-        )
-    return Outcome("timeout", why, checkpoints=conv.checkpoints, blame="infrastructure")
-
-
 def _uncancel() -> None:
     """The run handles its own cancellation: it finishes and returns the partial Run."""
     task = asyncio.current_task()
     if task is not None:
         task.uncancel()
-
-
-def _fmt_duration(seconds: float) -> str:
-    if seconds >= 60:
-        m, s = divmod(seconds, 60)
-        return f"{int(m)}m{s:g}s" if s else f"{int(m)}m"
-    return f"{seconds:g}s"
 
 
 def _settings_of(agent: Agent) -> dict[str, Any]:

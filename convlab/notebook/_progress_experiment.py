@@ -25,7 +25,8 @@ from convlab.engine.events import (
     TurnCompleted,
 )
 from convlab.notebook._style import GLYPHS, STATUS_CSS
-from convlab.notebook.progress import Key, LiveTree, _Node, _node_html
+from convlab.notebook._tree_nodes import Key, Node, node_html
+from convlab.notebook.progress import LiveTree
 
 if TYPE_CHECKING:
     from convlab.model.experiment import Experiment
@@ -82,7 +83,7 @@ class ExperimentTree(LiveTree):
             self.resumed = sum(self.resumed_in.values())
         elif isinstance(inner, CaseStarted):
             key = variant_key(v, inner.key)
-            self.running[key] = _Node(key, inner.label)
+            self.running[key] = Node(key, inner.label)
         elif isinstance(inner, TurnCompleted | CheckpointReached):
             node = self.running.get(variant_key(v, inner.key))
             if node is None:
@@ -141,7 +142,7 @@ class ExperimentTree(LiveTree):
             text = "the experiment ended without a result (see the error below)"
             head = f"<div class='convlab cl-fail'>{html.escape(text)}</div>"
             return {"text/plain": text, "text/html": head + self.snapshot_html()}
-        failing = "".join(_node_html(n, False, self.runs) for n in list(self.failed)[::-1])
+        failing = "".join(node_html(n, False, self.runs) for n in list(self.failed)[::-1])
         older = self.failed_total - len(self.failed)
         if older:
             failing += f"<div class='cl-muted'>… and {older} more (see exp.df)</div>"

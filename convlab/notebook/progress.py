@@ -18,13 +18,11 @@ Every string that came from a file or an agent is escaped before it reaches HTML
 from __future__ import annotations
 
 import html
-import json
 import sys
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from convlab._util import shorten
@@ -37,19 +35,18 @@ from convlab.engine.events import (
     RunFinished,
     RunStarted,
     TurnCompleted,
+    WorkersChanged,
 )
-from convlab.notebook._errors import location_html, traceback_html
-from convlab.notebook._style import CSS, GLYPHS, STATUS_CSS, TREE_BODY_HEIGHT, css_color
+from convlab.notebook._style import CSS, GLYPHS, STATUS_CSS, TREE_BODY_HEIGHT
+from convlab.notebook._tree_nodes import Key, Node, node_html
 
 if TYPE_CHECKING:
-    from convlab.model.records import CaseResult, TurnResult
+    from convlab.model.records import CaseResult
 
 __all__ = ["LiveTree", "in_kernel", "widget_frontend"]
 
-Key = tuple[str, str, int, int]
 _SHOWN_COUNTS = ("passed", "failed", "error", "timeout", "running")
 _OTHER_COUNTS = ("skipped", "cancelled", "blocked")
-_WHY = 100  # characters of the reason shown on an instance's line
 
 
 def _shell() -> Any:
@@ -68,10 +65,8 @@ def in_kernel() -> bool:
 
 
 def widget_frontend() -> bool:
-    """Whether `progress=None` should pick the widget: a kernel with ipywidgets importable.
-
-    Front ends that cannot draw widgets still show the `text/html` snapshot beside it.
-    """
+    """Whether `progress=None` should pick the widget: a kernel with ipywidgets importable
+    (front ends that cannot draw widgets still show the `text/html` snapshot beside it)."""
     if not in_kernel():
         return False
     try:
@@ -81,130 +76,11 @@ def widget_frontend() -> bool:
     return True
 
 
-def _args(arguments: Any, limit: int = 80) -> str:
-    try:
-        text = json.dumps(arguments, ensure_ascii=False, default=str, separators=(",", ":"))
-    except (TypeError, ValueError):
-        text = str(arguments)
-    return shorten(text, limit)
-
-
 def _clock(seconds: float) -> str:
     seconds = max(0, int(seconds))
     h, rest = divmod(seconds, 3600)
     m, s = divmod(rest, 60)
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
-
-
-@dataclass
-class _Node:
-    """One instance as the tree shows it; turns are kept by reference, drawn only if shown."""
-
-    key: Key
-    label: str
-    status: str = "running"
-    turns: list[TurnResult] = field(default_factory=list)
-    checkpoints: dict[str, int | None] = field(default_factory=dict)
-    result: CaseResult | None = None
-    started: float = field(default_factory=time.monotonic)
-    drawn: dict[bool, str] = field(default_factory=dict)
-    """A finished node's HTML (closed / open): it never changes, so it is drawn once."""
-
-
-def _title(node: _Node, runs: int) -> str:
-    """case id [variant, repetition, run]: the instance's key as a reader names it."""
-    case_id, variant, repetition, run = node.key
-    bits = [variant] if variant else []
-    bits += [f"rep {repetition + 1}"] if repetition else []
-    bits += [f"run {run + 1}/{runs}"] if runs > 1 else []
-    return case_id + (f" [{', '.join(bits)}]" if bits else "")
-
-
-def _turn_html(t: TurnResult) -> str:
-    e = html.escape
-    said = " / ".join(m.text() for m in t.messages) or "—"
-    obs = t.observation
-    reply = (obs.text if obs else None) or t.error or "—"
-    calls = "".join(
-        f"<div class='cl-muted'>&nbsp;&nbsp;↳ <code>{e(c.name)}({e(_args(c.arguments))})</code>"
-        "</div>"
-        for c in (obs.tool_calls if obs else [])[:6]
-    )
-    bad = "".join(
-        f"<div class='cl-fail'>&nbsp;&nbsp;{GLYPHS['failed']} {e(shorten(a.label or a.kind, 40))}: "
-        f"{e(shorten(a.message or a.error or a.status, 160))}</div>"
-        for a in t.assertions
-        if a.status in ("failed", "error")
-    )
-    mark = "cl-fail" if t.status in ("failed", "error") else ""
-    return (
-        f"<li><span class='cl-who'>turn {t.index + 1}</span> "
-        f"<span class='{mark}'>{e(shorten(said, 90))}</span> → {e(shorten(reply, 140))}"
-        f"{calls}{bad}</li>"
-    )
-
-
-def _result_html(r: CaseResult) -> str:
-    """Checkpoints and failed case-level assertions of a finished instance."""
-    e = html.escape
-    out = []
-    for cp in r.checkpoints:
-        where = f"reached at turn {cp.reached_at_turn}" if cp.reached else "not reached"
-        cls = "cl-ok" if cp.passed or not cp.required else "cl-fail"
-        out.append(f"<li class='{cls}'>checkpoint <code>{e(cp.id)}</code>: {where}</li>")
-    for a in r.assertions:
-        if a.status in ("failed", "error"):
-            msg = shorten(a.message or a.error or a.status, 200)
-            out.append(f"<li class='cl-fail'>{e(a.label or a.kind)}: {e(msg)}</li>")
-    if r.status != "passed" and r.error and len(r.error) > _WHY:  # the head shows short ones
-        out.append(f"<li class='cl-fail'>{e(shorten(r.error, 600))}</li>")
-    tb = traceback_html(r.error_info) if r.status != "passed" else ""  # the user's code raised
-    return "".join(out) + (f"<li>{tb}</li>" if tb else "")
-
-
-def _node_html(node: _Node, open_: bool, runs: int = 1, turns_shown: int = 6) -> str:
-    if node.result is not None:
-        if open_ not in node.drawn:
-            node.drawn[open_] = _draw_node(node, open_, runs, turns_shown)
-        return node.drawn[open_]
-    return _draw_node(node, open_, runs, turns_shown)
-
-
-def _draw_node(node: _Node, open_: bool, runs: int, turns_shown: int) -> str:
-    e = html.escape
-    status = node.status
-    color = STATUS_CSS.get(status, css_color("muted"))
-    r = node.result
-    took = f" ({r.duration_ms / 1000:.1f}s)" if r is not None and r.duration_ms else ""
-    extra = ""
-    if status == "running":
-        took = f" ({time.monotonic() - node.started:.0f}s)"
-        extra = "".join(
-            f"<li class='cl-ok'>checkpoint <code>{e(cid)}</code> reached at turn {t}</li>"
-            for cid, t in node.checkpoints.items()
-        )
-    turns = node.turns[-turns_shown:]
-    skipped = len(node.turns) - len(turns)
-    body = (f"<li class='cl-muted'>… {skipped} earlier turn(s)</li>" if skipped else "") + "".join(
-        _turn_html(t) for t in turns
-    )
-    body += extra + (_result_html(r) if r is not None else "")
-    why = ""
-    if r is not None and r.blame and r.blame != "agent":  # not counted against the agent
-        why = f" <span class='cl-blame'>[blame: {e(r.blame)}]</span>"
-    if r is not None and status != "passed" and r.error:
-        at = location_html(r.error_info)  # where the user's code raised it
-        why += f" <span class='cl-muted'>— {e(shorten(r.error, _WHY))}{at}</span>"
-    head = (
-        f"<span style='color:{color}'>{GLYPHS.get(status, '?')} {e(status.upper())}</span> "
-        f"<code>{e(_title(node, runs))}</code>{took}{why}"
-    )
-    if not body:
-        return f"<div>{head}</div>"
-    return (
-        f"<details{' open' if open_ else ''}><summary>{head}</summary>"
-        f"<ul class='cl-turns'>{body}</ul></details>"
-    )
 
 
 class LiveTree:
@@ -232,11 +108,12 @@ class LiveTree:
         self.counts: dict[str, int] = {}
         self.t0: float | None = None
         self.t_end: float | None = None
-        self.running: dict[Key, _Node] = {}
-        self.failed: deque[_Node] = deque(maxlen=self.max_failed)
-        self.recent: deque[_Node] = deque(maxlen=self.max_recent)
+        self.running: dict[Key, Node] = {}
+        self.failed: deque[Node] = deque(maxlen=self.max_failed)
+        self.recent: deque[Node] = deque(maxlen=self.max_recent)
         self.failed_total = 0
         self.limit: ConcurrencyChanged | None = None  # the agent's AIMD limit (HTTP agents)
+        self.workers: WorkersChanged | None = None  # a run spread over Ray workers
         self.redraws = 0
         self._stop: Callable[[], None] | None = None
         self._pump: threading.Thread | None = None
@@ -305,8 +182,10 @@ class LiveTree:
             self.limit = None
         elif isinstance(event, ConcurrencyChanged):
             self.limit = event
+        elif isinstance(event, WorkersChanged):
+            self.workers = event
         elif isinstance(event, CaseStarted):
-            self.running[event.key] = _Node(event.key, event.label)
+            self.running[event.key] = Node(event.key, event.label, worker=event.worker)
         elif isinstance(event, TurnCompleted):
             node = self.running.get(event.key)
             if node is not None:
@@ -320,7 +199,7 @@ class LiveTree:
 
     def _finished(self, r: CaseResult, label: str, key: Key | None = None) -> None:
         key = key or r.key  # an experiment's tree keys each variant's instances apart
-        node = self.running.pop(key, None) or _Node(key, label)
+        node = self.running.pop(key, None) or Node(key, label)
         node.status, node.result = r.status, r
         if not node.turns:
             node.turns = list(r.turns)
@@ -390,6 +269,7 @@ class LiveTree:
             when = f"elapsed {_clock(elapsed)}"
         resumed = f" ({self.resumed} already stored)" if self.resumed else ""
         agent = f" against {html.escape(shorten(self.agent, 60))}" if self.agent else ""
+        agent += f" {html.escape(self.workers.text)}" if self.workers is not None else ""
         return (
             f"<div class='convlab'><style>{CSS}</style>"
             f"<div><b>{done + self.resumed}/{self.total}</b> instances{resumed}{agent}"
@@ -416,21 +296,21 @@ class LiveTree:
             shown = running[: self.max_running]
             more = len(running) - len(shown)
             parts.append(f"<div class='cl-title'>running ({len(running)})</div>")
-            parts += [_node_html(n, True, self.runs, turns_shown=3) for n in shown]
+            parts += [node_html(n, True, self.runs, turns_shown=3) for n in shown]
             if more:
                 parts.append(f"<div class='cl-muted'>… and {more} more running</div>")
         if self.failed:
             older = self.failed_total - len(self.failed)
             parts.append(f"<div class='cl-title'>did not pass ({self.failed_total})</div>")
             newest = list(self.failed)[::-1]
-            parts += [_node_html(n, i < 3, self.runs) for i, n in enumerate(newest)]
+            parts += [node_html(n, i < 3, self.runs) for i, n in enumerate(newest)]
             if older:
                 parts.append(
                     f"<div class='cl-muted'>… and {older} earlier (see run.df / run.table())</div>"
                 )
         if self.recent:
             parts.append("<div class='cl-title'>most recent</div>")
-            parts += [_node_html(n, False, self.runs) for n in list(self.recent)[::-1]]
+            parts += [node_html(n, False, self.runs) for n in list(self.recent)[::-1]]
         return f"<div class='convlab'>{''.join(parts)}</div>" if parts else ""
 
     # -- the end ------------------------------------------------------------------------
@@ -475,7 +355,7 @@ class LiveTree:
         """The static summary left in the cell: the run's card and its failing instances."""
         from convlab.notebook._cards import run_card
 
-        failing = "".join(_node_html(n, False, self.runs) for n in list(self.failed)[::-1])
+        failing = "".join(node_html(n, False, self.runs) for n in list(self.failed)[::-1])
         older = self.failed_total - len(self.failed)
         if older:
             failing += f"<div class='cl-muted'>… and {older} more (see run.df)</div>"

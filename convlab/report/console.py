@@ -26,6 +26,7 @@ from convlab.engine.events import (
     Event,
     RunFinished,
     RunStarted,
+    WorkersChanged,
 )
 from convlab.report._console_render import header, instance, stability_table, summary_block
 from convlab.report._console_text import Glyphs, Style, clean, pick_glyphs, wants_color
@@ -86,6 +87,8 @@ class ConsoleProgress:
             self._finished(event)
         elif isinstance(event, ConcurrencyChanged):
             self._concurrency(event)
+        elif isinstance(event, WorkersChanged) and not self.quiet:  # where the instances run
+            self._emit([f"  Running {clean(event.text)}"])
         elif isinstance(event, RunFinished):
             run, g, s = event.run, self.glyphs, self.style
             lines = summary_block(run, time.perf_counter() - self.t0, g, s, self.output)
