@@ -1,7 +1,8 @@
 """What the live widget tree costs: run time with the widget vs `progress=False`, and the
 number of widget messages it sends.
 
-Run from the project root:  python benchmarks/bench_notebook.py [--n 2000] [--repeat 3]
+Run from the project root:
+    python benchmarks/bench_notebook.py [--n 2000] [--repeat 3] [--size-only]
 Prints figures and ratios measured in the same run (no pass/fail).
 
 (a) in a real kernel (jupyter_client + ipykernel, as a notebook runs it): 2,000 single-turn
@@ -11,11 +12,15 @@ Prints figures and ratios measured in the same run (no pass/fail).
     bounded by time, not by instances).
 (b) in-process, no kernel, an agent that answers at once (the worst case for overhead): the
     tree's listener cost per event and its redraws.
+(c) the executed notebooks/quickstart.ipynb's size in bytes: saved as `convlab report` saves
+    it, and as plain nbclient stores it (with every widget model ever made); how many table
+    outputs it has and how many carry the DataTables bundle (target: under 350 KB).
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import statistics
 import sys
 import time
@@ -167,13 +172,49 @@ def in_process(n: int) -> None:
     )
 
 
+def quickstart_size() -> None:
+    import nbformat
+    from nbclient import NotebookClient
+
+    from convlab.report.notebook import execute_notebook
+
+    path = ROOT / "notebooks" / "quickstart.ipynb"
+    executed = execute_notebook(path)
+    report = nbformat.writes(executed) + "\n"
+    pages = "".join(
+        str(out.get("data", {}).get("text/html", ""))
+        for cell in executed.cells
+        for out in cell.get("outputs", [])
+    )
+    nb = nbformat.read(path, as_version=4)
+    NotebookClient(
+        nb,
+        timeout=600,
+        kernel_name="python3",
+        store_widget_state=True,
+        resources={"metadata": {"path": str(path.parent)}},
+    ).execute()
+    plain = nbformat.writes(nb) + "\n"
+    print("(c) executed notebooks/quickstart.ipynb")
+    loaders = re.findall(r"<script data-convlab-bundle.*?</script>", pages, re.DOTALL)
+    bundle = sum(len(loader.encode()) for loader in loaders)
+    print(f"    as convlab report saves it   {len(report.encode()):>9,} bytes  (target < 350,000)")
+    print(f"    of which the table script    {bundle:>9,} bytes  (once)")
+    print(f"    as nbclient stores it        {len(plain.encode()):>9,} bytes  (all widget state)")
+    tables = report.count("new ITable(")
+    print(f"    table outputs {tables}, carrying the bundle {report.count('data-convlab-bundle')}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=2000)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--size-only", action="store_true", help="only (c), the notebook's size")
     args = ap.parse_args()
-    in_kernel(args.n, args.repeat)
-    in_process(args.n)
+    if not args.size_only:
+        in_kernel(args.n, args.repeat)
+        in_process(args.n)
+    quickstart_size()
 
 
 if __name__ == "__main__":

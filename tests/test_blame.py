@@ -190,7 +190,7 @@ def test_the_card_and_the_console_show_the_breakdown(zoo_out: tuple[cl.Run, str]
     stability = console[console.index("Stability") : console.index("Summary")]
     assert "Not the agent's" in stability
     mixed = next(line for line in stability.splitlines() if line.strip().startswith("mixed"))
-    assert mixed.split()[1:] == ["2", "1", "50.0%", "unstable", "flaky", "infrastructure", "1"]
+    assert mixed.split()[1:] == ["2", "1", "50.0%", "unstable", "infrastructure", "1"]
     assert "ERROR (" in console and "[blame: judge]" in console and "[blame: agent]" not in console
 
 
@@ -198,7 +198,7 @@ def test_reports_show_the_blame(zoo_run: cl.Run, tmp_path: Path) -> None:
     md = zoo_run.save(tmp_path / "r.md").read_text()
     assert "**Not passed, by blame:** agent 7, simulator 3, judge 3" in md
     assert "Only the agent's failures count towards the pass rate" in md
-    assert "| `judged` |  | 0 | 0 | error | judge |" in md
+    assert "| `judged` |  | 1 | 1 | error | judge |" in md
     page = zoo_run.save(tmp_path / "r.html").read_text()
     assert "blame: simulator" in page and "not passed, by blame:" in page
     xml = zoo_run.save(tmp_path / "r.xml").read_text()

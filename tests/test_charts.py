@@ -26,7 +26,7 @@ from offline_browser import Opened
 
 import convlab as cl
 from convlab.notebook import charts
-from convlab.notebook._style import CLASS_COLORS, CLASS_TEXT_COLORS, STATUS_COLORS
+from convlab.notebook._style import STABILITY_COLORS, STABILITY_TEXT_COLORS, STATUS_COLORS
 
 ROOT = Path(__file__).resolve().parent.parent
 XSS = "<img src=x onerror=alert(1)>"
@@ -41,12 +41,12 @@ PASSES: dict[str, Callable[[int], bool]] = {
     XSS: lambda k: k % 10 in (0, 4, 7),
     "never": lambda k: False,
 }
-CLASSES = {
+CLASSES = {  # `stability`: a case that never passes is not unstable, it always fails
     "always": "stable",
-    "most": "mostly_stable",
+    "most": "mostly stable",
     "every-other": "unstable",
-    XSS: "highly_unstable",
-    "never": "highly_unstable",
+    XSS: "highly unstable",
+    "never": "always fails",
 }
 
 
@@ -178,7 +178,7 @@ def test_pass_rates_show_the_stability_table_worst_first(flaky: cl.Run) -> None:
     bars = _traces(fig, "bar")
     seen = {}
     for bar in bars:
-        cls = next(k for k, v in CLASS_COLORS.items() if v == bar.marker.color)
+        cls = next(k for k, v in STABILITY_COLORS.items() if v == bar.marker.color)
         for y, x, up, down in zip(
             bar.y, bar.x, bar.error_x.array, bar.error_x.arrayminus, strict=True
         ):
@@ -188,13 +188,16 @@ def test_pass_rates_show_the_stability_table_worst_first(flaky: cl.Run) -> None:
             assert x == pytest.approx(row["pass_rate"])
             assert x + up == pytest.approx(row["ci_high"])  # whiskers = Wilson interval
             assert x - down == pytest.approx(row["ci_low"])
-            assert cls == row["classification"]
+            assert cls == row["stability"]
     assert seen == CLASSES
     order = [_unescape(y) for y in fig.layout.yaxis.categoryarray]
     rates = [st.loc[c, "pass_rate"] for c in order]
     assert rates == sorted(rates) and order[-1] == "always"  # worst on top
     right = fig.layout.yaxis2.ticktext
-    assert "3/10" in right[order.index(XSS)] and CLASS_TEXT_COLORS["highly_unstable"] in right[0]
+    assert "3/10" in right[order.index(XSS)]
+    assert STABILITY_TEXT_COLORS["always fails"] in right[0]
+    legend = [t.name for t in bars]
+    assert "always fails (no run passed)" in legend and "unstable" not in legend[-1]
     red = next(t for t in bars if ESCAPED in t.y)
     custom = red.customdata[list(red.y).index(ESCAPED)]
     assert list(custom[:3]) == [ESCAPED, 10, 3]  # hover: case id, runs, passed, CI, class
@@ -229,10 +232,13 @@ def test_stability_counts_cases_per_class_in_class_order(flaky: cl.Run) -> None:
         "mostly stable",
         "unstable",
         "highly unstable",
+        "always fails",
+        "one run",
     ]
-    counts = flaky.stability()["classification"].value_counts()
-    assert list(bar.y) == [int(counts.get(c, 0)) for c in CLASS_COLORS]
-    assert list(bar.marker.color) == list(CLASS_COLORS.values())
+    counts = flaky.stability()["stability"].value_counts()
+    assert list(bar.y) == [int(counts.get(c, 0)) for c in STABILITY_COLORS]
+    assert list(bar.y) == [1, 1, 1, 1, 1, 0]  # "never" always fails, not highly unstable
+    assert list(bar.marker.color) == list(STABILITY_COLORS.values())
     assert "cases" in fig.layout.yaxis.title.text
     assert ESCAPED in bar.customdata[3][0]  # hover lists the cases, escaped
 

@@ -200,7 +200,8 @@ def test_the_leaderboard_matches_a_hand_computation(base: str, tmp_path: Path) -
         low, high = _wilson(sum(cs), 24)
         assert (r["ci_low"], r["ci_high"]) == (pytest.approx(100 * low), pytest.approx(100 * high))
         assert r["stable"] == sum(c == 6 for c in cs)
-        assert r["highly_unstable"] == sum(c < 3 for c in cs)
+        assert r["highly_unstable"] == sum(0 < c < 3 for c in cs)
+        assert r["always_fails"] == sum(c == 0 for c in cs)  # never called unstable
         assert r["unstable"] == sum(c == 3 for c in cs)
         turns = exp[name].turns_df
         assert r["total_tokens"] == turns["total_tokens"].sum() > 0

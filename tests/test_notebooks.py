@@ -125,9 +125,11 @@ def test_stability_figures_match_the_prose() -> None:
     nb = executed("stability.ipynb")
     summary = text_of(cell_out(nb, "run", exact=True))
     assert "50 instances" in summary
-    table = html_of(cell_out(nb, 'run.table("stability")'))
-    for cls in ("stable", "mostly_stable", "unstable", "highly_unstable"):
-        assert cls in table
+    table = html_of(cell_out(nb, "run.stability()", exact=True))
+    assert "new ITable(" in table  # run.stability() shows as an interactive table
+    for word in ("stable", "mostly stable", "unstable", "highly unstable", "always fails"):
+        assert f"{word}</span>" in table, word
+    assert "highly_unstable" not in table  # cancel-order never passes: it always fails
     passk = text_of(cell_out(nb, "run.pass_k_table(ks="))
     refund = [line.split() for line in passk.splitlines() if "refund-policy" in line]
     # "refund-policy passed 9 of 10 runs: pass^1 0.9, pass^5 0.5, pass^10 0" and

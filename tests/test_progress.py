@@ -255,3 +255,44 @@ def test_import_convlab_loads_no_ui_library() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_every_glyph_the_views_show_is_in_a_text_font() -> None:
+    """Each non-ASCII character the HTML views can show is drawn by a plain text font on this
+    machine, not only by a colour emoji font: a page without an emoji font (most servers, many
+    CI images) shows it, never an empty box. fontconfig (`fc-list`) says which fonts have it."""
+    import re
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    from convlab.notebook._style import GLYPHS
+
+    if shutil.which("fc-list") is None:
+        pytest.fail("fc-list is missing: apt-get install fontconfig (chromium brings it)")
+    views = Path(cl.__file__).parent
+    sources = [*views.glob("notebook/*.py"), views / "report" / "html.py"]
+    shown = set("".join(GLYPHS.values()))
+    shown |= {c for p in sources for c in p.read_text(encoding="utf-8") if ord(c) > 127}
+    shown -= {"ⓘ"}  # itables' own link glyph, which the exporter removes
+    assert "◷" in shown and "⏱" not in shown
+    missing = []
+    for char in sorted(shown):
+        fonts = subprocess.run(
+            ["fc-list", f":charset={ord(char):x}", "color"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        if not re.search(r"color=False", fonts):
+            missing.append(f"{char} U+{ord(char):04X}")
+    assert missing == [], f"only in emoji fonts (an empty box without one): {missing}"
+
+
+def test_before_the_run_starts_the_tree_says_planning_not_0_of_0() -> None:
+    tree = LiveTree()
+    assert "planning…" in tree.header.value and "0/0" not in tree.header.value
+    assert tree._repr_mimebundle_()["text/plain"] == "convlab run: planning…"
+    tree._apply(RunStarted(run_id="r", total=12, agent="demo:expense"))  # no redraw thread
+    tree._draw()
+    assert "<b>0/12</b> instances" in tree.header.value and "planning" not in tree.header.value

@@ -46,3 +46,34 @@ def test_a_missing_gate_tool_fails_with_the_install_command(monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
     with pytest.raises(pytest.fail.Exception, match=r"pip install -e '\.\[test\]'"):
         _tool("ruff")
+
+
+def test_what_following_the_readme_leaves_behind_is_git_ignored():
+    """Every file the README's commands write (`-o`, `--store`, `.save(...)` in its code
+    blocks and its inline `convlab ...` commands), and what Jupyter adds beside a notebook,
+    stays out of `git status`."""
+    import re
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    commands = "\n".join(re.findall(r"```[a-z]*\n(.*?)```", readme, re.DOTALL))
+    commands += "\n" + "\n".join(re.findall(r"`(convlab [^`]+)`", readme))
+    written = set(re.findall(r"(?:-o|--store) ([\w.-]+\.\w+)\b", commands))
+    written |= set(re.findall(r'save\("([\w.-]+)"\)', commands))
+    assert {"report.html", "results.json", "run.jsonl"} <= written
+    paths = [
+        *sorted(written),
+        "notebooks/report.html",  # run.save(...) or convlab report beside the notebooks
+        "notebooks/report.ipynb",
+        "notebooks/report.run.json",
+        "notebooks/.ipynb_checkpoints/quickstart-checkpoint.ipynb",
+        "examples/expense/output-20260101120000.jsonl",  # a run without -o
+    ]
+    proc = subprocess.run(
+        ["git", "check-ignore", "--no-index", "--verbose", "--non-matching", *paths],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode in (0, 1), proc.stderr
+    kept = [line.split("\t")[-1] for line in proc.stdout.splitlines() if line.startswith("::")]
+    assert kept == [], f"not git-ignored: {kept}"

@@ -75,7 +75,7 @@ def test_markdown_report_has_summary_cases_and_failures():
     md = run_markdown(expense_run())
     assert md.startswith("# convlab report · suite expense · agent demo:expense")
     assert "**24 instances**: 20 passed, 4 failed, 0 errors" in md
-    assert "| `expense-policy-limit` | 2 | 0 | 0.0% | highly_unstable |" in md
+    assert "| `expense-policy-limit` | 2 | 0 | 0.0% | always fails |" in md
     assert "manager approval" in md and "## Failures" in md
 
 
@@ -275,3 +275,51 @@ def test_run_save_ipynb_keeps_the_run_beside_it(tmp_path):
     nb = nbformat.read(path, as_version=4)
     assert "cl.load_run('report.run.json')" in nb.cells[1].source
     assert nb.cells[1].outputs
+
+
+@pytest.mark.slow
+def test_report_cli_prints_no_kernel_warning_and_names_the_page(tmp_path):
+    nb = _notebook(tmp_path / "my-analysis.ipynb", "1 + 1")
+    proc = subprocess.run(
+        [sys.executable, "-m", "convlab.cli", "report", str(nb), "-o", str(tmp_path / "o.html")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "WARNING" not in proc.stderr and "encryption" not in proc.stderr, proc.stderr
+    assert "<title>my-analysis</title>" in (tmp_path / "o.html").read_text(encoding="utf-8")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["my-analysis.ipynb", "o.html"]
+
+
+def test_page_title_is_the_title_metadata_then_the_first_heading_then_the_name():
+    from convlab.report.notebook import notebook_title
+
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell("1"),
+            nbformat.v4.new_markdown_cell("Intro text\n\n## The `expense` suite \\#2 ##\n# Later"),
+        ]
+    )
+    assert notebook_title(nb, "file") == "The expense suite #2"
+    nb.metadata["title"] = "Set by hand"
+    assert notebook_title(nb, "file") == "Set by hand"
+    assert notebook_title(nbformat.v4.new_notebook(), "file") == "file"
+    assert notebook_title(nbformat.v4.new_notebook()) == "Notebook"
+
+
+@pytest.mark.slow
+def test_report_keeps_only_the_widget_models_an_output_still_shows(tmp_path):
+    nb = _notebook(
+        tmp_path / "w.ipynb",
+        "import ipywidgets as w\nw.IntSlider(value=7)",
+        "import convlab as cl\nrun = cl.run(cl.load('suite.jsonl'), 'demo:expense')",
+    )
+    (tmp_path / "suite.jsonl").write_text('{"id": "a", "input": "hi"}\n')
+    assert main(["report", str(nb), "-o", str(tmp_path / "out.ipynb")]) == 0
+    done = nbformat.read(tmp_path / "out.ipynb", as_version=4)
+    state = done.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
+    names = sorted(m["model_name"] for m in state.values())
+    # the slider with its layout and style; the run's live tree (replaced by its summary) is gone
+    assert names == ["IntSliderModel", "LayoutModel", "SliderStyleModel"], names
+    assert "1 instance" in str(done.cells[1].outputs)

@@ -202,7 +202,7 @@ def test_markdown_renders_with_its_tables(saved):
     html = MarkdownIt("commonmark").enable("table").render(text)
     assert "<h1>" in html and "<table>" in html
     cases, failures = _md_tables(text)
-    assert cases[0] == ["case", "runs", "passed", "pass rate", "class", "not the agent's"]
+    assert cases[0] == ["case", "runs", "passed", "pass rate", "stability", "not the agent's"]
     assert len(cases) - 1 == len(run.suite.cases) if run.suite else False
     assert all(len(row) == 6 for row in cases)
     bad = [r for r in run.results if r.status != "passed"]

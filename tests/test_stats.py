@@ -259,7 +259,7 @@ def test_compare_flags_exactly_the_case_that_broke():
         0.0,
         -100.0,
     )
-    assert (b["class_before"], b["class_after"], b["flips"]) == ("stable", "highly_unstable", 10)
+    assert (b["class_before"], b["class_after"], b["flips"]) == ("stable", "always fails", 10)
     assert b["p_value"] == pytest.approx(2 / 184756)
     assert "1 case got worse beyond noise: b (100% → 0%, p=1.1e-05)." in cmp.summary
     assert "1 case changed within noise: c (50% → 40%)." in cmp.summary

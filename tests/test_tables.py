@@ -7,8 +7,6 @@ network blocked (a missing browser fails it: `.ci/run` installs Debian's chromiu
 
 from __future__ import annotations
 
-import base64
-import gzip
 import html
 import json
 import re
@@ -24,12 +22,10 @@ from hypothesis import strategies as st
 from offline_browser import Opened
 
 import convlab as cl
-from convlab.notebook._style import CHANGE_COLORS, CLASS_CSS, GLYPHS, STATUS_CSS
+from convlab.notebook._style import CHANGE_COLORS, GLYPHS, STABILITY_CSS, STATUS_CSS
 from convlab.notebook.tables import (
     KINDS,
     Table,
-    bundle_html,
-    dedupe_bundles,
     frame_html,
     run_table,
 )
@@ -106,7 +102,7 @@ def test_every_kind_is_an_offline_datatable_of_its_frame(expense_run: cl.Run, ki
     assert "new ITable(" in page and "data-convlab-bundle" in page
     assert "unpkg.com" not in page and "<script src=" not in page  # nothing from the network
     assert len(_rows(page)) == len(table) == len(table.df) > 0
-    assert _header(page) == [str(c) for c in table.df.columns]
+    assert _header(page) == [str(c) for c in table.shown.columns]
     assert kind in bundle["text/plain"] and f"{len(table):,} rows" in bundle["text/plain"]
 
 
@@ -133,7 +129,7 @@ def test_cases_kind_has_one_row_per_case_with_the_first_failure(xss_run: cl.Run)
         "failed",
         "errors",
         "pass_rate",
-        "classification",
+        "stability",
     ]
     assert df.columns[-1] == "first_failure"
     assert list(df["case_id"]) == ["greet", "xss-" + IMG, "long"]
@@ -141,29 +137,6 @@ def test_cases_kind_has_one_row_per_case_with_the_first_failure(xss_run: cl.Run)
     assert (row["runs"], row["passed"], row["failed"], row["pass_rate"]) == (2, 0, 2, 0.0)
     assert "zebra" in row["first_failure"]
     assert df.set_index("case_id").loc["greet", "first_failure"] == ""
-
-
-def test_the_bundle_is_the_itables_datatables_build_gzipped() -> None:
-    from itables.utils import find_package_file
-
-    loader = bundle_html()
-    blobs = re.findall(r'inflate\("([A-Za-z0-9+/=]+)"\)', loader)
-    assert len(blobs) == 2
-    css, js = (gzip.decompress(base64.b64decode(b)) for b in blobs)
-    assert js == find_package_file("html", "dt_bundle.js").read_bytes()
-    assert css == find_package_file("html", "dt_bundle.css").read_bytes()
-    assert len(loader) < 300_000  # a third of what base64 alone would weigh
-
-
-def test_bundle_false_and_dedupe_ship_the_bundle_once() -> None:
-    df = pd.DataFrame({"a": [1, 2]})
-    assert "data-convlab-bundle" not in frame_html(df, bundle=False)
-    page = "<body>" + frame_html(df) + frame_html(df) + frame_html(df) + "</body>"
-    assert page.count("data-convlab-bundle") == 3
-    once = dedupe_bundles(page)
-    assert once.count("data-convlab-bundle") == 1
-    assert once.count("new ITable(") == 3
-    assert len(page) - len(once) > 2 * 250_000
 
 
 # ---------------------------------------------------------------- safety
@@ -189,10 +162,10 @@ def test_headers_caption_and_arbitrary_frames_are_escaped() -> None:
 
 _TAG = re.compile(r"<[^>]*>")
 _OURS = re.compile(
-    r'^(<details class="cl-more">|<summary title="[\d,]+ characters, click for all">|'
-    r"</summary>|<div>|</div>|</details>|<span class=\"cl-badge\" "
-    r'style="color:var\(--cl-[a-z]+,#[0-9a-f]{6}\);'
-    r'background:color-mix\(in srgb,currentColor 12%,transparent\)">|</span>)$'
+    r"^(<details class='cl-more'>|<summary title='[\d,]+ characters, click for all'>|"
+    r"</summary>|<div>|</div>|</details>|<span class='cl-badge' "
+    r"style='color:var\(--cl-[a-z]+,#[0-9a-f]{6}\);"
+    r"background:color-mix\(in srgb,currentColor 12%,transparent\)'>|</span>)$"
 )
 
 
@@ -220,8 +193,9 @@ def test_status_and_class_cells_are_coloured(xss_run: cl.Run) -> None:
     passed = next(r for r in rows if r["case_id"] == "greet")
     assert f"color:{STATUS_CSS['passed']}" in passed["status"]
     cases = _records(xss_run.table("cases").to_html())
-    assert f"color:{CLASS_CSS['highly_unstable']}" in cases[2]["classification"]
-    assert f"color:{CLASS_CSS['stable']}" in cases[0]["classification"]
+    assert f"color:{STABILITY_CSS['always fails']}" in cases[2]["stability"]
+    assert "always fails" in cases[2]["stability"] and "unstable" not in str(cases[2])
+    assert f"color:{STABILITY_CSS['stable']}" in cases[0]["stability"]
     checks = _records(xss_run.table("assertions").to_html())
     assert any(f"color:{STATUS_CSS['failed']}" in r["passed"] for r in checks)
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from convlab.analysis.stats import Tally, classify, counting_mode, fisher_exact, tally
+from convlab.analysis.stats import Tally, counting_mode, fisher_exact, stability_word, tally
 
 if TYPE_CHECKING:
     from convlab.model.run import Run
@@ -45,6 +45,9 @@ _LIST_CAP = 10
 class Comparison(pd.DataFrame):
     """The per-case change table; `.summary` (also `attrs["summary"]`) says it in words, and
     `.agent_changes` what changed in the agent (its settings, a system prompt word by word).
+
+    `class_before` / `class_after` are each side's `stability` (`stable`, `always fails`, a
+    flaky case's class by its pass rate, `one run`; convlab.analysis._classes).
 
     Printing it shows the paragraph above the table. Derived frames (filters, sorts) are plain
     DataFrames that keep the paragraph in `attrs`.
@@ -117,11 +120,12 @@ def _compact(statuses: dict[tuple[Any, ...], str] | None) -> str:
 
 
 def _side(t: Tally | None, mode: Any) -> tuple[int, int, float, str | None]:
+    """Runs, passes, pass rate and `stability` (the class the views show) of one side."""
     if t is None:
         return (0, 0, math.nan, None)
     n = t.runs(mode)
     rate = 100 * t.passed / n if n else math.nan
-    return (n, t.passed, rate, classify(rate))
+    return (n, t.passed, rate, stability_word(n, t.passed) or None)
 
 
 def _change(presence: str, delta: float) -> str:

@@ -5,6 +5,11 @@ never drift from them. When a run holds more than one record for an instance key
 was resumed), the latest record wins, in every frame and statistic alike. Rows come in suite
 order, then variant (as first seen), repetition and run index.
 
+Indexes are 0-based, as Python counts: `run`, `repetition`, `turn` and a tool call's `index`
+(the first run is run 0; `ctx.turn` is the same turn index). `reached_at_turn` is the one
+turn *number* (index + 1). Everything a person reads (tables, charts, cards, the tree, the
+console, reports) counts runs and turns from 1.
+
 Saving and loading runs (`save`, `load_run`) live in `convlab.analysis.io`.
 """
 
@@ -282,10 +287,13 @@ def run_stability(
     by_variant: bool = False,
     interval: str = "wilson",
 ) -> pd.DataFrame:
-    """`Run.stability()`: convlab.analysis.stats.stability over `Run.df`, rows in suite order."""
+    """`Run.stability()`: convlab.analysis.stats.stability over `Run.df`, rows in suite order,
+    as a `Stability` frame (an interactive table in a notebook)."""
+    from convlab.analysis._stability import as_stability
     from convlab.analysis.stats import stability
 
-    return stability(run.df, k, count_errors_as, suite_order(run), by_variant, interval)
+    frame = stability(run.df, k, count_errors_as, suite_order(run), by_variant, interval)
+    return as_stability(frame)
 
 
 def run_pass_k_table(

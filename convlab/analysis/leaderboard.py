@@ -7,7 +7,9 @@ How the leaderboard counts, for each variant's run:
   failures only (convlab.analysis.stats says how each status counts);
 - `runs` and `passed` pool every case's counted runs; `ci_low`/`ci_high` are the 95%
   interval of passed / runs (Wilson by default, or Jeffreys);
-- `stable` ... `highly_unstable` count cases by stability class, `flaky` the cases whose runs
+- `stable`, `mostly_stable`, `unstable`, `highly_unstable`, `always_fails` and `one_run` count
+  cases by their `stability` (the class every view shows: a case that fails every run is
+  `always_fails`, never unstable; convlab.analysis._classes), `flaky` the cases whose runs
   disagree;
 - tokens are summed over the instances (in all, and by role: agent, simulator, judge);
   `cost_usd` is the run's total (`Run.summary["cost_usd"]`), missing (NaN) when a model call
@@ -32,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from convlab.analysis._intervals import interval_kind, interval_of
-from convlab.analysis.stats import CLASSES, counting_mode, fisher_exact
+from convlab.analysis.stats import STABILITY, counting_mode, fisher_exact
 from convlab.model.experiment import VARIANT_COLUMN
 
 if TYPE_CHECKING:
@@ -51,6 +53,8 @@ __all__ = [
 ]
 
 ROLE_TOKENS = ("agent_tokens", "simulator_tokens", "judge_tokens")
+_STABILITY_COLUMNS = tuple(word.replace(" ", "_") for word in STABILITY)
+"""`stable`, `mostly_stable`, ..., `always_fails`, `one_run`: cases counted by `stability`."""
 LEADERBOARD_COLUMNS = (
     VARIANT_COLUMN,
     "agent",
@@ -61,7 +65,7 @@ LEADERBOARD_COLUMNS = (
     "runs",
     "passed",
     "cases",
-    *CLASSES,
+    *_STABILITY_COLUMNS,
     "flaky",
     "not_agent",
     "total_tokens",
@@ -185,7 +189,7 @@ def _variant_row(name: str, run: Run, mode: str, kind: str) -> tuple[dict[str, A
         "runs": runs,
         "passed": passed,
         "cases": len(stab),
-        **{c: int((rated["classification"] == c).sum()) for c in CLASSES},
+        **{c.replace(" ", "_"): int((rated["stability"] == c).sum()) for c in STABILITY},
         "flaky": int(rated["flaky"].sum()),
         "not_agent": int(stab["not_agent"].sum()),
         "total_tokens": _total(df, "total_tokens"),

@@ -12,10 +12,11 @@ Pure functions over DataFrames shaped like `Run.df` (one row per case instance w
   `not_agent_blame`). A frame without a `blame` column counts every failure as the agent's;
 - `skipped`, `blocked` and `cancelled` never ran to a verdict: they are never counted as runs.
 
-Each system's figures are here in its own terms: Yao's stability classes (with a Wilson score
-interval); thinkingbox's (`tb agg`, cli/agg_main.py) pass^k = (c/n)^k on the k grid {1, 5, 10,
-20, 50, 100}, Jeffreys credible interval and goldilocks-zone probability
-(`convlab.analysis._intervals`).
+Each system's figures are here in its own terms: Yao's stability classes (`classification`,
+with a Wilson score interval), and beside them `stability`, the class every view shows, which
+never calls a case that always fails unstable (convlab.analysis._classes); thinkingbox's
+(`tb agg`, cli/agg_main.py) pass^k = (c/n)^k on the k grid {1, 5, 10, 20, 50, 100}, Jeffreys
+credible interval and goldilocks-zone probability (`convlab.analysis._intervals`).
 
 Run-to-run comparison lives in `convlab.analysis.compare` and is re-exported here as `compare`.
 """
@@ -26,6 +27,14 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from convlab.analysis._classes import (
+    CLASSES,
+    STABILITY,
+    VERDICTS,
+    classify,
+    stability_word,
+    verdict,
+)
 from convlab.analysis._intervals import (
     GOLDILOCKS,
     INTERVALS,
@@ -45,6 +54,7 @@ __all__ = [
     "GOLDILOCKS",
     "INTERVALS",
     "PASS_K_GRID",
+    "STABILITY",
     "STABILITY_COLUMNS",
     "VERDICTS",
     "CountErrorsAs",
@@ -62,6 +72,7 @@ __all__ = [
     "prob_in_zone",
     "stability",
     "stability_row",
+    "stability_word",
     "summary",
     "summary_of",
     "tally",
@@ -75,8 +86,6 @@ PASS_K_GRID = (1, 5, 10, 20, 50, 100)
 """thinkingbox's k values for pass^k and pass@k (`PASS_METRICS_K`, cli/agg_main.py)."""
 IN_ZONE_AT = 0.95
 """`in_goldilocks_zone` when P(0.0625 < p < 0.9375 | data) reaches this (`tb agg`'s GZ@95%)."""
-CLASSES = ("stable", "mostly_stable", "unstable", "highly_unstable")
-"""Yao's stability classes, best first."""
 EXCLUDED_STATUSES = frozenset({"skipped", "blocked", "cancelled"})
 
 STABILITY_COLUMNS = (
@@ -93,6 +102,7 @@ STABILITY_COLUMNS = (
     "pass_rate",
     "classification",
     "verdict",
+    "stability",
     "flaky",
     "k",
     "pass_hat_k",
@@ -109,19 +119,6 @@ STABILITY_COLUMNS = (
     "duration_std_ms",
     "errors_counted_as",
 )
-
-
-def classify(pass_rate: float) -> str | None:
-    """Yao's class for a pass rate in percent (boundaries inclusive); None when NaN."""
-    if math.isnan(pass_rate):
-        return None
-    if pass_rate >= 100:
-        return "stable"
-    if pass_rate >= 80:
-        return "mostly_stable"
-    if pass_rate >= 50:
-        return "unstable"
-    return "highly_unstable"
 
 
 def _check_k(n: int, c: int, k: int) -> None:
@@ -274,22 +271,6 @@ def _spread(durations: list[float]) -> tuple[float, float, float, float]:
     return (mean, min(durations), max(durations), math.sqrt(var))
 
 
-VERDICTS = ("always passes", "always fails", "flaky", "one run")
-"""Plain words beside Yao's stability class: a case run once and a case that always fails are both
-`highly_unstable` when they fail, and only these words tell them apart."""
-
-
-def verdict(runs: int, passed: int) -> str:
-    """`one run`, `always passes`, `always fails` or `flaky` ("" when nothing counted)."""
-    if runs == 0:
-        return ""
-    if runs == 1:
-        return "one run"
-    if passed == runs:
-        return "always passes"
-    return "always fails" if passed == 0 else "flaky"
-
-
 def case_row(t: Tally, mode: CountErrorsAs) -> dict[str, Any]:
     """A case's counts, pass rate, class and flakiness: what a summary needs, cheaply."""
     n, c = t.runs(mode), t.passed
@@ -307,6 +288,7 @@ def case_row(t: Tally, mode: CountErrorsAs) -> dict[str, Any]:
         "pass_rate": rate,
         "classification": classify(rate),
         "verdict": verdict(n, c),
+        "stability": stability_word(n, c),
         "flaky": 0 < c < n,
     }
 
@@ -463,8 +445,9 @@ def summary_of(
     blames: Sequence[Any] | None = None,
 ) -> dict[str, Any]:
     """`summary` from the instances' statuses (and blames, in the same order) and the
-    stability rows (`stability_row`). `blame` counts the non-passes by class; `not_agent` is
-    how many of them the pass rate leaves out."""
+    stability rows (`stability_row`). `classes` counts the cases by Yao's class, `stability`
+    by the word the views show; `blame` counts the non-passes by class; `not_agent` is how
+    many of them the pass rate leaves out."""
     by_blame = count_by_blame(statuses, blames)
     rated = [r for r in case_rows if r["runs"] > 0]
     classes = {c: sum(r["classification"] == c for r in rated) for c in CLASSES}
@@ -485,6 +468,8 @@ def summary_of(
         "unstable_cases": len(rated) - classes["stable"],
         "flaky_cases": sum(bool(r["flaky"]) for r in rated),
         "classes": classes,
+        # what the views show: the same cases by `stability` (always-failing apart)
+        "stability": {w: sum(r.get("stability") == w for r in rated) for w in STABILITY},
         "count_errors_as": mode,
         "blame": by_blame,
         "not_agent": sum(n for b, n in by_blame.items() if b != "agent"),

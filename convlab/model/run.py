@@ -74,35 +74,42 @@ class Run(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
     @property
     def df(self) -> pd.DataFrame:
-        """One row per case instance: case_id, variant, repetition, run, status, error, ..."""
+        """One row per case instance: case_id, variant, repetition, run, status, error, ...
+
+        `run` and `repetition` are 0-based indexes (the first run is 0); the tables, cards,
+        tree, console and reports show them counting from 1."""
         from convlab.analysis.frames import instances_frame
 
         return instances_frame(self)
 
     @property
     def turns_df(self) -> pd.DataFrame:
-        """One row per user turn: input, response, status, tool calls, assertion counts."""
+        """One row per user turn: input, response, status, tool calls, assertion counts.
+
+        `turn` is the 0-based turn index (as `ctx.turn`); views show turn 1 for it."""
         from convlab.analysis.frames import turns_frame
 
         return turns_frame(self)
 
     @property
     def assertions_df(self) -> pd.DataFrame:
-        """One row per assertion result (turn, case and suite scope)."""
+        """One row per assertion result (turn, case and suite scope); `turn` is 0-based."""
         from convlab.analysis.frames import assertions_frame
 
         return assertions_frame(self)
 
     @property
     def checkpoints_df(self) -> pd.DataFrame:
-        """One row per checkpoint of every dynamic instance."""
+        """One row per checkpoint of every dynamic instance; `reached_at_turn` is the turn's
+        number counted from 1 (turn index + 1), as the views show turns."""
         from convlab.analysis.frames import checkpoints_frame
 
         return checkpoints_frame(self)
 
     @property
     def tool_calls_df(self) -> pd.DataFrame:
-        """One row per tool call the agent made."""
+        """One row per tool call the agent made; `turn` and `index` (the call's place in its
+        turn) are 0-based."""
         from convlab.analysis.frames import tool_calls_frame
 
         return tool_calls_frame(self)
@@ -115,7 +122,11 @@ class Run(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         interval: str = "wilson",
     ) -> pd.DataFrame:
         """Per-case pass rate, class, pass^k (unbiased and thinkingbox's (c/n)^k), the
-        `interval` ("wilson" or "jeffreys"), goldilocks zone, durations (analysis.stats)."""
+        `interval` ("wilson" or "jeffreys"), goldilocks zone, durations (analysis.stats).
+
+        A DataFrame (every column); a notebook shows its main columns as an interactive
+        table. `stability` is the class the views show (`always fails` for a case that never
+        passes); `classification` is Yao's class, `verdict` the plain words."""
         from convlab.analysis.frames import run_stability
 
         return run_stability(self, k, count_errors_as, by_variant, interval)

@@ -41,8 +41,8 @@ def _pct(value: Any) -> str:
 
 
 Worst = list[tuple[str, float, str, str, str, str]]
-"""(case id, pass rate, class, verdict, first reason the agent did not pass, where the user's
-code raised the exception behind it ('' when none did))"""
+"""(case id, pass rate, stability, verdict, first reason the agent did not pass, where the
+user's code raised the exception behind it ('' when none did))"""
 
 
 def _views(run: Run) -> tuple[dict[str, Any], Worst]:
@@ -62,7 +62,7 @@ def _views(run: Run) -> tuple[dict[str, Any], Worst]:
         (
             cid,
             float(row["pass_rate"]),
-            str(row["classification"]),
+            str(row["stability"]),
             str(row["verdict"]),
             *reasons.get(cid, ("", "")),
         )
@@ -83,7 +83,6 @@ def _rate_line(s: Mapping[str, Any]) -> str:
         if s.get("count_errors_as", "failed") == "failed"
         else "errors left out"
     )
-    flaky = f", {s['flaky_cases']} flaky" if s.get("flaky_cases") else ""
     # thinkingbox's `tb agg` figure: passes / runs with its Jeffreys 95% credible interval
     runs = (
         f" · {_pct(s['mean_pass'])} of runs passed (95% CI {_pct(s.get('mean_pass_ci_low'))}"
@@ -93,10 +92,15 @@ def _rate_line(s: Mapping[str, Any]) -> str:
     )
     return (
         f"pass rate {_pct(s['pass_rate'])} (mean over {cases_rated(s)} cases; {errors}; "
-        f"skipped not counted) · {s['stable_cases']} stable, {s['unstable_cases']} not stable"
-        + flaky
-        + runs
+        f"skipped not counted){stability_roll(s)}" + runs
     )
+
+
+def stability_roll(s: Mapping[str, Any]) -> str:
+    """` · stability: 10 stable, 2 always fails`: the cases by the class the views show; ""
+    when every case ran once (one run says nothing about stability)."""
+    counts = {w: n for w, n in (s.get("stability") or {}).items() if n and w != "one run"}
+    return " · stability: " + ", ".join(f"{n} {w}" for w, n in counts.items()) if counts else ""
 
 
 def cases_rated(s: Mapping[str, Any]) -> str:
@@ -146,8 +150,8 @@ def _run_text(run: Run, s: dict[str, Any], worst: Worst) -> str:
     lines += ["  " + line for line in (blame_line(s), cost_line(s)) if line]
     if worst:
         lines.append("  worst cases:")
-        for cid, rate, cls, verdict, why, at in worst:
-            head = f"    {cid}  {_pct(rate)} {cls} ({verdict})"
+        for cid, rate, cls, _, why, at in worst:
+            head = f"    {cid}  {_pct(rate)} {cls}"
             at = f" (at {at})" if at else ""  # where the user's code raised
             lines.append(head + (f"  {shorten(why, 100)}" if why else "") + at)
     return "\n".join(lines)
@@ -180,8 +184,6 @@ def _counts_html(s: Mapping[str, Any]) -> str:
 def summary_html(s: Mapping[str, Any], title: str = "Summary", extra: str = "") -> str:
     """A card: title, pass rate, a stacked status bar, the counts, the stability roll-up."""
     e = html.escape
-    classes = s.get("classes") or {}
-    roll = ", ".join(f"{n} {c.replace('_', ' ')}" for c, n in classes.items() if n)
     return (
         f"<div class='convlab'><style>{CSS}</style><div class='cl-card'>"
         f"<div class='cl-title'>{e(title)}</div>"
@@ -189,7 +191,6 @@ def summary_html(s: Mapping[str, Any], title: str = "Summary", extra: str = "") 
         f"<span class='cl-muted'>pass rate (mean over {cases_rated(s)} cases)</span></div>"
         f"{_bar(s)}{_counts_html(s)}"
         f"<div class='cl-muted'>{e(_rate_line(s))}</div>"
-        + (f"<div class='cl-muted'>classes: {e(roll)}</div>" if roll else "")
         + _blame_html(s)
         + (f"<div class='cl-muted'>{e(cost)}</div>" if (cost := cost_line(dict(s))) else "")
         + f"{extra}</div></div>"
@@ -218,16 +219,16 @@ def _worst_table(worst: Worst) -> str:
     e = html.escape
     rows = "".join(
         f"<tr><td><code>{e(cid)}</code></td><td>{e(_pct(rate))}</td><td>{e(cls)}</td>"
-        f"<td>{e(verdict)}</td><td title='{e(why)}'>{e(shorten(why, 200))}"
+        f"<td title='{e(why)}'>{e(shorten(why, 200))}"
         + (f" <span class='cl-muted'>at <code>{e(at)}</code></span>" if at else "")
         + "</td></tr>"
-        for cid, rate, cls, verdict, why, at in worst
+        for cid, rate, cls, _, why, at in worst
     )
     if not rows:
         return ""
     return (
         "<table class='cl-small'><thead><tr><th>worst cases</th><th>pass rate</th>"
-        f"<th>class</th><th>verdict</th><th>why</th></tr></thead><tbody>{rows}</tbody></table>"
+        f"<th>stability</th><th>why</th></tr></thead><tbody>{rows}</tbody></table>"
     )
 
 

@@ -25,17 +25,23 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from convlab._util import shorten
-from convlab.notebook._style import CLASS_COLORS
+from convlab.notebook._style import (
+    CLASS_COLORS,
+    LIGHT,
+    STABILITY_COLORS,
+    STABILITY_TEXT_COLORS,
+    STATUS_COLORS,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
-    "CLASS_LABELS",
     "CONFIG",
     "NO_VERDICT",
     "NO_VERDICT_COLOR",
     "PLOTLY_MIME",
+    "STABILITY_LABELS",
     "TOP_AXIS_AT",
     "as_frame",
     "axis_for_cases",
@@ -54,19 +60,24 @@ __all__ = [
     "row_height",
     "runs_note",
     "short",
+    "stability_color",
+    "stability_text_color",
 ]
 
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 CONFIG: dict[str, Any] = {"displaylogo": False, "responsive": True}
 """Plotly.js config for both the mimetype and the HTML div (no logo; follow the cell width)."""
 
-CLASS_LABELS = {
-    "stable": "stable (100%)",
-    "mostly_stable": "mostly stable (80-99%)",
-    "unstable": "unstable (50-79%)",
-    "highly_unstable": "highly unstable (<50%)",
+STABILITY_LABELS = {
+    "stable": "stable (every run passed)",
+    "mostly stable": "mostly stable (flaky, 80-99%)",
+    "unstable": "unstable (flaky, 50-79%)",
+    "highly unstable": "highly unstable (flaky, <50%)",
+    "always fails": "always fails (no run passed)",
+    "one run": "one run (too few to tell)",
 }
-"""Yao's stability classes in words, with their pass-rate ranges (best first)."""
+"""`stability` in a legend (best first): a case that fails every run is `always fails`, never
+unstable; the flaky ones carry Yao's pass-rate ranges."""
 NO_VERDICT = "no verdict (not run)"
 NO_VERDICT_COLOR = "#8c959f"
 _INK = "#1f2328"
@@ -236,8 +247,24 @@ def axis_for_cases(labels: Sequence[str], ticks: Sequence[str]) -> dict[str, Any
 
 
 def class_color(cls: Any) -> str:
-    """The palette colour of a stability class (grey for no verdict)."""
+    """The palette colour of one of Yao's classes (a rate band; grey for none)."""
     return CLASS_COLORS.get(str(cls), NO_VERDICT_COLOR)
+
+
+_ONCE = {"passed (one run)": "passed", "failed (one run)": "failed"}
+"""A case run once, in a chart: coloured by that run's result."""
+
+
+def stability_color(word: Any) -> str:
+    """The fill colour of a `stability` word in a chart (grey for no verdict)."""
+    once = _ONCE.get(str(word))
+    return STATUS_COLORS[once] if once else STABILITY_COLORS.get(str(word), NO_VERDICT_COLOR)
+
+
+def stability_text_color(word: Any) -> str:
+    """The colour of a `stability` word's chart text on a light background (4.5:1 or more)."""
+    once = _ONCE.get(str(word))
+    return LIGHT[once] if once else STABILITY_TEXT_COLORS.get(str(word), LIGHT["muted"])
 
 
 def _plain(title: Any) -> str:

@@ -139,8 +139,8 @@ def durations(data: Any) -> Any:
                         esc(ids[i]),
                         esc(status),
                         f"<br>variant {esc(keys[0][i])}" if str(keys[0][i]) else "",
-                        esc(keys[1][i]),
-                        esc(keys[2][i]),
+                        esc(_from_one(keys[1][i])),
+                        esc(_from_one(keys[2][i])),
                     ]
                     for i in idx
                 ],
@@ -324,6 +324,11 @@ def _order_seed(funnels: list[dict[str, Any]]) -> dict[str, Any]:
         "hoverinfo": "skip",
         "showlegend": False,
     }
+
+
+def _from_one(index: Any) -> Any:
+    """A 0-based run or repetition index as people count it (from 1)."""
+    return index + 1 if isinstance(index, int | float) and not isinstance(index, bool) else index
 
 
 def _funnel(cid: str, tick: str, cps: list[tuple[str, list[Any]]], n: int) -> dict[str, Any]:

@@ -71,6 +71,8 @@ _SHOWN = (
     "mostly_stable",
     "unstable",
     "highly_unstable",
+    "always_fails",
+    "one_run",
     "flaky",
     "not_agent",
     "total_tokens",
@@ -194,7 +196,7 @@ def leaderboard_bundle(lb: Leaderboard | pd.DataFrame) -> dict[str, Any]:
     text = pd.DataFrame(lb).to_string(index=False, max_cols=12)
     return {
         "text/plain": f"{lb.attrs.get('note', '')}\n\n{text}",
-        "text/html": leaderboard_table(lb).to_html() + _changes_section(changes, base),
+        "text/html": leaderboard_table(lb)._repr_html_() + _changes_section(changes, base),
     }
 
 

@@ -34,6 +34,9 @@ __all__ = [
     "GLYPHS",
     "LIGHT",
     "PAGE_BODY_CSS",
+    "STABILITY_COLORS",
+    "STABILITY_CSS",
+    "STABILITY_TEXT_COLORS",
     "STATUS_COLORS",
     "STATUS_CSS",
     "TABLE_CSS",
@@ -158,6 +161,36 @@ VERDICT_COLORS = {
 }
 """`Run.stability()`'s plain-word verdict -> colour."""
 
+STABILITY_COLORS = {
+    "stable": CLASS_COLORS["stable"],
+    "mostly stable": CLASS_COLORS["mostly_stable"],
+    "unstable": CLASS_COLORS["unstable"],
+    "highly unstable": LIGHT["error"],  # orange: red is for a case that never passes
+    "always fails": CLASS_COLORS["highly_unstable"],
+    "one run": LIGHT["accent"],
+}
+"""`Run.stability()`'s `stability`, the class the views show -> fill colour of a chart mark."""
+
+STABILITY_TEXT_COLORS = {
+    "stable": LIGHT["passed"],
+    "mostly stable": LIGHT["mostly"],
+    "unstable": LIGHT["warn"],
+    "highly unstable": LIGHT["error"],
+    "always fails": LIGHT["failed"],
+    "one run": LIGHT["muted"],
+}
+"""`stability` -> colour of chart text on a light background (4.5:1 or more)."""
+
+STABILITY_CSS = {
+    "stable": css_color("passed"),
+    "mostly stable": css_color("mostly"),
+    "unstable": css_color("warn"),
+    "highly unstable": css_color("error"),
+    "always fails": css_color("failed"),
+    "one run": css_color("muted"),
+}
+"""`stability` -> the theme-following colour for text (a badge in a table)."""
+
 BLAME_COLORS = {
     "agent": css_color("failed"),
     "simulator": css_color("warn"),
@@ -181,13 +214,15 @@ GLYPHS = {
     "passed": "✓",
     "failed": "✗",
     "error": "!",
-    "timeout": "⏱",
+    "timeout": "◷",
     "skipped": "○",
     "cancelled": "■",
     "blocked": "⊘",
     "running": "…",
 }
-"""Status -> a glyph that needs no emoji font."""
+"""Status -> a glyph that needs no emoji font: each is in common text fonts (DejaVu Sans,
+Segoe UI Symbol, Apple Symbols), so a page falls back to one of them, never to an empty box.
+(U+23F1, the stopwatch, is only in emoji fonts: a box where there is none.)"""
 
 
 def _declarations(palette: dict[str, str], host: bool) -> str:

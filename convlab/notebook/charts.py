@@ -16,17 +16,16 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from convlab.analysis.stats import INTERVALS
+from convlab.analysis.stats import INTERVALS, stability_word
 from convlab.model.run import Run
 from convlab.notebook._charts_base import (
-    CLASS_LABELS,
     NO_VERDICT,
+    STABILITY_LABELS,
     TOP_AXIS_AT,
     as_frame,
     axis_for_cases,
     base_layout,
     case_labels,
-    class_color,
     esc,
     list_cases,
     need,
@@ -37,10 +36,12 @@ from convlab.notebook._charts_base import (
     row_height,
     runs_note,
     short,
+    stability_color,
+    stability_text_color,
 )
 from convlab.notebook._charts_compare import compare_figure
 from convlab.notebook._charts_run import checkpoints, durations, turns
-from convlab.notebook._style import CLASS_COLORS, CLASS_TEXT_COLORS, LIGHT
+from convlab.notebook._style import STABILITY_COLORS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -58,7 +59,7 @@ __all__ = [
     "turns",
 ]
 
-_STABILITY_NEEDS = ("case_id", "runs", "passed", "pass_rate", "ci_low", "ci_high", "classification")
+_STABILITY_NEEDS = ("case_id", "runs", "passed", "pass_rate", "ci_low", "ci_high")
 _INSTANCE_NEEDS = ("case_id", "status")
 _STABILITY_HINT = "a Run, run.stability() or run.df"
 
@@ -76,7 +77,7 @@ class RunPlots:
     """`run.plot`: the charts of one run, each a Plotly figure (`Figure`)."""
 
     _CHARTS = {
-        "pass_rates": "pass rate per case, coloured by class, 95% interval (Wilson or Jeffreys)",
+        "pass_rates": "pass rate per case by stability, 95% interval (Wilson or Jeffreys)",
         "stability": "number of cases per stability class",
         "durations": "duration of every instance per case (box and points)",
         "checkpoints": "how many dynamic instances reached each checkpoint (funnel)",
@@ -87,12 +88,12 @@ class RunPlots:
         self.run = run
 
     def pass_rates(self, interval: str = "wilson") -> Any:
-        """Pass rate per case (worst first), coloured by class, with 95% intervals:
+        """Pass rate per case (worst first), coloured by stability, with 95% intervals:
         `interval="wilson"` (default) or thinkingbox's `"jeffreys"`."""
         return pass_rates(self.run, interval)
 
     def stability(self) -> Any:
-        """Cases per stability class (stable -> highly unstable)."""
+        """Cases per stability class (stable -> always fails, then one run)."""
         return stability(self.run)
 
     def durations(self) -> Any:
@@ -143,12 +144,24 @@ def stability_frame(data: Any, chart: str, interval: str | None = None) -> pd.Da
     raise AssertionError  # pragma: no cover - need() raised
 
 
-def _class_name(value: Any) -> str:
-    return str(value) if str(value) in CLASS_COLORS else ""
+_ONE_RUN = ("passed (one run)", "failed (one run)")
+"""A case run once has no stability; its bar still says whether that run passed."""
+
+
+def _one_run_by_result(row: dict[str, Any], word: str) -> str:
+    if word != "one run":
+        return word
+    return _ONE_RUN[0] if num(row["passed"], 0.0) else _ONE_RUN[1]
+
+
+def _stability(row: dict[str, Any]) -> str:
+    """A row's `stability` word ("" when it has no counted run), from its runs and passes."""
+    runs, passed = num(row["runs"], 0.0), num(row["passed"], 0.0)
+    return stability_word(int(runs), int(passed))
 
 
 def pass_rates(data: Any, interval: str | None = None) -> Any:
-    """Pass rate per case, worst first, coloured by stability class, whiskers = 95% interval.
+    """Pass rate per case, worst first, coloured by `stability`, whiskers = 95% interval.
 
     `data`: a Run, `run.stability()` (also by variant) or `run.df`. `interval`: "wilson"
     (default) or thinkingbox's "jeffreys" credible interval; a stability frame brings its own.
@@ -161,14 +174,14 @@ def pass_rates(data: Any, interval: str | None = None) -> Any:
     kind = str(st.attrs.get("interval", interval or "wilson")).capitalize()
     labels = case_labels(st)
     rows = [
-        {**r, "label": label, "cls": _class_name(r["classification"])}
+        {**r, "label": label, "cls": _one_run_by_result(r, _stability(r))}
         for r, label in zip(records(st), labels, strict=True)
     ]
     rows.sort(key=lambda r: (not r["cls"], num(r["pass_rate"], 101.0)))
     cats = [esc(r["label"]) for r in rows]
     n = len(rows)
     traces = []
-    for cls in (*CLASS_COLORS, ""):
+    for cls in (*STABILITY_COLORS, *_ONE_RUN, ""):
         group = [r for r in rows if r["cls"] == cls]
         if group:
             traces.append(_rate_bars(cls, group))
@@ -186,7 +199,7 @@ def pass_rates(data: Any, interval: str | None = None) -> Any:
             }
         )
     right = [  # counts in the class colour: a 0% bar has no bar to colour
-        f"<span style='color:{CLASS_TEXT_COLORS.get(r['cls'], LIGHT['muted'])}'>"
+        f"<span style='color:{stability_text_color(r['cls'])}'>"
         + (f"{r['passed']}/{r['runs']}" if r["cls"] else "not run")
         + "</span>"
         for r in rows
@@ -221,10 +234,10 @@ def _rate_bars(cls: str, group: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "type": "bar",
         "orientation": "h",
-        "name": CLASS_LABELS.get(cls, NO_VERDICT),
+        "name": STABILITY_LABELS.get(cls, cls or NO_VERDICT),
         "x": rates,
         "y": [esc(r["label"]) for r in group],
-        "marker": {"color": class_color(cls), "line": {"width": 0}},
+        "marker": {"color": stability_color(cls), "line": {"width": 0}},
         "error_x": {
             "type": "data",
             "symmetric": False,
@@ -242,15 +255,14 @@ def _rate_bars(cls: str, group: list[dict[str, Any]]) -> dict[str, Any]:
                 int(r["passed"]),
                 pct(r["ci_low"]),
                 pct(r["ci_high"]),
-                CLASS_LABELS.get(cls, NO_VERDICT),
+                STABILITY_LABELS.get(cls, cls or NO_VERDICT),
                 pct(r["pass_rate"]),
-                esc(r.get("verdict") or ""),
             ]
             for r in group
         ],
         "hovertemplate": (
             "<b>%{customdata[0]}</b><br>pass rate %{customdata[6]}: "
-            "%{customdata[2]} of %{customdata[1]} runs passed (%{customdata[7]})<br>"
+            "%{customdata[2]} of %{customdata[1]} runs passed<br>"
             "95% CI %{customdata[3]} to %{customdata[4]}<br>%{customdata[5]}<extra></extra>"
         ),
     }
@@ -286,7 +298,7 @@ def _class_lines() -> list[dict[str, Any]]:
 
 
 def stability(data: Any) -> Any:
-    """How many cases fall in each stability class, stable -> highly unstable.
+    """How many cases fall in each `stability` class, stable -> always fails, one run last.
 
     Every class is shown, even with no case, so charts of different runs read alike. The
     unit is cases (case x variant rows for a by-variant table); hover lists the cases.
@@ -294,19 +306,19 @@ def stability(data: Any) -> Any:
     st = stability_frame(data, "stability")
     labels = case_labels(st)
     unit = "case/variant rows" if "variant" in st.columns else "cases"
-    groups: dict[str, list[str]] = {cls: [] for cls in CLASS_COLORS}
-    for label, cls in zip(labels, st["classification"], strict=True):
-        groups.setdefault(_class_name(cls) or NO_VERDICT, []).append(label)
+    groups: dict[str, list[str]] = {cls: [] for cls in STABILITY_COLORS}
+    for label, row in zip(labels, records(st), strict=True):
+        groups.setdefault(_stability(row) or NO_VERDICT, []).append(label)
     if not groups.get(NO_VERDICT, True):
         groups.pop(NO_VERDICT, None)
     total = sum(len(v) for v in groups.values())
-    names = [CLASS_LABELS.get(k, k) for k in groups]
+    names = [STABILITY_LABELS.get(k, k) for k in groups]
     counts = [len(v) for v in groups.values()]
     bar = {
         "type": "bar",
         "x": names,
         "y": counts,
-        "marker": {"color": [class_color(k) for k in groups]},
+        "marker": {"color": [stability_color(k) for k in groups]},
         "text": [f"{c} ({pct(100 * c / total) if total else '0%'})" for c in counts],
         "textposition": "outside",
         "cliponaxis": False,
@@ -316,10 +328,11 @@ def stability(data: Any) -> Any:
     }
     layout = base_layout(
         f"Stability classes — {total} {unit}",
-        f"{runs_note(list(st['runs']))}; class from the pass rate over the runs (Yao's classes)",
+        f"{runs_note(list(st['runs']))}; a flaky case by its pass rate (Yao's ranges), a case "
+        "that never passed apart",
     )
     layout.update(
-        xaxis={"type": "category", "title": {"text": "stability class (pass-rate range)"}},
+        xaxis={"type": "category", "title": {"text": "stability"}},
         yaxis={
             "title": {"text": f"number of {unit}"},
             "rangemode": "tozero",

@@ -136,10 +136,11 @@ def _suite_card(suite: Suite) -> str:
 
 
 def suite_html(suite: Suite) -> str:
-    """The suite's card and an interactive table of its cases."""
+    """The suite's card and an interactive table of its cases (a notebook output: the table
+    carries the DataTables bundle only where it is the page's carrier)."""
     from convlab.notebook.tables import suite_table
 
-    return _suite_card(suite) + suite_table(suite).to_html()
+    return _suite_card(suite) + suite_table(suite).after_card_html()
 
 
 def suite_bundle(suite: Suite) -> dict[str, Any]:
@@ -155,7 +156,7 @@ def run_bundle(run: Run) -> dict[str, Any]:
     runs = int(run.settings.get("runs", 1) or 1)
     table = run_table(run, "cases" if runs > 1 else "instances")
     text, card = run_card(run)
-    return {"text/plain": text, "text/html": card + table.to_html()}
+    return {"text/plain": text, "text/html": card + table.after_card_html()}
 
 
 def summary_bundle(summary: Mapping[str, Any]) -> dict[str, Any]:
@@ -180,4 +181,5 @@ def comparison_bundle(comparison: Any) -> dict[str, Any]:
             f"<div class='convlab'><style>{CSS}{DIFF_CSS}</style><div class='cl-title'>What "
             f"changed in the agent</div>{changes}</div>"
         )
-    return {"text/plain": text, "text/html": compare_table(comparison).to_html() + changes}
+    table = compare_table(comparison)._repr_html_()
+    return {"text/plain": text, "text/html": table + changes}

@@ -246,6 +246,8 @@ class LiveTree:
         return (self.t_end or time.monotonic()) - self.t0
 
     def _header_html(self) -> str:
+        if self.t0 is None:  # before the run has planned its instances: no "0/0"
+            return f"<div class='convlab'><style>{CSS}</style><b>planning…</b></div>"
         done = sum(self.counts.values())
         counts = dict(self.counts, running=len(self.running))
         spans = [
@@ -376,5 +378,6 @@ class LiveTree:
             return dict(final)
         data = dict(self.box._repr_mimebundle_() or {})
         data["text/html"] = self.snapshot_html()
-        data["text/plain"] = f"convlab run: {sum(self.counts.values())}/{self.total} instances"
+        n = f"{sum(self.counts.values())}/{self.total} instances"
+        data["text/plain"] = f"convlab run: {'planning…' if self.t0 is None else n}"
         return data

@@ -273,8 +273,9 @@ def summary_block(
         rows.append(
             (
                 "Cases",
-                f"{sm['cases']} ({sm['stable_cases']} stable, {sm['unstable_cases']} unstable, "
-                f"{sm['flaky_cases']} flaky)",
+                f"{sm['cases']} ("
+                + (", ".join(f"{n} {w}" for w, n in sm["stability"].items() if n) or "none run")
+                + ")",
             )
         )
     took = duration(seconds)
@@ -320,22 +321,22 @@ def _verdict(
 
 
 def stability_table(run: Run, g: Glyphs, s: Style) -> list[str]:
-    """Yao's per-case stability table (case, runs, passed, pass rate, class) and the verdict."""
+    """Yao's per-case stability table: case, runs, passed, pass rate and `stability` (Yao's
+    class for a flaky case; `stable`, `always fails` or `one run` otherwise)."""
     df = run.stability(count_errors_as=str(run.summary.get("count_errors_as", "failed")))
-    head: tuple[str, ...] = ("Case", "Runs", "Passed", "Pass rate", "Class", "Verdict")
+    head: tuple[str, ...] = ("Case", "Runs", "Passed", "Pass rate", "Stability")
     rows: list[tuple[str, ...]] = [
         (
             clip(rec["case_id"], 40, g.ellipsis),
             str(rec["runs"]),
             str(rec["passed"]),
             _rate(rec["pass_rate"]),
-            str(rec["classification"] or "-"),
-            str(rec["verdict"] or "-"),
+            str(rec["stability"] or "-"),
             str(rec.get("not_agent_blame") or ""),
         )
         for rec in df.to_dict("records")
     ]
-    right: tuple[bool, ...] = (False, True, True, True, False, False)
+    right: tuple[bool, ...] = (False, True, True, True, False)
     if any(row[-1] for row in rows):  # failures left out of the pass rate, by blame
         head, right = (*head, "Not the agent's"), (*right, False)
     else:

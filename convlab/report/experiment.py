@@ -61,10 +61,10 @@ def _tradeoffs(exp: Experiment) -> list[Any]:
 
 def experiment_html_report(exp: Experiment) -> str:
     """A standalone offline HTML page for `exp` (no kernel, no network)."""
+    from convlab.notebook._bundle import one_bundle
     from convlab.notebook._cards import run_html
     from convlab.notebook._experiment_view import experiment_card
     from convlab.notebook._style import PAGE_BODY_CSS, THEME_CSS
-    from convlab.notebook.tables import dedupe_bundles
     from convlab.report.notebook import plotly_script, without_itables_links
 
     meta = [exp.status, f"started {exp.started_at}" if exp.started_at else "", f"id {exp.id}"]
@@ -88,7 +88,7 @@ def experiment_html_report(exp: Experiment) -> str:
         f"<title>{_e(_title(exp))}</title>\n<style>{PAGE_BODY_CSS}{THEME_CSS}{_PAGE_CSS}</style>\n"
         f"{plotly_script()}\n</head>\n<body>\n"
         '<main class="convlab">\n'
-        + without_itables_links(dedupe_bundles("\n".join(sections)))
+        + without_itables_links(one_bundle("\n".join(sections)))  # the table script, once
         + "\n</main>\n</body>\n</html>\n"
     )
 

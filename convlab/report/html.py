@@ -107,7 +107,7 @@ def instance_html(r: CaseResult) -> str:
     title = (
         f"<code>{_e(r.case_id)}</code>"
         + (f" [{_e(variant)}]" if variant else "")
-        + f" run {r.run}{f' rep {r.repetition}' if r.repetition else ''} · "
+        + f" run {r.run + 1}{f' rep {r.repetition + 1}' if r.repetition else ''} · "
         f'<span style="color:{color}">{_e(r.status)}</span>'
         + (
             f' · <span class="cl-blame cl-blame-{_e(r.blame)}">blame: {_e(r.blame)}</span>'
@@ -177,7 +177,7 @@ class Failures:
         bad = [r for r in self.run.results if r.status != "passed"]
         lines = [f"{len(bad)} instance(s) did not pass"]
         lines += [
-            f"  {r.case_id} run {r.run}: {r.status} {r.error or ''}" for r in bad[: self.limit]
+            f"  {r.case_id} run {r.run + 1}: {r.status} {r.error or ''}" for r in bad[: self.limit]
         ]
         return {"text/plain": "\n".join(lines), "text/html": failures_html(self.run, self.limit)}
 

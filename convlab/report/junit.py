@@ -41,8 +41,8 @@ def _name(r: CaseResult, repeated: bool) -> str:
     from convlab.model.records import variant_label
 
     name = r.case_id + (f"[{variant_label(r.variant)}]" if r.variant else "")
-    rep = f", rep {r.repetition}" if r.repetition else ""
-    return name + (f" (run {r.run}{rep})" if repeated else "")
+    rep = f", rep {r.repetition + 1}" if r.repetition else ""
+    return name + (f" (run {r.run + 1}{rep})" if repeated else "")
 
 
 def _assertion_lines(a: AssertionResult, where: str) -> list[str]:

@@ -137,12 +137,12 @@ def run_markdown(run: Run) -> str:
             str(r["runs"]),
             str(r["passed"]),
             _pct(r["pass_rate"]),
-            cell(r["classification"]),
+            cell(r["stability"]),
             cell(r["not_agent_blame"]) or "-",
         ]
         for r in stab.to_dict("records")
     ]
-    head = ["case", "runs", "passed", "pass rate", "class", "not the agent's"]
+    head = ["case", "runs", "passed", "pass rate", "stability", "not the agent's"]
     lines += _table(head, rows)
     bad = df[df["status"] != "passed"]
     lines += ["", "## Failures", ""]
@@ -153,8 +153,8 @@ def run_markdown(run: Run) -> str:
             [
                 code(r["case_id"]),
                 cell(r["variant"]),
-                str(r["run"]),
-                str(r["repetition"]),
+                str(r["run"] + 1),  # people count from 1; Run.df from 0
+                str(r["repetition"] + 1),
                 cell(r["status"]),
                 cell(r["blame"] or ""),
                 cell(r["error"], _REASON_LIMIT) + _at(r.get("error_location")),

@@ -10,8 +10,9 @@ Why the exporter is configured as it is:
   read it, and it is left out of the page.
 - Plotly figures ship `text/html` without plotly.js; `plotly.min.js` from the installed plotly
   package is inlined once, in the head, when the notebook has a figure.
-- itables tables need the DataTables bundle the first table's output carries (offline mode);
-  that output is `text/html`, so it is kept as is.
+- itables tables need the DataTables bundle, which one table output per kernel session carries
+  (convlab.notebook._bundle); the page keeps exactly one loader, and gets one when no output
+  had it.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from convlab._util import folder_for
 from convlab.analysis.io import register_saver, write_atomic
 from convlab.errors import ConvlabError, MissingDependencyError
+from convlab.report._nbkeep import drop_dead_widgets, local_sockets, notebook_title
 
 if TYPE_CHECKING:
     from nbformat import NotebookNode
@@ -38,6 +40,7 @@ __all__ = [
     "ReportInputError",
     "execute_notebook",
     "export_html",
+    "notebook_title",
     "render_report",
     "run_notebook",
     "without_itables_links",
@@ -105,23 +108,33 @@ def _execute(nb: NotebookNode, cwd: Path, timeout: float, label: str) -> Noteboo
     Jupyter) and becomes a NotebookError naming that cell: a report must never be half a report.
     """
     _require("nbclient", "ipykernel")
-    from jupyter_client.kernelspec import NoSuchKernel
     from nbclient import NotebookClient
-    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
     running: list[int] = []  # the 1-based position of the cell being run
 
     def started(cell: Any, cell_index: int) -> None:
         running[:] = [cell_index + 1]
 
-    client = NotebookClient(
-        nb,
-        timeout=max(1, round(timeout)),
-        kernel_name="python3",
-        resources={"metadata": {"path": str(cwd)}},
-        store_widget_state=True,
-        on_cell_start=started,
-    )
+    with local_sockets() as config:
+        client = NotebookClient(
+            nb,
+            config=config,
+            timeout=max(1, round(timeout)),
+            kernel_name="python3",
+            resources={"metadata": {"path": str(cwd)}},
+            store_widget_state=True,
+            on_cell_start=started,
+        )
+        _run(client, label, running, timeout)
+    drop_dead_widgets(nb)
+    return nb
+
+
+def _run(client: Any, label: str, running: list[int], timeout: float) -> None:
+    """`client.execute()`, its failures turned into a NotebookError naming the cell."""
+    from jupyter_client.kernelspec import NoSuchKernel
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+
     try:
         client.execute()
     except CellExecutionError as exc:
@@ -132,7 +145,6 @@ def _execute(nb: NotebookNode, cwd: Path, timeout: float, label: str) -> Noteboo
         raise NotebookError(label, _at(running), "DeadKernelError", str(exc)) from None
     except (NoSuchKernel, RuntimeError) as exc:  # no python3 kernel; it did not start in time
         raise NotebookError(label, _at(running), type(exc).__name__, str(exc)) from None
-    return nb
 
 
 def _at(running: list[int]) -> int | None:
@@ -181,18 +193,21 @@ def plotly_script() -> str:
     return '<script type="text/javascript">' + js.replace("</script", "<\\/script") + "</script>"
 
 
-def export_html(nb: NotebookNode, *, keep_widget_state: bool = False) -> str:
+def export_html(
+    nb: NotebookNode, *, keep_widget_state: bool = False, name: str | None = None
+) -> str:
     """The executed notebook as one self-contained HTML page that works offline.
 
-    `keep_widget_state=True` keeps nbclient's saved widget state in the page, for a reader
-    that brings its own widget manager; convlab's own views never need it.
+    The page's title is the notebook's `title` metadata, else its first heading, else `name`
+    (the file's stem, say). `keep_widget_state=True` keeps nbclient's saved widget state in
+    the page, for a reader that brings its own widget manager; convlab's views never need it.
     """
     _require("nbconvert")
     from jinja2 import DictLoader
     from nbconvert import HTMLExporter
     from traitlets.config import Config
 
-    from convlab.notebook.tables import dedupe_bundles
+    from convlab.notebook._bundle import one_bundle
 
     config = Config()
     config.NbConvertBase.display_data_priority = DISPLAY_PRIORITY
@@ -213,8 +228,9 @@ def export_html(nb: NotebookNode, *, keep_widget_state: bool = False) -> str:
     page_nb = copy.deepcopy(nb)
     if not keep_widget_state:
         page_nb.metadata.pop("widgets", None)
+    page_nb.metadata["title"] = notebook_title(nb, name)
     body, _ = exporter.from_notebook_node(page_nb)
-    body = dedupe_bundles(body)  # each table output carries the DataTables bundle; keep one
+    body = one_bundle(body)  # the DataTables bundle once, wherever the outputs had it
     if _has_plotly(page_nb):
         body = body.replace("</head>", plotly_script() + "\n</head>", 1)
     return without_itables_links(follow_color_scheme(str(body)))
@@ -395,7 +411,7 @@ def render_report(
         folder_for(out)  # the notebook runs where it will live
         nb = run_notebook(src, timeout=timeout, cwd=out.resolve().parent)
     if html_out:
-        write_atomic(out, export_html(nb))
+        write_atomic(out, export_html(nb, name=src.stem))
     else:
         import nbformat
 
