@@ -63,3 +63,32 @@ def test_a_failing_settings_override_does_not_stop_the_run(tmp_path: Path) -> No
     run = cl.run(suite(tmp_path), Odd(echo, name="odd"), progress=False)
     assert run.summary["passed"] == 1
     assert run.agent_settings == {"spec": "odd", "settings_error": "KeyError: 'model'"}
+
+
+def test_a_short_dummy_key_leaves_prompt_model_and_spec_intact(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """`api_key="x"` (how local servers are called) masks nothing in free text: the prompt,
+    the model and the spec read as written in the run, the history and the experiment's
+    "what changed" (before, every letter x became `***`: "e***pense")."""
+    monkeypatch.setenv("CONVLAB_HOME", str(tmp_path / "home"))
+    system = "You are an expense assistant. Be exact."
+    with DemoServer(latency_ms=1) as base:
+        agents = {
+            key: cl.agents.openai("expense", base_url=base, api_key=key, system=system + n)
+            for n, key in (("", "x"), (" Be brief.", "EMPTY"), (" Be kind.", "sk-1"))
+        }
+        exp = cl.run(suite(tmp_path), agents, progress=False)
+    for key, run in exp.runs.items():
+        got = run.agent_settings
+        assert got["model"] == "expense", key
+        assert got["spec"] == "openai:expense", key
+        assert got["system"].startswith("You are an expense assistant."), key
+        assert "***" not in run.to_json(), key
+    past = cl.history()
+    assert set(past["model"]) == {"expense"}
+    back = cl.load_run(int(past["id"].iloc[0]))
+    assert back.agent_settings["system"].startswith("You are an expense assistant.")
+    changes = exp.leaderboard().attrs["changes"]
+    assert changes and "***" not in repr(changes)
+    assert "***" not in cl.compare(exp.runs["x"], exp.runs["EMPTY"]).agent_changes.to_string()

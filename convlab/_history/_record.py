@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from convlab._history import _db
+from convlab.agents._secret import SHORTEST_SECRET
 from convlab.engine.store import write_run
 from convlab.errors import HistoryError
 from convlab.model.run import Run
@@ -47,7 +48,7 @@ def runs_folder() -> Path:
 
 def _env_secrets() -> list[str]:
     return sorted(
-        (v for k, v in os.environ.items() if _SECRET_ENV.search(k) and len(v) >= 8),
+        (v for k, v in os.environ.items() if _SECRET_ENV.search(k) and len(v) >= SHORTEST_SECRET),
         key=len,
         reverse=True,
     )

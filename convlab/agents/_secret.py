@@ -10,7 +10,20 @@ import os
 import urllib.parse
 from collections.abc import Mapping
 
-__all__ = ["Secret", "basic_credentials", "header_secrets", "safe_url", "url_secrets"]
+__all__ = [
+    "SHORTEST_SECRET",
+    "Secret",
+    "basic_credentials",
+    "header_secrets",
+    "safe_url",
+    "url_secrets",
+]
+
+SHORTEST_SECRET = 8
+"""A value shorter than this is never masked in free text. Short dummy keys (`x`, `-`,
+`EMPTY`, `sk-1`) are how local servers are called; masking every `x` would garble each
+recorded prompt, model and reply ("e***pense"). A field that holds the key itself is still
+shown as `***` whatever its length (the history masks secret-named keys)."""
 
 
 class Secret:
@@ -55,9 +68,9 @@ class Secret:
         """The value itself, for the one place that sends it."""
         return self._value
 
-    def redact(self, text: str, shortest: int = 1) -> str:
-        """`text` with every occurrence of the secret (and the extra values) replaced by `***`
-        (but values shorter than `shortest`: recordings keep a reply intact for a key `x`)."""
+    def redact(self, text: str, shortest: int = SHORTEST_SECRET) -> str:
+        """`text` with every occurrence of the secret (and the extra values) replaced by `***`,
+        but values shorter than `shortest` (`SHORTEST_SECRET`): a key `x` leaves text intact."""
         for value in (self._value, *self._more):
             if value and len(value) >= shortest:
                 text = text.replace(value, "***")

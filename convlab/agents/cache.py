@@ -65,8 +65,6 @@ __all__ = [
 CacheMode = Literal["record", "replay", "auto"]
 CACHE_MODES: tuple[str, ...] = ("record", "replay", "auto")
 FORMAT = 1
-SHORTEST_SECRET = 6
-"""Secrets at least this long are masked in recordings; shorter ones are test values (`x`)."""
 """The recording file format; a file of another format is a miss, never misread."""
 
 _MARK = "__convlab_cached__"
@@ -396,7 +394,7 @@ class _Answer(Protocol):
 
 
 class _Secret(Protocol):
-    def redact(self, text: str, shortest: int = 1) -> str: ...
+    def redact(self, text: str) -> str: ...
 
 
 async def http_exchange(
@@ -419,9 +417,7 @@ async def http_exchange(
     scope = _SCOPE.get()
     assert scope is not None, "http_exchange needs a recording() scope"
 
-    def redact(text: str) -> str:
-        return secret.redact(text, shortest=SHORTEST_SECRET)
-
+    redact = secret.redact
     text = redact(body.decode("utf-8", "replace"))
     try:  # the agents' bodies are msgspec's own output: it reads them back fastest
         sent, plain = _DECODER.decode(text), True
