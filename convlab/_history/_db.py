@@ -96,7 +96,7 @@ def private_folder(folder: Path) -> Path:
     """`folder`, made if missing readable by its owner only (0700); one that exists keeps
     its mode (CONVLAB_HOME may name a folder the user shares on purpose)."""
     if not folder.is_dir():
-        folder_for(folder / "x")  # a clear error when a part of the path is a file
+        folder_for(folder)  # its parents; a clear error when a part of the path is a file
         with contextlib.suppress(FileExistsError):
             folder.mkdir(mode=0o700)
     return folder
