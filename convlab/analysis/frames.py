@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+import sys
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from convlab.engine._gc import paused_gc
@@ -321,11 +322,33 @@ def case_rollup(
     return latest, {key[0]: case_row(t, mode) for key, t in tallies.items()}
 
 
+class _Repeated(Exception):
+    """An instance key came twice while streaming (a result recorded again, or two keys
+    with one hash): the summary is made from the latest rows instead."""
+
+
+def _each_latest(run: Run) -> Iterator[InstanceRow]:
+    """Every result's row, one at a time, none kept; `_Repeated` when a key comes again (then
+    only the latest of its rows may count: `instance_rows` decides)."""
+    results = run.results
+    rows = results.each_row() if isinstance(results, Results) else map(instance_row, results)
+    seen: set[int] = set()
+    for row in rows:
+        key = hash(row.key)
+        if key in seen:
+            raise _Repeated
+        seen.add(key)
+        yield row
+
+
 def run_summary(run: Run, count_errors_as: str = "failed") -> dict[str, Any]:
     """`Run.summary`: totals by status (latest record per instance), the stability roll-up,
-    and the tokens and cost of the model calls."""
-    latest, rows = case_rollup(run, count_errors_as)
-    return summary_from(run, latest, rows, count_errors_as)
+    and the tokens and cost of the model calls. One pass over the results, holding no row of
+    them (a few bytes per instance), unless an instance was recorded twice."""
+    try:
+        return _summary(run, _each_latest(run), count_errors_as)
+    except _Repeated:
+        return _summary(run, instance_rows(run), count_errors_as)
 
 
 def summary_from(
@@ -335,20 +358,51 @@ def summary_from(
     count_errors_as: str = "failed",
 ) -> dict[str, Any]:
     """`run_summary` from the `case_rollup` already made."""
-    from convlab.analysis.stats import counting_mode, summary_of
+    return _summary(run, latest, count_errors_as, rows)
 
-    summary = summary_of(
-        [r.status for r in latest],
-        list(rows.values()),
-        counting_mode(count_errors_as),
-        [r.blame for r in latest],
-    )
-    cost = math.fsum(r.cost_usd for r in latest)
+
+def _summary(
+    run: Run,
+    latest: Iterable[InstanceRow],
+    count_errors_as: str,
+    case_rows: dict[str, dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """The summary of the latest rows, read once, in any order; the case rows are made in the
+    same pass unless given, and only one is held at a time."""
+    from convlab.analysis.stats import case_row, counting_mode, summary_of, tally_rows
+
+    mode = counting_mode(count_errors_as)
+    statuses: list[str] = []
+    blames: list[str | None] = []
+    costs: list[float] = []
+    tokens = {"agent": 0, "simulator": 0, "judge": 0}
+    order = suite_order(run)
+    ids = {cid: cid for cid in order}  # the suite's own strings, not one decoded per row
+    intern = sys.intern
+
+    def each() -> Iterator[tuple[str, str, float, str | None]]:
+        for r in latest:
+            status, blame = intern(r.status), None if r.blame is None else intern(r.blame)
+            statuses.append(status)
+            blames.append(blame)
+            if r.cost_usd != 0.0:  # NaN too: it makes the cost unknown
+                costs.append(r.cost_usd)
+            tokens["agent"] += r.agent_tokens
+            tokens["simulator"] += r.simulator_tokens
+            tokens["judge"] += r.judge_tokens
+            yield (ids.get(r.case_id, r.case_id), status, r.duration_ms, blame)
+
+    if case_rows is None:
+        tallies = tally_rows(each(), 1, order, timed=False)
+        made: Iterable[dict[str, Any]] = (case_row(t, mode) for t in tallies.values())
+    else:
+        for _ in each():
+            pass
+        made = case_rows.values()
+    summary = summary_of(statuses, made, mode, blames)
+    cost = math.fsum(costs)
     summary["cost_usd"] = None if math.isnan(cost) else cost
-    summary["tokens"] = {
-        role: sum(getattr(r, f"{role}_tokens") for r in latest)
-        for role in ("agent", "simulator", "judge")
-    }
+    summary["tokens"] = tokens
     summary["unpriced_models"] = unpriced_models(run) if math.isnan(cost) else []
     return summary
 

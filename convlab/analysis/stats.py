@@ -169,6 +169,10 @@ def fisher_exact(a: int, b: int, c: int, d: int) -> float:
     return min(1.0, tail / math.comb(row1 + row2, col1))
 
 
+_NONE: dict[str, int] = {}
+"""Shared by every Tally with nothing counted apart (never written: `add` makes its own)."""
+
+
 class Tally:
     """Counts of one group of instances, split the way this module counts them."""
 
@@ -180,21 +184,27 @@ class Tally:
         "not_agent",
         "passed",
         "skipped",
+        "timed",
         "timeouts",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, timed: bool = True) -> None:
         self.passed = self.failed = self.errors = self.timeouts = 0
         self.skipped = self.cancelled = 0
-        self.not_agent: dict[str, int] = {}
+        self.not_agent: dict[str, int] = _NONE
         """Instances that did not pass through no fault of the agent, by blame."""
+        self.timed = timed
+        """Whether the durations are kept (a summary does without them: less to hold)."""
         self.durations: list[tuple[str, float]] = []
 
     def add(self, status: str, duration_ms: float, blame: Any = None) -> None:
         """Count one instance; a non-pass blamed on anything but the agent is counted apart."""
         if status in BLAMED_STATUSES and isinstance(blame, str) and blame != "agent":
+            if self.not_agent is _NONE:
+                self.not_agent = {}
             self.not_agent[blame] = self.not_agent.get(blame, 0) + 1
-            self.durations.append(("not_agent", duration_ms))
+            if self.timed:
+                self.durations.append(("not_agent", duration_ms))
             return
         if status == "passed":
             self.passed += 1
@@ -208,7 +218,8 @@ class Tally:
             self.cancelled += 1
         else:  # skipped, blocked
             self.skipped += 1
-        self.durations.append((status, duration_ms))
+        if self.timed:
+            self.durations.append((status, duration_ms))
 
     def runs(self, count_errors_as: CountErrorsAs) -> int:
         """Instances that reached a verdict and count towards the pass rate."""
@@ -245,16 +256,20 @@ def tally(
 
 
 def tally_rows(
-    rows: Iterable[tuple[Any, ...]], n_keys: int = 1, order: Iterable[str] | None = None
+    rows: Iterable[tuple[Any, ...]],
+    n_keys: int = 1,
+    order: Iterable[str] | None = None,
+    timed: bool = True,
 ) -> dict[tuple[str, ...], Tally]:
     """`tally` over plain `(*key, status, duration_ms, blame)` tuples: no DataFrame needed, so
-    a summary of a large run costs one pass over its results."""
+    a summary of a large run costs one pass over its results (`timed=False`: without the
+    durations, which a summary does not show)."""
     groups: dict[tuple[str, ...], Tally] = {}
     for row in rows:
         key = (str(row[0]),) if n_keys == 1 else tuple(str(v) for v in row[:n_keys])
         tally = groups.get(key)
         if tally is None:
-            tally = groups[key] = Tally()
+            tally = groups[key] = Tally(timed)
         tally.add(str(row[n_keys]), float(row[n_keys + 1]), row[-1])
     rank = {cid: i for i, cid in enumerate(order or ())}
     first = {key: i for i, key in enumerate(groups)}
@@ -440,19 +455,35 @@ def summary(df: pd.DataFrame, stab: pd.DataFrame) -> dict[str, Any]:
 
 def summary_of(
     statuses: Sequence[str],
-    case_rows: Sequence[Mapping[str, Any]],
+    case_rows: Iterable[Mapping[str, Any]],
     mode: CountErrorsAs,
     blames: Sequence[Any] | None = None,
 ) -> dict[str, Any]:
     """`summary` from the instances' statuses (and blames, in the same order) and the
-    stability rows (`stability_row`). `classes` counts the cases by Yao's class, `stability`
-    by the word the views show; `blame` counts the non-passes by class; `not_agent` is how
-    many of them the pass rate leaves out."""
+    stability rows (`stability_row`), read once (a generator of them holds one at a time).
+    `classes` counts the cases by Yao's class, `stability` by the word the views show; `blame`
+    counts the non-passes by class; `not_agent` is how many of them the pass rate leaves out."""
     by_blame = count_by_blame(statuses, blames)
-    rated = [r for r in case_rows if r["runs"] > 0]
-    classes = {c: sum(r["classification"] == c for r in rated) for c in CLASSES}
-    mean = sum(float(r["pass_rate"]) for r in rated) / len(rated) if rated else None
-    runs, passes = sum(int(r["runs"]) for r in rated), sum(int(r["passed"]) for r in rated)
+    classes = dict.fromkeys(CLASSES, 0)
+    words = dict.fromkeys(STABILITY, 0)
+    cases = rated = runs = passes = flaky = 0
+    rates: list[float] = []
+    for r in case_rows:
+        cases += 1
+        if r["runs"] <= 0:
+            continue
+        rated += 1
+        if r["classification"] in classes:
+            classes[r["classification"]] += 1
+        if r.get("stability") in words:
+            words[r["stability"]] += 1
+        rates.append(float(r["pass_rate"]))
+        runs, passes, flaky = (
+            runs + int(r["runs"]),
+            passes + int(r["passed"]),
+            flaky + bool(r["flaky"]),
+        )
+    mean = sum(rates) / len(rates) if rates else None
     low, high = jeffreys(passes, runs) if runs else (math.nan, math.nan)
     return {
         **_count_statuses(statuses),
@@ -462,14 +493,14 @@ def summary_of(
         "mean_pass": 100 * passes / runs if runs else None,
         "mean_pass_ci_low": 100 * low if runs else None,
         "mean_pass_ci_high": 100 * high if runs else None,
-        "cases": len(case_rows),
-        "rated_cases": len(rated),
+        "cases": cases,
+        "rated_cases": rated,
         "stable_cases": classes["stable"],
-        "unstable_cases": len(rated) - classes["stable"],
-        "flaky_cases": sum(bool(r["flaky"]) for r in rated),
+        "unstable_cases": rated - classes["stable"],
+        "flaky_cases": flaky,
         "classes": classes,
         # what the views show: the same cases by `stability` (always-failing apart)
-        "stability": {w: sum(r.get("stability") == w for r in rated) for w in STABILITY},
+        "stability": words,
         "count_errors_as": mode,
         "blame": by_blame,
         "not_agent": sum(n for b, n in by_blame.items() if b != "agent"),

@@ -157,6 +157,12 @@ class Results(MutableSequence[CaseResult]):
             made[i] = instance_row(decode_as(self._line(i), CaseResult) if obj is None else obj)
         return [made[i] for i in range(len(self._objs))]
 
+    def each_row(self) -> Iterator[InstanceRow]:
+        """Every result's row, in order, one at a time: a line not yet read is decoded for
+        its row and neither is kept (a summary of a big run holds no second form of it)."""
+        for i, obj in enumerate(self._objs):
+            yield instance_row(decode_as(self._line(i), CaseResult) if obj is None else obj)
+
     def statuses(self) -> list[str]:
         """Every result's status, without decoding a line."""
         return [
