@@ -23,6 +23,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from convlab._readable import visible
+
 __all__ = [
     "SHOWN_PROBLEMS",
     "AgentError",
@@ -43,7 +45,11 @@ __all__ = [
 
 
 class ConvlabError(Exception):
-    """Base of every error convlab raises."""
+    """Base of every error convlab raises; its text shows control characters as `\\xNN`
+    (a message may quote an agent's reply or a file's bytes: they never drive a terminal)."""
+
+    def __str__(self) -> str:
+        return visible(super().__str__())
 
 
 @dataclass(frozen=True)
@@ -107,7 +113,7 @@ class UnknownNameError(ConvlabError, KeyError):
         return (type(self), (self.kind, self.name, self.suggestions, self.available))
 
     def __str__(self) -> str:  # KeyError would print the repr of the message
-        return str(self.args[0])
+        return visible(self.args[0])
 
 
 class AgentError(ConvlabError):
