@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import math
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -25,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from convlab._util import folder_for
 from convlab.analysis.io import write_atomic
 from convlab.errors import SuiteError
+from convlab.model.codec import json_cell
 
 if TYPE_CHECKING:
     from convlab.model.experiment import Experiment
@@ -88,21 +88,6 @@ def save_experiment(exp: Experiment, path: str | os.PathLike[str]) -> Path:
     return target
 
 
-def _plain(value: Any) -> Any:
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if value is None or isinstance(value, str | bool | int | float):
-        return value
-    try:
-        import pandas as pd
-
-        if value is pd.NA:
-            return None
-    except ImportError:  # pragma: no cover - pandas is a dependency
-        pass
-    return value.item() if hasattr(value, "item") else str(value)
-
-
 def experiment_json(exp: Experiment) -> str:
     """The `.json` text of an experiment (see the module docstring)."""
     board = exp.leaderboard()
@@ -116,7 +101,7 @@ def experiment_json(exp: Experiment) -> str:
         "started_at": exp.started_at,
         "finished_at": exp.finished_at,
         "leaderboard": [
-            {str(k): _plain(v) for k, v in row.items()} for row in board.to_dict("records")
+            {str(k): json_cell(v) for k, v in row.items()} for row in board.to_dict("records")
         ],
     }
     text = json.dumps(head, ensure_ascii=False, indent=2, default=str)

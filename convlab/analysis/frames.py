@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from convlab.engine._gc import paused_gc
 from convlab.model.records import AssertionResult, CaseResult, TurnResult
 from convlab.model.results import Results
-from convlab.model.rows import InstanceRow, instance_row, why_not_passed
+from convlab.model.rows import InstanceRow, failed_count, instance_row, why_not_passed
 from convlab.model.run import Run
 from convlab.model.suite import Suite
 
@@ -146,10 +146,6 @@ def _ordered(run: Run, latest: dict[tuple[str, str, int, int], _T]) -> list[_T]:
     return [latest[k] for k in sorted(latest, key=order)]
 
 
-def _failed(assertions: list[AssertionResult]) -> int:
-    return sum(a.status in ("failed", "error") for a in assertions)
-
-
 def _n_calls(t: TurnResult) -> int:
     return len(t.observation.tool_calls) if t.observation else 0
 
@@ -205,7 +201,7 @@ def turns_frame(run: Run) -> pd.DataFrame:
                     _n_calls(t),
                     ", ".join(c.name for c in obs.tool_calls) if obs else "",
                     len(t.assertions),
-                    _failed(t.assertions),
+                    failed_count(t.assertions),
                     t.error or (obs.error if obs else None) or "",
                     obs.usage.total_tokens if obs and obs.usage else 0,
                 )

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
+from convlab._readable import visible
 from convlab.model.codec import FORMAT, encode, to_builtins
 from convlab.model.records import AssertionResult, CaseResult
 from convlab.model.results import Results
@@ -180,7 +181,9 @@ class Run(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         for status in statuses:
             counts[status] = counts.get(status, 0) + 1
         parts = ", ".join(f"{k}={v}" for k, v in sorted(counts.items()))
-        return f"<Run {self.id or '-'} {self.status}: {len(self.results)} results ({parts})>"
+        return visible(
+            f"<Run {self.id or '-'} {self.status}: {len(self.results)} results ({parts})>"
+        )
 
     def __str__(self) -> str:
         from convlab.notebook.display import run_text

@@ -8,11 +8,10 @@ so everything that reaches HTML goes through html.escape. Every figure on the ca
 from __future__ import annotations
 
 import html
-import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from convlab._util import shorten
+from convlab._readable import pct, shorten, visible
 from convlab.analysis.frames import cost_line
 from convlab.notebook._style import CSS, GLYPHS, STATUS_CSS
 
@@ -32,12 +31,6 @@ _COUNTS = (
     ("blocked", "blocked"),
     ("cancelled", "cancelled"),
 )
-
-
-def _pct(value: Any) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a"
-    return f"{float(value):.1f}%"
 
 
 Worst = list[tuple[str, float, str, str, str, str]]
@@ -85,13 +78,13 @@ def _rate_line(s: Mapping[str, Any]) -> str:
     )
     # thinkingbox's `tb agg` figure: passes / runs with its Jeffreys 95% credible interval
     runs = (
-        f" · {_pct(s['mean_pass'])} of runs passed (95% CI {_pct(s.get('mean_pass_ci_low'))}"
-        f" to {_pct(s.get('mean_pass_ci_high'))})"
+        f" · {pct(s['mean_pass'])} of runs passed (95% CI {pct(s.get('mean_pass_ci_low'))}"
+        f" to {pct(s.get('mean_pass_ci_high'))})"
         if s.get("mean_pass") is not None
         else ""
     )
     return (
-        f"pass rate {_pct(s['pass_rate'])} (mean over {cases_rated(s)} cases; {errors}; "
+        f"pass rate {pct(s['pass_rate'])} (mean over {cases_rated(s)} cases; {errors}; "
         f"skipped not counted){stability_roll(s)}" + runs
     )
 
@@ -131,7 +124,7 @@ def _title(run: Run) -> str:
 def summary_text(s: Mapping[str, Any]) -> str:
     """The counts, the pass rate and (when something did not pass) the blame breakdown."""
     extra = [line for line in (blame_line(s), cost_line(dict(s))) if line]
-    return "\n".join([_counts_line(s), _rate_line(s), *extra])
+    return visible("\n".join([_counts_line(s), _rate_line(s), *extra]))
 
 
 def run_card(run: Run) -> tuple[str, str]:
@@ -151,10 +144,10 @@ def _run_text(run: Run, s: dict[str, Any], worst: Worst) -> str:
     if worst:
         lines.append("  worst cases:")
         for cid, rate, cls, _, why, at in worst:
-            head = f"    {cid}  {_pct(rate)} {cls}"
+            head = f"    {cid}  {pct(rate)} {cls}"
             at = f" (at {at})" if at else ""  # where the user's code raised
             lines.append(head + (f"  {shorten(why, 100)}" if why else "") + at)
-    return "\n".join(lines)
+    return visible("\n".join(lines))
 
 
 def _bar(s: Mapping[str, Any]) -> str:
@@ -187,7 +180,7 @@ def summary_html(s: Mapping[str, Any], title: str = "Summary", extra: str = "") 
     return (
         f"<div class='convlab'><style>{CSS}</style><div class='cl-card'>"
         f"<div class='cl-title'>{e(title)}</div>"
-        f"<div><span class='cl-rate'>{e(_pct(s.get('pass_rate')))}</span> "
+        f"<div><span class='cl-rate'>{e(pct(s.get('pass_rate')))}</span> "
         f"<span class='cl-muted'>pass rate (mean over {cases_rated(s)} cases)</span></div>"
         f"{_bar(s)}{_counts_html(s)}"
         f"<div class='cl-muted'>{e(_rate_line(s))}</div>"
@@ -218,7 +211,7 @@ def _blame_html(s: Mapping[str, Any]) -> str:
 def _worst_table(worst: Worst) -> str:
     e = html.escape
     rows = "".join(
-        f"<tr><td><code>{e(cid)}</code></td><td>{e(_pct(rate))}</td><td>{e(cls)}</td>"
+        f"<tr><td><code>{e(cid)}</code></td><td>{e(pct(rate))}</td><td>{e(cls)}</td>"
         f"<td title='{e(why)}'>{e(shorten(why, 200))}"
         + (f" <span class='cl-muted'>at <code>{e(at)}</code></span>" if at else "")
         + "</td></tr>"

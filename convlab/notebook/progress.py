@@ -25,7 +25,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from convlab._util import shorten
+from convlab._readable import shorten
 from convlab.engine.events import (
     CaseFinished,
     CaseStarted,
