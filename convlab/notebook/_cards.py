@@ -39,29 +39,25 @@ user's code raised the exception behind it ('' when none did))"""
 
 
 def _views(run: Run) -> tuple[dict[str, Any], Worst]:
-    """The summary and the worst cases, from one pass over the results (no DataFrame)."""
-    from convlab.analysis.frames import case_rollup, summary_from
+    """The summary and the worst cases, from the run's one roll-up (kept with a finished
+    run: convlab.analysis.frames.run_rollup)."""
+    from convlab.analysis.frames import run_rollup
 
-    latest, rows = case_rollup(run)
-    summary = summary_from(run, latest, rows)
+    rollup = run_rollup(run)
+    rows = rollup.cases
     bad = [(cid, row) for cid, row in rows.items() if row["runs"] > 0 and row["pass_rate"] < 100]
     bad = sorted(bad, key=lambda item: item[1]["pass_rate"])[:_WORST]  # stable: suite order
-    wanted = {cid for cid, _ in bad}
-    reasons: dict[str, tuple[str, str]] = {}
-    for r in latest:  # the pass rate counts the agent's failures: so do the reasons
-        if r.case_id in wanted and r.case_id not in reasons and r.blame == "agent":
-            reasons[r.case_id] = (r.error, r.error_location)
     worst = [
         (
             cid,
             float(row["pass_rate"]),
             str(row["stability"]),
             str(row["verdict"]),
-            *reasons.get(cid, ("", "")),
+            *rollup.reasons.get(cid, ("", "")),
         )
         for cid, row in bad
     ]
-    return summary, worst
+    return dict(rollup.summary), worst
 
 
 def _counts_line(s: Mapping[str, Any]) -> str:

@@ -17,8 +17,6 @@ from typing import TYPE_CHECKING, Any, TextIO
 from convlab._readable import pct, shorten
 from convlab.engine.events import (
     CaseFinished,
-    CaseStarted,
-    ConcurrencyChanged,
     ExperimentEvent,
     ExperimentFinished,
     ExperimentStarted,
@@ -27,7 +25,7 @@ from convlab.engine.events import (
     VariantEvent,
 )
 from convlab.model.experiment import VARIANT_COLUMN
-from convlab.report._console_render import WIDTH, duration, instance
+from convlab.report._console_render import WIDTH, duration
 from convlab.report._console_text import Glyphs, Style, clean
 from convlab.report.console import ConsoleProgress
 
@@ -37,8 +35,6 @@ if TYPE_CHECKING:
     from convlab.model.experiment import Experiment
 
 __all__ = ["ExperimentConsole", "leaderboard_lines"]
-
-Key = tuple[str, str, int, int]
 
 
 def _num(value: Any, fmt: str, missing: str = "n/a") -> str:
@@ -170,34 +166,16 @@ class ExperimentConsole(ConsoleProgress):
 
     def _variant_event(self, event: VariantEvent) -> None:
         v, inner = event.variant, event.event
-        if isinstance(inner, RunStarted):
+        if isinstance(inner, RunStarted):  # the experiment's header said it all
             self.done += inner.resumed
             self.done_in[v] = self.done_in.get(v, 0) + inner.resumed
             self._emit([])
-        elif isinstance(inner, CaseStarted):
-            key = (f"{v} · {inner.key[0]}", *inner.key[1:])
-            self._modes[key] = (inner.mode, inner.name)  # type: ignore[index]
-            self._running.add(key)  # type: ignore[arg-type]
-            self._emit([])
-        elif isinstance(inner, CaseFinished):
-            self._variant_finished(v, inner)
-        elif isinstance(inner, ConcurrencyChanged):
-            self._concurrency(inner)
         elif isinstance(inner, RunFinished):
             self._run_finished(v, inner)
-
-    def _variant_finished(self, v: str, event: CaseFinished) -> None:
-        r = event.result
-        key: Key = (f"{v} · {r.key[0]}", *r.key[1:])  # type: ignore[assignment]
-        self.done += 1
-        self.done_in[v] = self.done_in.get(v, 0) + 1
-        self._running.discard(key)
-        mode, name = self._modes.pop(key, (None, None))
-        if self.quiet and r.status in ("passed", "skipped"):
-            self._emit([])
-            return
-        label = f"{v} · {event.label or r.case_id}"
-        self._emit(instance(r, label, mode, name, self.glyphs, self.style, self.verbose))
+        else:  # the instances: printed as the run console prints them, by variant
+            if isinstance(inner, CaseFinished):
+                self.done_in[v] = self.done_in.get(v, 0) + 1
+            self._instance_event(inner, v)
 
     def _run_finished(self, v: str, event: RunFinished) -> None:
         sm = event.run.summary
