@@ -41,13 +41,16 @@ def _pct(value: Any) -> str:
 
 
 Worst = list[tuple[str, float, str, str, str, str]]
-"""(case id, pass rate, stability, verdict, first reason the agent did not pass, where the
-user's code raised the exception behind it ('' when none did))"""
+"""(case id, pass rate, stability, verdict, why: for a flaky case the fork that decides it
+(`run.why`), else the first reason the agent did not pass; where the user's code raised the
+exception behind it ('' when none did))"""
 
 
 def _views(run: Run) -> tuple[dict[str, Any], Worst]:
     """The summary and the worst cases, from one pass over the results (no DataFrame)."""
+    from convlab.analysis.divergence import case_trees
     from convlab.analysis.frames import case_rollup, summary_from
+    from convlab.analysis.why import case_why
 
     latest, rows = case_rollup(run)
     summary = summary_from(run, latest, rows)
@@ -58,6 +61,10 @@ def _views(run: Run) -> tuple[dict[str, Any], Worst]:
     for r in latest:  # the pass rate counts the agent's failures: so do the reasons
         if r.case_id in wanted and r.case_id not in reasons and r.blame == "agent":
             reasons[r.case_id] = (r.error, r.error_location)
+    flaky = [cid for cid, row in bad if row["flaky"]]
+    if flaky:  # a flaky case's why is the fork that decides it (convlab.analysis.why)
+        trees = case_trees(run, flaky, str(summary.get("count_errors_as", "failed")))
+        reasons |= {cid: (case_why(tree), "") for cid, tree in trees.items()}
     worst = [
         (
             cid,
@@ -153,7 +160,7 @@ def _run_text(run: Run, s: dict[str, Any], worst: Worst) -> str:
         for cid, rate, cls, _, why, at in worst:
             head = f"    {cid}  {_pct(rate)} {cls}"
             at = f" (at {at})" if at else ""  # where the user's code raised
-            lines.append(head + (f"  {shorten(why, 100)}" if why else "") + at)
+            lines.append(head + (f"  {shorten(why, 200)}" if why else "") + at)
     return "\n".join(lines)
 
 

@@ -82,6 +82,8 @@ STABILITY_VIEW = (
     "timeouts",
     "pass_rate",
     "stability",
+    "paths",
+    "main_path_share",
     "k",
     "pass_hat_k",
     "ci_low",
