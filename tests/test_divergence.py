@@ -196,3 +196,33 @@ def test_the_run_card_says_why_a_flaky_case_fails(flaky_run):
     assert "expense-policy" in text and flaky_run.why("expense-policy") in text
     html = flaky_run._repr_mimebundle_()["text/html"]
     assert "Runs that called lookup_policy at turn 2 passed" in html
+
+
+def test_the_chart_draws_the_tree_from_every_run_to_passed_or_not(flaky_run):
+    fig = flaky_run.plot.divergence("expense-policy")
+    called, _ = looked_up(flaky_run)
+    [sankey] = fig.data
+    assert sankey.type == "sankey"
+    labels = list(sankey.node.label)
+    assert labels[0] == "all 30 runs · " + f"{100 * called / RUNS:.1f}".removesuffix(".0") + "% passed"
+    assert labels[1].startswith(f"turn 2: lookup_policy(amount, note) · {called} runs · 100%")
+    assert labels[2].startswith(f"turn 2: no tool call · {RUNS - called} runs · 0%")
+    assert labels[3:] == [f"passed: {called}", f"did not pass: {RUNS - called}"]
+    links = sorted(zip(sankey.link.source, sankey.link.target, sankey.link.value, strict=True))
+    assert links == [(0, 1, called), (0, 2, RUNS - called), (1, 3, called), (2, 4, RUNS - called)]
+    assert "turn 3: create_expense(amount)" in sankey.node.customdata[1]
+    assert "lookup_policy" in fig.layout.title.text
+    with pytest.raises(UnknownNameError):
+        flaky_run.plot.divergence("nope")
+
+
+def test_what_a_user_said_is_escaped_in_the_chart():
+    def sim(messages, ctx):
+        return "<b>bold</b> <script>alert(1)</script>" if "#1" in ctx.instance else "hi"
+
+    run = cl.run(Suite(id="s", cases=[dynamic_case()]), filer, simulator=sim, runs=4,
+                 progress=False)  # fmt: skip
+    sankey = run.plot.divergence("dynamic-expense").data[0]
+    text = " ".join([*sankey.node.label, *sankey.node.customdata])
+    assert "<script>" not in text and "<b>bold" not in text
+    assert "&lt;script&gt;" in text
