@@ -204,7 +204,8 @@ def test_the_chart_draws_the_tree_from_every_run_to_passed_or_not(flaky_run):
     [sankey] = fig.data
     assert sankey.type == "sankey"
     labels = list(sankey.node.label)
-    assert labels[0] == "all 30 runs · " + f"{100 * called / RUNS:.1f}".removesuffix(".0") + "% passed"
+    rate = f"{100 * called / RUNS:.1f}".removesuffix(".0")
+    assert labels[0] == f"all 30 runs · {rate}% passed"
     assert labels[1].startswith(f"turn 2: lookup_policy(amount, note) · {called} runs · 100%")
     assert labels[2].startswith(f"turn 2: no tool call · {RUNS - called} runs · 0%")
     assert labels[3:] == [f"passed: {called}", f"did not pass: {RUNS - called}"]
