@@ -19,12 +19,12 @@ import json
 import math
 import sys
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from convlab.engine._gc import paused_gc
 from convlab.model.records import AssertionResult, CaseResult, TurnResult
 from convlab.model.results import Results
-from convlab.model.rows import InstanceRow, instance_row, why_not_passed
+from convlab.model.rows import InstanceRow, failed_count, instance_row, why_not_passed
 from convlab.model.run import Run
 from convlab.model.suite import Suite
 
@@ -38,17 +38,20 @@ __all__ = [
     "SUITE_COLUMNS",
     "TOOL_CALL_COLUMNS",
     "TURN_COLUMNS",
+    "Rollup",
     "assertions_frame",
     "checkpoints_frame",
     "cost_line",
+    "in_run_order",
     "instances",
     "instances_frame",
+    "rollup",
     "run_pass_k_table",
+    "run_rollup",
     "run_stability",
     "run_summary",
     "suite_frame",
     "suite_order",
-    "summary_from",
     "tool_calls_frame",
     "turns_frame",
     "unpriced_models",
@@ -118,7 +121,7 @@ def instances(run: Run) -> list[CaseResult]:
     latest: dict[tuple[str, str, int, int], CaseResult] = {}
     for r in run.results:
         latest[r.key] = r
-    return _ordered(run, latest)
+    return in_run_order(run, latest)
 
 
 def instance_rows(run: Run) -> list[InstanceRow]:
@@ -129,10 +132,12 @@ def instance_rows(run: Run) -> list[InstanceRow]:
     latest: dict[tuple[str, str, int, int], InstanceRow] = {}
     for row in rows:
         latest[row.key] = row
-    return _ordered(run, latest)
+    return in_run_order(run, latest)
 
 
-def _ordered(run: Run, latest: dict[tuple[str, str, int, int], _T]) -> list[_T]:
+def in_run_order(run: Run, latest: dict[tuple[str, str, int, int], _T]) -> list[_T]:
+    """The values of `latest` (by instance key) in suite order, then variant (as first
+    seen), repetition and run index."""
     rank = {c.id: i for i, c in enumerate(run.suite.cases)} if run.suite else {}
     first_case: dict[str, int] = {}
     first_variant: dict[str, int] = {}
@@ -145,10 +150,6 @@ def _ordered(run: Run, latest: dict[tuple[str, str, int, int], _T]) -> list[_T]:
         return (rank.get(cid, len(rank)), first_case[cid], first_variant[var], rep, idx)
 
     return [latest[k] for k in sorted(latest, key=order)]
-
-
-def _failed(assertions: list[AssertionResult]) -> int:
-    return sum(a.status in ("failed", "error") for a in assertions)
 
 
 def _n_calls(t: TurnResult) -> int:
@@ -206,7 +207,7 @@ def turns_frame(run: Run) -> pd.DataFrame:
                     _n_calls(t),
                     ", ".join(c.name for c in obs.tool_calls) if obs else "",
                     len(t.assertions),
-                    _failed(t.assertions),
+                    failed_count(t.assertions),
                     t.error or (obs.error if obs else None) or "",
                     obs.usage.total_tokens if obs and obs.usage else 0,
                 )
@@ -291,9 +292,11 @@ def run_stability(
     """`Run.stability()`: convlab.analysis.stats.stability over `Run.df`, rows in suite order,
     as a `Stability` frame (an interactive table in a notebook)."""
     from convlab.analysis._stability import as_stability
+    from convlab.analysis.divergence import path_counts
     from convlab.analysis.stats import stability
 
-    frame = stability(run.df, k, count_errors_as, suite_order(run), by_variant, interval)
+    paths = path_counts(run, by_variant, count_errors_as)
+    frame = stability(run.df, k, count_errors_as, suite_order(run), by_variant, interval, paths)
     return as_stability(frame)
 
 
@@ -322,9 +325,32 @@ def case_rollup(
     return latest, {key[0]: case_row(t, mode) for key, t in tallies.items()}
 
 
+class Rollup(NamedTuple):
+    """A run's summary and per-case roll-up, from one pass (kept with a finished run)."""
+
+    summary: dict[str, Any]
+    """`Run.summary`'s figures."""
+    cases: dict[str, dict[str, Any]]
+    """Each case's `case_row` (counts, pass rate, class), in suite order."""
+    reasons: dict[str, tuple[str, str]]
+    """Each case's first failure blamed on the agent: its error, and where the user's code
+    raised it ('' when none did)."""
+
+
+def run_rollup(run: Run) -> Rollup:
+    """The summary and the per-case roll-up every view of `run` reads: computed once for a
+    finished run and kept with it (`Run.kept`), on each call for a run in progress."""
+    return run.kept("_rollup", lambda: rollup(run))
+
+
+def run_summary(run: Run, count_errors_as: str = "failed") -> dict[str, Any]:
+    """`Run.summary` counting errors as `count_errors_as` (computed anew)."""
+    return rollup(run, count_errors_as).summary
+
+
 class _Repeated(Exception):
     """An instance key came twice while streaming (a result recorded again, or two keys
-    with one hash): the summary is made from the latest rows instead."""
+    with one hash): the roll-up is made from the latest rows instead."""
 
 
 def _each_latest(run: Run) -> Iterator[InstanceRow]:
@@ -341,34 +367,19 @@ def _each_latest(run: Run) -> Iterator[InstanceRow]:
         yield row
 
 
-def run_summary(run: Run, count_errors_as: str = "failed") -> dict[str, Any]:
-    """`Run.summary`: totals by status (latest record per instance), the stability roll-up,
-    and the tokens and cost of the model calls. One pass over the results, holding no row of
-    them (a few bytes per instance), unless an instance was recorded twice."""
+def rollup(run: Run, count_errors_as: str = "failed") -> Rollup:
+    """The summary (totals by status of the latest record per instance, the stability
+    roll-up, the tokens and cost of the model calls), each case's row and reasons, in one
+    pass over the results that holds no row of them (a run with an instance recorded twice
+    is read from its latest rows instead)."""
     try:
-        return _summary(run, _each_latest(run), count_errors_as)
+        return _rollup(run, _each_latest(run), count_errors_as)
     except _Repeated:
-        return _summary(run, instance_rows(run), count_errors_as)
+        return _rollup(run, instance_rows(run), count_errors_as)
 
 
-def summary_from(
-    run: Run,
-    latest: list[InstanceRow],
-    rows: dict[str, dict[str, Any]],
-    count_errors_as: str = "failed",
-) -> dict[str, Any]:
-    """`run_summary` from the `case_rollup` already made."""
-    return _summary(run, latest, count_errors_as, rows)
-
-
-def _summary(
-    run: Run,
-    latest: Iterable[InstanceRow],
-    count_errors_as: str,
-    case_rows: dict[str, dict[str, Any]] | None = None,
-) -> dict[str, Any]:
-    """The summary of the latest rows, read once, in any order; the case rows are made in the
-    same pass unless given, and only one is held at a time."""
+def _rollup(run: Run, latest: Iterable[InstanceRow], count_errors_as: str) -> Rollup:
+    """The roll-up of the latest rows, read once, in any order."""
     from convlab.analysis.stats import case_row, counting_mode, summary_of, tally_rows
 
     mode = counting_mode(count_errors_as)
@@ -376,12 +387,14 @@ def _summary(
     blames: list[str | None] = []
     costs: list[float] = []
     tokens = {"agent": 0, "simulator": 0, "judge": 0}
+    reasons: dict[str, tuple[str, str]] = {}
     order = suite_order(run)
     ids = {cid: cid for cid in order}  # the suite's own strings, not one decoded per row
     intern = sys.intern
 
     def each() -> Iterator[tuple[str, str, float, str | None]]:
         for r in latest:
+            cid = ids.get(r.case_id, r.case_id)
             status, blame = intern(r.status), None if r.blame is None else intern(r.blame)
             statuses.append(status)
             blames.append(blame)
@@ -390,21 +403,19 @@ def _summary(
             tokens["agent"] += r.agent_tokens
             tokens["simulator"] += r.simulator_tokens
             tokens["judge"] += r.judge_tokens
-            yield (ids.get(r.case_id, r.case_id), status, r.duration_ms, blame)
+            if blame == "agent" and cid not in reasons:  # the pass rate counts the agent's
+                reasons[cid] = (r.error, r.error_location)  # failures: so do the reasons
+            yield (cid, status, r.duration_ms, blame)
 
-    if case_rows is None:
-        tallies = tally_rows(each(), 1, order, timed=False)
-        made: Iterable[dict[str, Any]] = (case_row(t, mode) for t in tallies.values())
-    else:
-        for _ in each():
-            pass
-        made = case_rows.values()
-    summary = summary_of(statuses, made, mode, blames)
+    tallies = tally_rows(each(), 1, order, timed=False)
+    cases = {key[0]: case_row(t, mode) for key, t in tallies.items()}
+    del tallies
+    summary = summary_of(statuses, cases.values(), mode, blames)
     cost = math.fsum(costs)
     summary["cost_usd"] = None if math.isnan(cost) else cost
     summary["tokens"] = tokens
     summary["unpriced_models"] = unpriced_models(run) if math.isnan(cost) else []
-    return summary
+    return Rollup(summary, cases, reasons)
 
 
 def cost_line(summary: dict[str, Any]) -> str:
