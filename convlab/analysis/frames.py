@@ -16,10 +16,8 @@ Saving and loading runs (`save`, `load_run`) live in `convlab.analysis.io`.
 from __future__ import annotations
 
 import json
-import math
-import sys
-from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from convlab.engine._gc import paused_gc
 from convlab.model.records import AssertionResult, CaseResult, TurnResult
@@ -31,6 +29,8 @@ from convlab.model.suite import Suite
 if TYPE_CHECKING:
     import pandas as pd
 
+    from convlab.analysis.rollup import Rollup
+
 __all__ = [
     "ASSERTION_COLUMNS",
     "CHECKPOINT_COLUMNS",
@@ -38,14 +38,12 @@ __all__ = [
     "SUITE_COLUMNS",
     "TOOL_CALL_COLUMNS",
     "TURN_COLUMNS",
-    "Rollup",
     "assertions_frame",
     "checkpoints_frame",
     "cost_line",
     "in_run_order",
     "instances",
     "instances_frame",
-    "rollup",
     "run_pass_k_table",
     "run_rollup",
     "run_stability",
@@ -325,97 +323,20 @@ def case_rollup(
     return latest, {key[0]: case_row(t, mode) for key, t in tallies.items()}
 
 
-class Rollup(NamedTuple):
-    """A run's summary and per-case roll-up, from one pass (kept with a finished run)."""
-
-    summary: dict[str, Any]
-    """`Run.summary`'s figures."""
-    cases: dict[str, dict[str, Any]]
-    """Each case's `case_row` (counts, pass rate, class), in suite order."""
-    reasons: dict[str, tuple[str, str]]
-    """Each case's first failure blamed on the agent: its error, and where the user's code
-    raised it ('' when none did)."""
-
-
 def run_rollup(run: Run) -> Rollup:
-    """The summary and the per-case roll-up every view of `run` reads: computed once for a
-    finished run and kept with it (`Run.kept`), on each call for a run in progress."""
+    """The summary and the per-case roll-up every view of `run` reads
+    (convlab.analysis.rollup): computed once for a finished run and kept with it
+    (`Run.kept`), on each call for a run in progress."""
+    from convlab.analysis.rollup import rollup
+
     return run.kept("_rollup", lambda: rollup(run))
 
 
 def run_summary(run: Run, count_errors_as: str = "failed") -> dict[str, Any]:
     """`Run.summary` counting errors as `count_errors_as` (computed anew)."""
+    from convlab.analysis.rollup import rollup
+
     return rollup(run, count_errors_as).summary
-
-
-class _Repeated(Exception):
-    """An instance key came twice while streaming (a result recorded again, or two keys
-    with one hash): the roll-up is made from the latest rows instead."""
-
-
-def _each_latest(run: Run) -> Iterator[InstanceRow]:
-    """Every result's row, one at a time, none kept; `_Repeated` when a key comes again (then
-    only the latest of its rows may count: `instance_rows` decides)."""
-    results = run.results
-    rows = results.each_row() if isinstance(results, Results) else map(instance_row, results)
-    seen: set[int] = set()
-    for row in rows:
-        key = hash(row.key)
-        if key in seen:
-            raise _Repeated
-        seen.add(key)
-        yield row
-
-
-def rollup(run: Run, count_errors_as: str = "failed") -> Rollup:
-    """The summary (totals by status of the latest record per instance, the stability
-    roll-up, the tokens and cost of the model calls), each case's row and reasons, in one
-    pass over the results that holds no row of them (a run with an instance recorded twice
-    is read from its latest rows instead)."""
-    try:
-        return _rollup(run, _each_latest(run), count_errors_as)
-    except _Repeated:
-        return _rollup(run, instance_rows(run), count_errors_as)
-
-
-def _rollup(run: Run, latest: Iterable[InstanceRow], count_errors_as: str) -> Rollup:
-    """The roll-up of the latest rows, read once, in any order."""
-    from convlab.analysis.stats import case_row, counting_mode, summary_of, tally_rows
-
-    mode = counting_mode(count_errors_as)
-    statuses: list[str] = []
-    blames: list[str | None] = []
-    costs: list[float] = []
-    tokens = {"agent": 0, "simulator": 0, "judge": 0}
-    reasons: dict[str, tuple[str, str]] = {}
-    order = suite_order(run)
-    ids = {cid: cid for cid in order}  # the suite's own strings, not one decoded per row
-    intern = sys.intern
-
-    def each() -> Iterator[tuple[str, str, float, str | None]]:
-        for r in latest:
-            cid = ids.get(r.case_id, r.case_id)
-            status, blame = intern(r.status), None if r.blame is None else intern(r.blame)
-            statuses.append(status)
-            blames.append(blame)
-            if r.cost_usd != 0.0:  # NaN too: it makes the cost unknown
-                costs.append(r.cost_usd)
-            tokens["agent"] += r.agent_tokens
-            tokens["simulator"] += r.simulator_tokens
-            tokens["judge"] += r.judge_tokens
-            if blame == "agent" and cid not in reasons:  # the pass rate counts the agent's
-                reasons[cid] = (r.error, r.error_location)  # failures: so do the reasons
-            yield (cid, status, r.duration_ms, blame)
-
-    tallies = tally_rows(each(), 1, order, timed=False)
-    cases = {key[0]: case_row(t, mode) for key, t in tallies.items()}
-    del tallies
-    summary = summary_of(statuses, cases.values(), mode, blames)
-    cost = math.fsum(costs)
-    summary["cost_usd"] = None if math.isnan(cost) else cost
-    summary["tokens"] = tokens
-    summary["unpriced_models"] = unpriced_models(run) if math.isnan(cost) else []
-    return Rollup(summary, cases, reasons)
 
 
 def cost_line(summary: dict[str, Any]) -> str:

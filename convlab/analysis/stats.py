@@ -45,7 +45,7 @@ from convlab.analysis._intervals import (
     wilson,
 )
 from convlab.analysis.significance import fisher_exact, holm
-from convlab.model.blame import BLAMED_STATUSES, blame_text, count_by_blame
+from convlab.model.blame import BLAMED_STATUSES, blame_text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -77,7 +77,6 @@ __all__ = [
     "stability_row",
     "stability_word",
     "summary",
-    "summary_of",
     "tally",
     "tally_rows",
     "verdict",
@@ -159,7 +158,8 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 
 
 _NONE: dict[str, int] = {}
-"""Shared by every Tally with nothing counted apart (never written: `add` makes its own)."""
+_NO_DURATIONS: list[tuple[str, float]] = []
+"""Shared by the Tallies with nothing counted apart, or no durations kept: never written."""
 
 
 class Tally:
@@ -182,9 +182,8 @@ class Tally:
         self.skipped = self.cancelled = 0
         self.not_agent: dict[str, int] = _NONE
         """Instances that did not pass through no fault of the agent, by blame."""
-        self.timed = timed
-        """Whether the durations are kept (a summary does without them: less to hold)."""
-        self.durations: list[tuple[str, float]] = []
+        self.timed = timed  # a summary does without the durations: less to hold
+        self.durations: list[tuple[str, float]] = [] if timed else _NO_DURATIONS
 
     def add(self, status: str, duration_ms: float, blame: Any = None) -> None:
         """Count one instance; a non-pass blamed on anything but the agent is counted apart."""
@@ -432,83 +431,15 @@ def pass_k_table(
     return out
 
 
-def _count_statuses(statuses: Sequence[str]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for status in statuses:
-        counts[status] = counts.get(status, 0) + 1
-    keys = (
-        ("passed", "passed"),
-        ("failed", "failed"),
-        ("errors", "error"),
-        ("skipped", "skipped"),
-        ("timeouts", "timeout"),
-        ("cancelled", "cancelled"),
-        ("blocked", "blocked"),
-    )
-    return {"total": len(statuses), **{name: counts.get(status, 0) for name, status in keys}}
-
-
 def summary(df: pd.DataFrame, stab: pd.DataFrame) -> dict[str, Any]:
     """Totals by status (one per instance) and the stability roll-up, as a plain dict.
 
     `pass_rate` is the unweighted mean of the per-case pass rates (Yao's overall rate),
     in percent; None when no case has a counted run. `count_errors_as` says how errors counted.
     """
+    from convlab.analysis.rollup import summary_of
+
     mode = counting_mode(stab.attrs.get("count_errors_as", "failed"))
     rows = [{str(k): v for k, v in row.items()} for row in stab.to_dict("records")]
     blames = list(df["blame"]) if "blame" in df.columns else None
     return summary_of([str(s) for s in df["status"]], rows, mode, blames)
-
-
-def summary_of(
-    statuses: Sequence[str],
-    case_rows: Iterable[Mapping[str, Any]],
-    mode: CountErrorsAs,
-    blames: Sequence[Any] | None = None,
-) -> dict[str, Any]:
-    """`summary` from the instances' statuses (and blames, in the same order) and the
-    stability rows (`stability_row`), read once (a generator of them holds one at a time).
-    `classes` counts the cases by Yao's class, `stability` by the word the views show; `blame`
-    counts the non-passes by class; `not_agent` is how many of them the pass rate leaves out."""
-    by_blame = count_by_blame(statuses, blames)
-    classes = dict.fromkeys(CLASSES, 0)
-    words = dict.fromkeys(STABILITY, 0)
-    cases = rated = runs = passes = flaky = 0
-    rates: list[float] = []
-    for r in case_rows:
-        cases += 1
-        if r["runs"] <= 0:
-            continue
-        rated += 1
-        if r["classification"] in classes:
-            classes[r["classification"]] += 1
-        if r.get("stability") in words:
-            words[r["stability"]] += 1
-        rates.append(float(r["pass_rate"]))
-        runs, passes, flaky = (
-            runs + int(r["runs"]),
-            passes + int(r["passed"]),
-            flaky + bool(r["flaky"]),
-        )
-    mean = sum(rates) / len(rates) if rates else None
-    low, high = jeffreys(passes, runs) if runs else (math.nan, math.nan)
-    return {
-        **_count_statuses(statuses),
-        "pass_rate": mean,
-        # thinkingbox's `mean_pass`: every counted run weighs the same (pass_rate weighs every
-        # case the same), with its Jeffreys 95% credible interval (`cred_int`); percent here
-        "mean_pass": 100 * passes / runs if runs else None,
-        "mean_pass_ci_low": 100 * low if runs else None,
-        "mean_pass_ci_high": 100 * high if runs else None,
-        "cases": cases,
-        "rated_cases": rated,
-        "stable_cases": classes["stable"],
-        "unstable_cases": rated - classes["stable"],
-        "flaky_cases": flaky,
-        "classes": classes,
-        # what the views show: the same cases by `stability` (always-failing apart)
-        "stability": words,
-        "count_errors_as": mode,
-        "blame": by_blame,
-        "not_agent": sum(n for b, n in by_blame.items() if b != "agent"),
-    }
