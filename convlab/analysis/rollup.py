@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import sys
+from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -59,30 +60,33 @@ class Rollup(NamedTuple):
     raised it ('' when none did)."""
 
 
-def _each_latest(run: Run, repeated: list[bool]) -> Iterator[InstanceRow]:
-    """Every result's row, one at a time, none kept; it stops and sets `repeated[0]` when a
-    key comes again (a result recorded again, or two keys with one hash: then only the latest
-    of its rows may count, and `instance_rows` decides)."""
+def _each_latest(run: Run, keys: array[int]) -> Iterator[InstanceRow]:
+    """Every result's row, one at a time, none kept; each row's key hash goes to `keys` (8
+    bytes an instance) for `_repeated` to check once the pass is over."""
     results = run.results
     rows = results.each_row() if isinstance(results, Results) else map(instance_row, results)
-    seen: set[int] = set()
     for row in rows:
-        key = hash(row.key)
-        if key in seen:
-            repeated[0] = True
-            return
-        seen.add(key)
+        keys.append(hash(row.key))
         yield row
+
+
+def _repeated(keys: array[int]) -> bool:
+    """Whether a key hash comes twice: an instance recorded again (only its latest row may
+    count), or two keys with one hash."""
+    import numpy as np
+
+    ordered = np.sort(np.frombuffer(keys, dtype=np.int64))
+    return bool((ordered[1:] == ordered[:-1]).any())
 
 
 def rollup(run: Run, count_errors_as: str = "failed") -> Rollup:
     """The summary (totals by status of the latest record per instance, the stability
     roll-up, the tokens and cost of the model calls), each case's row and reasons, in one
     pass over the results that holds no row of them (a run with an instance recorded twice
-    is read from its latest rows instead)."""
-    repeated = [False]
-    made = _rollup(run, _each_latest(run, repeated), count_errors_as)
-    return _rollup(run, instance_rows(run), count_errors_as) if repeated[0] else made
+    is read again from its latest rows)."""
+    keys: array[int] = array("q")
+    made = _rollup(run, _each_latest(run, keys), count_errors_as)
+    return _rollup(run, instance_rows(run), count_errors_as) if _repeated(keys) else made
 
 
 def _rollup(run: Run, latest: Iterable[InstanceRow], count_errors_as: str) -> Rollup:
