@@ -14,6 +14,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from convlab.analysis.columns import LEADERBOARD
 from convlab.analysis.io import register_saver, write_atomic
 from convlab.model.experiment import VARIANT_COLUMN
 from convlab.report.markdown import cell
@@ -105,24 +106,10 @@ def experiment_markdown(exp: Experiment) -> str:
     board = exp.leaderboard()
     lines = [f"# {cell(_title(exp))}", "", f"{cell(exp.status)} · id {cell(exp.id)}", ""]
     lines += ["## Leaderboard", "", cell(board.attrs.get("note", "")), ""]
-    head = ["variant", "pass rate", "95% interval", "stable", "tokens", "cost (USD)"]
-    head += ["latency p50 (ms)", "p95 (ms)", "better", "worse", "p (Holm)"]
-    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    shown = LEADERBOARD.brief()  # the declared columns, titles and formats
+    lines += ["| " + " | ".join(cell(c.title) for c in shown) + " |", "|" + "---|" * len(shown)]
     for row in board.to_dict("records"):
-        name = str(row[VARIANT_COLUMN]) + (" (baseline)" if row["baseline"] else "")
-        values = [
-            cell(name),
-            _num(row["pass_rate"], ".1f") + "%",
-            f"{_num(row['ci_low'], '.1f')}-{_num(row['ci_high'], '.1f')}%",
-            f"{row['stable']}/{row['cases']}",
-            _num(row["total_tokens"], ",.0f"),
-            _num(row["cost_usd"], ".4f") or "n/a",
-            _num(row["latency_p50_ms"], ",.1f"),
-            _num(row["latency_p95_ms"], ",.1f"),
-            "" if row["baseline"] else str(row["better"]),
-            "" if row["baseline"] else str(row["worse"]),
-            _num(row["p_holm"], ".3g"),
-        ]
+        values = [cell(c.cell({str(k): v for k, v in row.items()})) for c in shown]
         lines.append("| " + " | ".join(values) + " |")
     changes = board.attrs.get("changes") or []
     if changes:
