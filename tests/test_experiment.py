@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 import json
 import math
+import re
 import threading
 from collections import Counter
 from pathlib import Path
@@ -288,7 +289,27 @@ def test_what_changed_in_the_agent_is_shown_and_escaped(base: str, tmp_path: Pat
         assert "<ins>very </ins>" in page and "<ins>short </ins>" in page
     from convlab.analysis.agent_diff import word_diff_text
 
-    assert word_diff_text("a b c", "a x c") == "a [-b-]{+x+} c"
+    assert word_diff_text("a b c", "a x c") == "a [-b-] {+x+} c"
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "read"),
+    [
+        ("You are an expense assistant.", "You are an Expense assistant.", "expense Expense"),
+        ("Be short.", "You are an expense assistant.", "Be short. You are"),
+        ("Be short. Help.", "Be brief. Help.", "short. brief. Help."),
+        ("a b", "a b c", "b b c"),
+    ],
+)
+def test_a_prompt_diff_keeps_removed_and_added_words_apart(
+    before: str, after: str, read: str
+) -> None:
+    from convlab.analysis.agent_diff import word_diff_text
+    from convlab.notebook._experiment_view import prompt_diff_html
+
+    shown = re.sub(r"<[^>]+>", "", prompt_diff_html(before, after))  # what the page reads
+    assert read in html.unescape(shown)
+    assert read in re.sub(r"\[-|-\]|\{\+|\+\}", "", word_diff_text(before, after))
 
 
 def test_save_load_report_and_a_store_per_variant(base: str, tmp_path: Path) -> None:

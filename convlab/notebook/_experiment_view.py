@@ -20,7 +20,7 @@ from convlab.analysis.agent_diff import (
     NOT_SET,
     PROMPT_KEYS,
     change_text,
-    word_diff,
+    word_diff_shown,
     word_diff_counts,
 )
 from convlab.model.experiment import VARIANT_COLUMN
@@ -116,7 +116,7 @@ def prompt_diff_html(before: str | None, after: str | None) -> str:
     tags = {"delete": "del", "insert": "ins"}
     parts = [
         _e(text) if op == "equal" else f"<{tags[op]}>{_e(text)}</{tags[op]}>"
-        for op, text in word_diff(before, after)
+        for op, text in word_diff_shown(before, after)
     ]
     return f"<div class='cl-diff'>{''.join(parts)}</div>"
 
