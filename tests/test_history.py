@@ -376,8 +376,9 @@ def test_the_chart_draws_a_line_per_agent_or_variant_not_one_zig_zag_per_suite(h
     """Two agents take turns on one suite, one always right and one always wrong: a line per
     suite would zig-zag between 100% and 0%; a line per agent is flat, as each agent is."""
     suite = _suite("turns")
-    good, bad = cl.agents.function(lambda m: "ok", name="good"), cl.agents.function(
-        lambda m: "no", name="bad"
+    good, bad = (
+        cl.agents.function(lambda m: "ok", name="good"),
+        cl.agents.function(lambda m: "no", name="bad"),
     )
     for agent in (good, bad, good, bad):
         cl.run(suite, agent, progress=False)

@@ -113,9 +113,9 @@ def word_diff_shown(before: str | None, after: str | None) -> list[tuple[Op, str
     text stands between the two, so they read `expense Expense`, not `expenseExpense`."""
     out: list[tuple[Op, str]] = []
     for op, text in word_diff(before, after):
-        if op == "insert" and out and out[-1][0] == "delete":
-            if not (out[-1][1][-1:].isspace() or text[:1].isspace()):
-                out.append(("equal", " "))
+        after_delete = op == "insert" and bool(out) and out[-1][0] == "delete"
+        if after_delete and not (out[-1][1][-1:].isspace() or text[:1].isspace()):
+            out.append(("equal", " "))
         out.append((op, text))
     return out
 

@@ -20,8 +20,8 @@ from convlab.analysis.agent_diff import (
     NOT_SET,
     PROMPT_KEYS,
     change_text,
-    word_diff_shown,
     word_diff_counts,
+    word_diff_shown,
 )
 from convlab.model.experiment import VARIANT_COLUMN
 from convlab.notebook._style import CSS, THEME_CSS
@@ -261,6 +261,9 @@ def experiment_card(exp: Experiment) -> tuple[str, str]:
 
 
 def experiment_bundle(exp: Experiment) -> dict[str, Any]:
-    """`Experiment` in a notebook: its card."""
+    """`Experiment` in a notebook: its card (once in a cell that also ran it)."""
+    from convlab.notebook.progress import fold_live_view
+
+    fold_live_view(exp.id)
     text, card = experiment_card(exp)
     return {"text/plain": text, "text/html": card}

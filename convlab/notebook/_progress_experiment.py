@@ -25,7 +25,7 @@ from convlab.engine.events import (
     TurnCompleted,
 )
 from convlab.notebook._style import GLYPHS, STATUS_CSS
-from convlab.notebook._tree_nodes import Key, Node, node_html
+from convlab.notebook._tree_nodes import Key, Node
 from convlab.notebook.progress import LiveTree
 
 if TYPE_CHECKING:
@@ -142,17 +142,8 @@ class ExperimentTree(LiveTree):
             text = "the experiment ended without a result (see the error below)"
             head = f"<div class='convlab cl-fail'>{html.escape(text)}</div>"
             return {"text/plain": text, "text/html": head + self.snapshot_html()}
-        failing = "".join(node_html(n, False, self.runs) for n in list(self.failed)[::-1])
-        older = self.failed_total - len(self.failed)
-        if older:
-            failing += f"<div class='cl-muted'>… and {older} more (see exp.df)</div>"
-        if failing:
-            failing = (
-                f"<div class='convlab'><div class='cl-title'>did not pass ({self.failed_total})"
-                f"</div>{failing}</div>"
-            )
         text, card = experiment_card(experiment)
-        return {"text/plain": text, "text/html": card + failing}
+        return {"text/plain": text, "text/html": card + self.failing_html("exp.df")}
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         data = super()._repr_mimebundle_(include, exclude)
