@@ -156,7 +156,7 @@ def run_bundle(run: Run) -> dict[str, Any]:
 
     fold_live_view(run.id)  # a cell that ran it and shows it: the card once, here
     runs = int(run.settings.get("runs", 1) or 1)
-    table = run_table(run, "cases" if runs > 1 else "instances")
+    table = run_table(run, "cases" if runs > 1 else "instances", worst=True)
     text, card = run_card(run)
     return {"text/plain": text, "text/html": card + table.after_card_html()}
 
