@@ -24,7 +24,7 @@ from convlab.engine.events import (
     RunStarted,
     TurnCompleted,
 )
-from convlab.notebook._style import GLYPHS, STATUS_CSS
+from convlab.htmlkit import GLYPHS, STATUS_CSS
 from convlab.notebook._tree_nodes import Key, Node, node_html
 from convlab.notebook.progress import LiveTree
 
