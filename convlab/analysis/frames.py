@@ -18,12 +18,12 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from convlab.engine._gc import paused_gc
 from convlab.model.records import AssertionResult, CaseResult, TurnResult
 from convlab.model.results import Results
-from convlab.model.rows import InstanceRow, instance_row, why_not_passed
+from convlab.model.rows import InstanceRow, failed_count, instance_row, why_not_passed
 from convlab.model.run import Run
 from convlab.model.suite import Suite
 
@@ -37,6 +37,7 @@ __all__ = [
     "SUITE_COLUMNS",
     "TOOL_CALL_COLUMNS",
     "TURN_COLUMNS",
+    "Rollup",
     "assertions_frame",
     "checkpoints_frame",
     "cost_line",
@@ -44,6 +45,7 @@ __all__ = [
     "instances",
     "instances_frame",
     "run_pass_k_table",
+    "run_rollup",
     "run_stability",
     "run_summary",
     "suite_frame",
@@ -149,10 +151,6 @@ def in_run_order(run: Run, latest: dict[tuple[str, str, int, int], _T]) -> list[
     return [latest[k] for k in sorted(latest, key=order)]
 
 
-def _failed(assertions: list[AssertionResult]) -> int:
-    return sum(a.status in ("failed", "error") for a in assertions)
-
-
 def _n_calls(t: TurnResult) -> int:
     return len(t.observation.tool_calls) if t.observation else 0
 
@@ -208,7 +206,7 @@ def turns_frame(run: Run) -> pd.DataFrame:
                     _n_calls(t),
                     ", ".join(c.name for c in obs.tool_calls) if obs else "",
                     len(t.assertions),
-                    _failed(t.assertions),
+                    failed_count(t.assertions),
                     t.error or (obs.error if obs else None) or "",
                     obs.usage.total_tokens if obs and obs.usage else 0,
                 )
@@ -324,6 +322,33 @@ def case_rollup(
         ((r.case_id, r.status, r.duration_ms, r.blame) for r in latest), 1, suite_order(run)
     )
     return latest, {key[0]: case_row(t, mode) for key, t in tallies.items()}
+
+
+class Rollup(NamedTuple):
+    """A run's summary and per-case roll-up, from one pass (kept with a finished run)."""
+
+    summary: dict[str, Any]
+    """`Run.summary`'s figures."""
+    cases: dict[str, dict[str, Any]]
+    """Each case's `case_row` (counts, pass rate, class), in suite order."""
+    reasons: dict[str, tuple[str, str]]
+    """Each case's first failure blamed on the agent: its error, and where the user's code
+    raised it ('' when none did)."""
+
+
+def run_rollup(run: Run) -> Rollup:
+    """The summary and the per-case roll-up every view of `run` reads: computed once for a
+    finished run and kept with it (`Run.kept`), on each call for a run in progress."""
+
+    def compute() -> Rollup:
+        latest, rows = case_rollup(run)
+        reasons: dict[str, tuple[str, str]] = {}
+        for r in latest:  # the pass rate counts the agent's failures: so do the reasons
+            if r.blame == "agent" and r.case_id not in reasons:
+                reasons[r.case_id] = (r.error, r.error_location)
+        return Rollup(summary_from(run, latest, rows), rows, reasons)
+
+    return run.kept("_rollup", compute)
 
 
 def run_summary(run: Run, count_errors_as: str = "failed") -> dict[str, Any]:

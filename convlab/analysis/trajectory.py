@@ -24,7 +24,7 @@ import json
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, NamedTuple
 
-from convlab._util import shorten
+from convlab._readable import shorten
 from convlab.checks.tools import match_tool_name, parse_arguments
 from convlab.model.assertions import All, Any_, Check, ExpectedTools, Not, ToolCalled
 from convlab.model.records import AssertionResult, CaseResult, TurnResult

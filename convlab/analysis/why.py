@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from convlab._util import shorten
+from convlab._readable import shorten
 from convlab.analysis.divergence import CaseTree, Node, p_text
 from convlab.analysis.trajectory import END, Step, call_text, ending
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, MutableSequence
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Callable, Collection, Iterable, MutableSequence
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import msgspec
 
+from convlab._readable import visible
 from convlab.model.codec import FORMAT, encode, to_builtins
 from convlab.model.records import AssertionResult, CaseResult
 from convlab.model.results import Results
@@ -21,14 +22,18 @@ if TYPE_CHECKING:
 __all__ = ["Run", "RunStatus", "Summary"]
 
 RunStatus = Literal["running", "completed", "cancelled", "failed"]
+T = TypeVar("T")
 
 
-class Run(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+class Run(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, dict=True):
     """A whole run: the suite, the agent, the settings and every case instance's result.
 
     Frames (`df`, `turns_df`, ...), statistics (`stability()`, `summary`) and `save()` are
     derived views, added by convlab.analysis.frames and convlab.analysis.stats. A run
     encodes (convlab.model.codec) as one JSON object, its results as their records.
+
+    What every view of a finished run reads (`summary` and its per-case roll-up) is computed
+    once and kept with the run (`kept`); a run in progress computes it on each read.
     """
 
     format_version: int = FORMAT
@@ -69,6 +74,20 @@ class Run(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     def without_results(self) -> Run:
         """A copy of the run holding no results (what a store's header says)."""
         return msgspec.structs.replace(self, results=[])
+
+    def kept(self, name: str, compute: Callable[[], T]) -> T:
+        """`compute()`, kept with a finished run under `name` (never encoded): the first
+        read of a run whose status is not "running" computes it, later reads get the same
+        object. A run in progress computes it on each read, and a kept value is computed
+        again when `results` is replaced or changes length, or the status changes."""
+        key = (id(self.results), len(self.results), self.status)
+        held = self.__dict__.get(name)
+        if held is not None and held[0] == key:
+            return held[1]  # type: ignore[no-any-return]
+        value = compute()
+        if self.status != "running":
+            self.__dict__[name] = (key, value)
+        return value
 
     # Derived views, computed from `results` on every call (the convlab.analysis package).
 
@@ -167,10 +186,16 @@ class Run(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
     @property
     def summary(self) -> Summary:
-        """Totals by status, overall pass rate (mean of case rates), stable/unstable counts."""
-        from convlab.analysis.frames import run_summary
+        """Totals by status, overall pass rate (mean of case rates), stable/unstable counts,
+        tokens and cost.
 
-        return Summary(run_summary(self))
+        One pass over the results. A finished run computes it once and keeps it (`kept`):
+        the card, the console, the reports, the leaderboard and the history all read that
+        one; a run still in progress (status "running") computes it on every read. Each
+        read returns a fresh dict."""
+        from convlab.analysis.frames import run_rollup
+
+        return Summary(run_rollup(self).summary)
 
     def table(self, kind: str = "instances") -> Any:
         """An interactive table (sortable, searchable, offline) of one of the run's frames.
@@ -205,7 +230,9 @@ class Run(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         for status in statuses:
             counts[status] = counts.get(status, 0) + 1
         parts = ", ".join(f"{k}={v}" for k, v in sorted(counts.items()))
-        return f"<Run {self.id or '-'} {self.status}: {len(self.results)} results ({parts})>"
+        return visible(
+            f"<Run {self.id or '-'} {self.status}: {len(self.results)} results ({parts})>"
+        )
 
     def __str__(self) -> str:
         from convlab.notebook.display import run_text

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from convlab._readable import pct
 from convlab.analysis.divergence import (
     CaseTree,
     Node,
@@ -25,7 +26,7 @@ from convlab.analysis.divergence import (
 )
 from convlab.analysis.stats import stability_word
 from convlab.analysis.why import case_why
-from convlab.notebook._charts_base import base_layout, esc, new_figure, pct, short, stability_color
+from convlab.notebook._charts_base import base_layout, esc, new_figure, short, stability_color
 from convlab.notebook._charts_run import empty_figure
 from convlab.notebook._style import STATUS_COLORS
 

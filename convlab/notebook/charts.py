@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from convlab._readable import pct
 from convlab.analysis.stats import INTERVALS, stability_word
 from convlab.model.run import Run
 from convlab.notebook._charts_base import (
@@ -31,7 +32,6 @@ from convlab.notebook._charts_base import (
     need,
     new_figure,
     num,
-    pct,
     records,
     row_height,
     runs_note,
