@@ -16,6 +16,7 @@ from flaky_agents import (
 )
 
 import convlab as cl
+from convlab._readable import pct
 from convlab.analysis.stats import fisher_exact
 from convlab.errors import UnknownNameError
 from convlab.model import Case, Message, Suite
@@ -204,10 +205,9 @@ def test_the_chart_draws_the_tree_from_every_run_to_passed_or_not(flaky_run):
     [sankey] = fig.data
     assert sankey.type == "sankey"
     labels = list(sankey.node.label)
-    rate = f"{100 * called / RUNS:.1f}".removesuffix(".0")
-    assert labels[0] == f"all 30 runs · {rate}% passed"
-    assert labels[1].startswith(f"turn 2: lookup_policy(amount, note) · {called} runs · 100%")
-    assert labels[2].startswith(f"turn 2: no tool call · {RUNS - called} runs · 0%")
+    assert labels[0] == f"all 30 runs · {pct(100 * called / RUNS)} passed"
+    assert labels[1] == f"turn 2: lookup_policy(amount, note) · {called} runs · 100.0%"
+    assert labels[2] == f"turn 2: no tool call · {RUNS - called} runs · 0.0%"
     assert labels[3:] == [f"passed: {called}", f"did not pass: {RUNS - called}"]
     links = sorted(zip(sankey.link.source, sankey.link.target, sankey.link.value, strict=True))
     assert links == [(0, 1, called), (0, 2, RUNS - called), (1, 3, called), (2, 4, RUNS - called)]
