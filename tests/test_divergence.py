@@ -3,6 +3,8 @@ whose runs fork at a known turn, read back from a store, a save and a replay."""
 
 from __future__ import annotations
 
+import html
+
 import pandas as pd
 import pytest
 from flaky_agents import (
@@ -227,3 +229,35 @@ def test_what_a_user_said_is_escaped_in_the_chart():
     text = " ".join([*sankey.node.label, *sankey.node.customdata])
     assert "<script>" not in text and "<b>bold" not in text
     assert "&lt;script&gt;" in text
+
+
+def test_in_a_notebook_one_case_shows_a_passing_and_a_failing_run_side_by_side(flaky_run):
+    bundle = flaky_run.divergence("expense-policy")._repr_mimebundle_()
+    page = bundle["text/html"]
+    assert "Divergence · branches" in page and html.escape(flaky_run.why("expense-policy")) in page
+    table = page[page.index("<table class='cl-sxs'>") :]
+    rows = table.split("<tr")
+    fork = [r for r in rows if "cl-fork" in r]
+    assert len(fork) == 1 and "turn 2" in fork[0] and ">fork<" in fork[0]
+    assert "cl-only-ok" in fork[0] and "lookup_policy(" in fork[0]  # the call only one made
+    assert "✓ passed" in table and "✗ failed" in table
+    text = bundle["text/plain"]
+    assert "turn 2  <- fork: lookup_policy(" in text and "no tool call" in text
+    # every case: the branches only
+    whole = flaky_run.divergence()._repr_mimebundle_()["text/html"]
+    assert "cl-sxs" not in whole
+
+
+def test_the_side_by_side_escapes_what_agents_said():
+    def agent(messages, ctx):
+        if "#" in ctx.instance and int(ctx.instance.split("#")[1]) % 2:
+            return "<script>alert(1)</script> <img src=x onerror=alert(2)>"
+        return cl.Reply(text="ok", tool_calls=[cl.ToolCall("<b>tool</b>", {"<i>": 1})])
+
+    case = Case(id="c", input=[Message(content="<svg onload=alert(3)>")],
+                assertions=[{"kind": "tool_called", "value": "tool"}])  # fmt: skip
+    run = cl.run(Suite(id="s", cases=[case]), agent, runs=4, progress=False)
+    page = run.divergence("c")._repr_mimebundle_()["text/html"]
+    for raw in ("<script>alert", "<img src", "<svg onload", "<b>tool", "<i>"):
+        assert raw not in page
+    assert "&lt;script&gt;alert(1)" in page and "&lt;b&gt;tool&lt;/b&gt;" in page

@@ -48,6 +48,7 @@ __all__ = [
     "Instance",
     "Node",
     "case_trees",
+    "contrasting_pair",
     "divergence_frame",
     "known_case",
     "p_text",
@@ -450,3 +451,27 @@ def run_divergence(
     if case_id is not None:
         known_case(run, case_id)
     return Divergence.of(divergence_frame(run, case_id, count_errors_as), run, case_id)
+
+
+def contrasting_pair(tree: CaseTree) -> tuple[Instance, Instance, int | None] | None:
+    """A passing and a failing run to read side by side, and the 0-based turn where their
+    ways part (None when every run took one path): one from each side of the deciding fork,
+    the passing one from its best branch; None unless the case is flaky."""
+    if not tree.flaky:
+        return None
+    anyhow = (
+        next(i for i in tree.instances if i.passed),
+        next(i for i in tree.instances if not i.passed),
+        None,
+    )
+    branch = tree.deciding()
+    if branch is None or branch.node.parent is None:
+        return anyhow
+    kids = sorted(branch.node.parent.children, key=lambda k: -_rate(k))
+    ok_node = next((k for k in kids if k.passed), kids[0])
+    others = [m for k in kids if k is not ok_node for m in k.members]
+    ok = [tree.instances[m] for m in ok_node.members if tree.instances[m].passed]
+    bad = [tree.instances[m] for m in others if not tree.instances[m].passed]
+    if not ok or not bad:  # this fork does not split passes from failures: any two then
+        return anyhow
+    return ok[0], bad[0], ok_node.turn
