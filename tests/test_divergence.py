@@ -261,3 +261,34 @@ def test_the_side_by_side_escapes_what_agents_said():
     for raw in ("<script>alert", "<img src", "<svg onload", "<b>tool", "<i>"):
         assert raw not in page
     assert "&lt;script&gt;alert(1)" in page and "&lt;b&gt;tool&lt;/b&gt;" in page
+
+
+def test_an_experiment_says_where_each_variant_leaves_the_baselines_main_path():
+    def steady(messages, ctx):
+        if ctx.turn == 1:
+            ctx.world["policy_checked"] = True
+            call = cl.ToolCall("lookup_policy", {"amount": 120, "note": 0})
+            return cl.Reply(text="The policy allows it.", tool_calls=[call])
+        return flaky_agent(messages, ctx)
+
+    exp = cl.run(flaky_suite(), {"steady": steady, "flaky": flaky_agent}, runs=12,
+                 progress=False, history=False)  # fmt: skip
+    d = exp.divergence("expense-policy")
+    assert d.attrs["main_path"] == (
+        "turn 2: lookup_policy(amount, note) → turn 3: create_expense(amount)"
+    )
+    rows = d.drop(columns=["case_id"]).to_dict("records")
+    flaky = exp["flaky"].divergence("expense-policy")
+    called, skipped = int(flaky["runs"][0]), int(flaky["runs"][1])
+    assert rows[0] == {
+        "agent_variant": "steady", "leaves_at": None, "side": "", "step": "", "runs": 12,
+        "passed": 12, "pass_rate": 100.0, "share": 100.0,
+    }  # fmt: skip
+    assert rows[1]["agent_variant"] == "flaky" and rows[1]["leaves_at"] is None
+    assert (rows[1]["runs"], rows[1]["passed"]) == (called, called)
+    assert rows[2] == {
+        "agent_variant": "flaky", "leaves_at": 1, "side": "agent", "step": "no tool call",
+        "runs": skipped, "passed": 0, "pass_rate": 0.0, "share": 100 * skipped / 12,
+    }  # fmt: skip
+    page = d._repr_mimebundle_()["text/html"]
+    assert "Divergence across variants" in page and "main path" in page

@@ -47,6 +47,7 @@ __all__ = [
     "CaseTree",
     "Instance",
     "Node",
+    "case_instances",
     "case_trees",
     "contrasting_pair",
     "divergence_frame",
@@ -176,6 +177,10 @@ class CaseTree:
     def main_path_share(self) -> float:
         """The share of runs on the main path (0..1)."""
         return self.main.runs / self.runs if self.runs else math.nan
+
+    def main_line(self) -> list[Node]:
+        """The main path's nodes, from the first turn to its end."""
+        return self.main.line()
 
     def on_main(self, node: Node) -> bool:
         """Whether `node` lies on the main path."""
@@ -314,6 +319,14 @@ def case_trees(
     mode = counting_mode(count_errors_as)
     groups, table = _instances(run, mode, {cases} if isinstance(cases, str) else cases)
     return {cid: grow_case(cid, insts, table.steps) for cid, insts in groups.items()}
+
+
+def case_instances(
+    run: Run, case_id: str, count_errors_as: str = "failed"
+) -> list[tuple[bool, list[Step]]]:
+    """Each counted run of `case_id`: whether it passed and its steps (the END step last)."""
+    groups, table = _instances(run, counting_mode(count_errors_as), {case_id})
+    return [(inst.passed, [table.steps[n] for n in inst.steps]) for inst in groups.get(case_id, [])]
 
 
 def path_counts(

@@ -9,9 +9,16 @@ from typing import TYPE_CHECKING, Any
 from convlab.notebook.tables import Table
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from convlab.analysis._divergence import Divergence
 
-__all__ = ["DIVERGENCE_VIEW", "divergence_bundle", "divergence_table"]
+__all__ = [
+    "DIVERGENCE_VIEW",
+    "divergence_bundle",
+    "divergence_table",
+    "experiment_divergence_bundle",
+]
 
 DIVERGENCE_VIEW = (
     "case_id",
@@ -61,3 +68,21 @@ def divergence_bundle(frame: Divergence) -> dict[str, Any]:
                 + side_by_side_html(run, tree)
             )
     return {"text/plain": "\n".join(t for t in text if t), "text/html": table._repr_html_() + extra}
+
+
+def experiment_divergence_bundle(frame: pd.DataFrame) -> dict[str, Any]:
+    """`exp.divergence(case_id)` in a notebook: the baseline's main path, then the table."""
+    from convlab._readable import visible
+
+    base, main = frame.attrs.get("baseline", ""), frame.attrs.get("main_path", "")
+    head = f"The baseline ({base})'s main path: {main}"
+    note = (
+        "Per variant: its runs that follow the baseline's main path (leaves_at empty) and, "
+        "for the others, the turn (counted from 1) where they leave it and what they did "
+        "there; share = the variant's runs taking that way (percent)."
+    )
+    table = Table(frame, "Divergence across variants", description=note, counted=("leaves_at",))
+    return {
+        "text/plain": visible(f"{head}\n{frame!r}"),
+        "text/html": f"<div class='convlab'><p>{html.escape(head)}</p></div>" + table._repr_html_(),
+    }
