@@ -21,36 +21,14 @@ from typing import TYPE_CHECKING, Any
 from convlab._readable import shorten
 from convlab.analysis.agent_diff import word_diff
 from convlab.analysis.divergence import CaseTree, contrasting_pair
+from convlab.htmlkit import GLYPHS, STATUS_CSS, style_tag
 from convlab.model.records import CaseResult, TurnResult
-from convlab.notebook._style import CSS, GLYPHS, STATUS_CSS
 
 if TYPE_CHECKING:
     from convlab.model.run import Run
 
-__all__ = ["SIDE_CSS", "side_by_side_html", "side_by_side_text"]
+__all__ = ["side_by_side_html", "side_by_side_text"]
 
-SIDE_CSS = """
-.convlab .cl-sxs{border-collapse:collapse;width:100%;max-width:1100px;table-layout:fixed;
- font-size:12.5px;margin:6px 0}
-.convlab .cl-sxs th,.convlab .cl-sxs td{border-bottom:1px solid var(--cl-line);padding:5px 8px;
- vertical-align:top;text-align:left;overflow-wrap:anywhere}
-.convlab .cl-sxs th{font-weight:600}
-.convlab .cl-sxs td.cl-turn{width:5.5em;color:var(--cl-muted);white-space:nowrap}
-.convlab .cl-sxs tr.cl-fork>td{border-top:2px solid var(--cl-fg);
- background:var(--cl-bg2)}
-.convlab .cl-sxs .cl-forkmark{display:inline-block;margin-top:2px;padding:0 5px;
- border-radius:8px;border:1px solid currentColor;color:var(--cl-fg);font-size:11px}
-.convlab .cl-sxs .cl-said{color:var(--cl-muted)}
-.convlab .cl-sxs .cl-said b{color:var(--cl-fg);font-weight:600}
-.convlab .cl-sxs .cl-reply{white-space:pre-wrap;margin:3px 0}
-.convlab .cl-sxs code{font-size:12px}
-.convlab .cl-sxs .cl-only-ok{background:var(--cl-ins-bg);color:var(--cl-ins);
- text-decoration:underline}
-.convlab .cl-sxs .cl-only-bad{background:var(--cl-del-bg);color:var(--cl-del);
- text-decoration:underline}
-.convlab .cl-sxs .cl-checks{font-size:11.5px;margin-top:2px}
-"""
-"""The side-by-side's rules (the theme's variables; the page's `CSS` comes with it)."""
 
 _SAID = 300
 _REPLY = 2_000
@@ -187,7 +165,7 @@ def side_by_side_html(run: Run, tree: CaseTree) -> str:
         f"<th>did not pass: {e(_label(bad))}</th></tr></thead><tbody>{''.join(rows)}</tbody>"
         "</table>"
     )
-    return f"<div class='convlab'><style>{CSS}{SIDE_CSS}</style>{head}{table}</div>"
+    return f"<div class='convlab'>{style_tag()}{head}{table}</div>"
 
 
 def side_by_side_text(run: Run, tree: CaseTree) -> str:
