@@ -12,11 +12,11 @@ is built.
 from __future__ import annotations
 
 import contextlib
-import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from convlab._readable import MISSING, cost, count, is_missing, millis, number, pct, tokens
 from convlab.analysis.stats import STABILITY
 from convlab.model.experiment import VARIANT_COLUMN
 
@@ -26,67 +26,33 @@ Format = Callable[..., str]
 """A column's values (its `parts`, or its own value) as the text a view shows."""
 
 
-def _missing(value: Any) -> bool:
-    if value is None:
-        return True
-    try:
-        return bool(value != value) or math.isnan(float(value))  # NaN, pd.NA
-    except (TypeError, ValueError):
-        return False
-
-
-def _pct(value: Any) -> str:
-    return "n/a" if _missing(value) else f"{float(value):.1f}%"
-
-
-def _count(value: Any) -> str:
-    return "" if _missing(value) else f"{int(value):,}"
-
-
 def _tokens(value: Any) -> str:
-    return "-" if _missing(value) or not value else f"{float(value):,.0f}"
-
-
-def _usd(value: Any) -> str:
-    """`$0.0123`, `$0.000010` below a cent, `$0`, `n/a` when unknown (never 0 for unknown)."""
-    if _missing(value):
-        return "n/a"
-    number = float(value)
-    if number == 0:
-        return "$0"
-    return f"${number:.6f}" if number < 0.01 else f"${number:,.4f}"
-
-
-def _ms(value: Any) -> str:
-    """`120ms`, `3.4ms` below 10 ms, `n/a`."""
-    if _missing(value):
-        return "n/a"
-    number = float(value)
-    return f"{number:.1f}ms" if number < 10 else f"{number:,.0f}ms"
+    """A token count; no tokens reported reads as `-` (a model that reports none)."""
+    return tokens(value) if value else MISSING
 
 
 def _p(value: Any) -> str:
-    return "" if _missing(value) else f"{float(value):.3g}"
+    return "" if is_missing(value) else number(value, ".3g")
 
 
 def _pp(value: Any) -> str:
-    return "" if _missing(value) else f"{float(value):+.1f} pp"
+    return "" if is_missing(value) else number(value, "+.1f") + " pp"
 
 
 def _flag(value: Any) -> str:
-    return "" if _missing(value) else ("yes" if value else "no")
+    return "" if is_missing(value) else ("yes" if value else "no")
 
 
 def _text(value: Any) -> str:
-    return "" if _missing(value) else str(value)
+    return "" if is_missing(value) else str(value)
 
 
 def _interval(low: Any, high: Any) -> str:
-    return f"{_pct(low)}-{_pct(high)}"
+    return f"{pct(low)}-{pct(high)}"
 
 
 def _of(part: Any, whole: Any) -> str:
-    return f"{_count(part)}/{_count(whole)}"
+    return f"{count(part)}/{count(whole)}"
 
 
 def _variant(name: Any, baseline: Any) -> str:
@@ -95,11 +61,11 @@ def _variant(name: Any, baseline: Any) -> str:
 
 FORMATS: dict[str, Format] = {
     "text": _text,
-    "pct": _pct,
-    "count": _count,
+    "pct": pct,
+    "count": count,
     "tokens": _tokens,
-    "usd": _usd,
-    "ms": _ms,
+    "usd": cost,
+    "ms": millis,
     "p": _p,
     "pp": _pp,
     "flag": _flag,
@@ -107,7 +73,8 @@ FORMATS: dict[str, Format] = {
     "of": _of,
     "variant": _variant,
 }
-"""Format names -> the one function that writes such a value (`pct`: 66.7%)."""
+"""Format names -> the function that writes such a value: the one formatter's
+(`convlab._readable`: `pct` 66.7%, `usd`, `ms`, ...) or a cell made of them."""
 
 NUMERIC = frozenset({"pct", "count", "tokens", "usd", "ms", "p", "pp", "interval", "of"})
 """Formats whose text a table aligns right."""

@@ -16,13 +16,13 @@ convlab.report.experiment, imported on first use (it loads plotly and itables).
 from __future__ import annotations
 
 import json
-import math
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from convlab.analysis.io import register_saver, write_atomic
 from convlab.errors import SuiteError
+from convlab.model.codec import json_cell
 
 if TYPE_CHECKING:
     from convlab.model.experiment import Experiment
@@ -38,21 +38,6 @@ EXPERIMENT_TYPE = "convlab.experiment"
 EXPERIMENT_FORMAT = 1
 
 
-def _plain(value: Any) -> Any:
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if value is None or isinstance(value, str | bool | int | float):
-        return value
-    try:
-        import pandas as pd
-
-        if value is pd.NA:
-            return None
-    except ImportError:  # pragma: no cover - pandas is a dependency
-        pass
-    return value.item() if hasattr(value, "item") else str(value)
-
-
 def experiment_json(exp: Experiment) -> str:
     """The `.json` text of an experiment (see the module docstring)."""
     board = exp.leaderboard()
@@ -66,7 +51,7 @@ def experiment_json(exp: Experiment) -> str:
         "started_at": exp.started_at,
         "finished_at": exp.finished_at,
         "leaderboard": [
-            {str(k): _plain(v) for k, v in row.items()} for row in board.to_dict("records")
+            {str(k): json_cell(v) for k, v in row.items()} for row in board.to_dict("records")
         ],
     }
     text = json.dumps(head, ensure_ascii=False, indent=2, default=str)

@@ -37,7 +37,6 @@ without a `case_id` (as Yao writes them) are read too: `id` becomes the case id,
 from __future__ import annotations
 
 import json
-import math
 import os
 import uuid
 from collections.abc import Callable
@@ -47,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 
 from convlab._history import note_saved
 from convlab._util import folder_for
-from convlab.model.codec import encode, wrapped
+from convlab.model.codec import encode, json_cell, wrapped
 from convlab.model.records import CaseResult
 from convlab.model.run import Run
 from convlab.registry import Registry
@@ -232,11 +231,6 @@ def json_report(run: Run) -> dict[str, Any]:
     }
 
 
-def _plain(value: Any) -> Any:
-    """NaN becomes None (JSON has no NaN)."""
-    return None if isinstance(value, float) and math.isnan(value) else value
-
-
 def _output(r: CaseResult) -> Any:
     """The last reply of an instance, as Yao's `output` (text, else data)."""
     for t in reversed(r.turns):
@@ -258,7 +252,7 @@ def _stability_record(row: dict[Any, Any]) -> dict[str, Any]:
         "avg_duration_ms": row["duration_mean_ms"],
     }
     extra = {k: v for k, v in row.items() if k not in ("case_id", "passed", "runs", "pass_rate")}
-    return {k: _plain(v) for k, v in {**seed, **extra, "failed_status": row["failed"]}.items()}
+    return {k: json_cell(v) for k, v in {**seed, **extra, "failed_status": row["failed"]}.items()}
 
 
 def _wall_ms(run: Run, df: pd.DataFrame) -> float:

@@ -35,6 +35,7 @@ from convlab.engine.modes import MODES, Outcome
 from convlab.engine.replies import MAX_REPLY_BYTES
 from convlab.engine.store import ResultStore
 from convlab.engine.suite_checks import suite_checks
+from convlab.errors import HookFailed
 from convlab.model.blame import Blame, blame_of
 from convlab.model.records import CaseResult, ErrorInfo
 from convlab.model.results import Results
@@ -380,7 +381,7 @@ class Runner:
                     if case.hooks.before is not None:
                         data = await call_hook(resolve_hook(case.hooks.before, near), case)
                 except Exception as exc:
-                    raise _HookFailed(f"before hook failed: {error_text(exc)}", exc) from exc
+                    raise HookFailed(f"before hook failed: {error_text(exc)}", exc) from exc
                 site = "agent"
                 await conv.open()
                 try:
@@ -403,7 +404,7 @@ class Runner:
                 except Exception as hook_exc:
                     conv.hook_error = f"after hook failed: {error_text(hook_exc)}"
                 raise
-        except _HookFailed as exc:
+        except HookFailed as exc:
             outcome = Outcome(
                 "error",
                 str(exc),
@@ -445,14 +446,6 @@ def _at(exc: BaseException) -> str:
     (a text: the Run has no record of the exception); '' when no frame was the user's."""
     where = error_info(exc).location
     return f" (at {where})" if where else ""
-
-
-class _HookFailed(Exception):
-    """A case's before hook raised: the instance errs with the hook's blame."""
-
-    def __init__(self, message: str, original: BaseException) -> None:
-        super().__init__(message)
-        self.original = original
 
 
 def _uncancel() -> None:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import msgspec
 
+from convlab._readable import visible
 from convlab.model.codec import FORMAT, encode, to_builtins
 from convlab.model.records import AssertionResult, CaseResult
 from convlab.model.results import Results
@@ -149,6 +150,31 @@ class Run(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, dict=True):
 
         return run_stability(self, k, count_errors_as, by_variant, interval)
 
+    def divergence(
+        self, case_id: str | None = None, count_errors_as: str = "failed"
+    ) -> pd.DataFrame:
+        """Where each case's repeated runs fork and which branch passes: one row per case
+        and branch (`case_id`, `branch`, `runs`, `passed`, `pass_rate`, `fork_turn` 0-based,
+        `side`, `step`, `path`, `p_value`, `p_holm`, ...); a case whose runs took one path
+        has one row (convlab.analysis.divergence).
+
+        In a notebook, for one case, it also shows a passing and a failing run side by side,
+        aligned turn by turn, the fork marked."""
+        from convlab.analysis.divergence import run_divergence
+
+        return run_divergence(self, case_id, count_errors_as)
+
+    def why(self, case_id: str | None = None, count_errors_as: str = "failed") -> str:
+        """One plain sentence on why the case is flaky: the fork that decides whether its
+        runs pass ("Runs that called lookup_policy at turn 2 passed 9 of 10; runs that
+        skipped it passed 1 of 5 (p = 0.004)."). With no case: one line per flaky case."""
+        from convlab.analysis.divergence import case_trees, known_case
+        from convlab.analysis.why import run_why
+
+        if case_id is not None:
+            known_case(self, case_id)
+        return run_why(case_trees(self, case_id, count_errors_as), case_id)
+
     def pass_k_table(
         self, ks: Iterable[int] | None = None, count_errors_as: str = "failed"
     ) -> pd.DataFrame:
@@ -204,7 +230,9 @@ class Run(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, dict=True):
         for status in statuses:
             counts[status] = counts.get(status, 0) + 1
         parts = ", ".join(f"{k}={v}" for k, v in sorted(counts.items()))
-        return f"<Run {self.id or '-'} {self.status}: {len(self.results)} results ({parts})>"
+        return visible(
+            f"<Run {self.id or '-'} {self.status}: {len(self.results)} results ({parts})>"
+        )
 
     def __str__(self) -> str:
         from convlab.notebook.display import run_text

@@ -9,19 +9,18 @@ from __future__ import annotations
 
 import html
 import json
-import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from convlab._util import shorten
+from convlab._readable import pct, shorten, visible
 from convlab.analysis.agent_diff import (
     NOT_SET,
     PROMPT_KEYS,
     change_text,
-    word_diff,
     word_diff_counts,
+    word_diff_shown,
 )
 from convlab.model.experiment import VARIANT_COLUMN
 from convlab.notebook._style import CSS, THEME_CSS
@@ -86,7 +85,7 @@ def prompt_diff_html(before: str | None, after: str | None) -> str:
     tags = {"delete": "del", "insert": "ins"}
     parts = [
         _e(text) if op == "equal" else f"<{tags[op]}>{_e(text)}</{tags[op]}>"
-        for op, text in word_diff(before, after)
+        for op, text in word_diff_shown(before, after)
     ]
     return f"<div class='cl-diff'>{''.join(parts)}</div>"
 
@@ -169,7 +168,7 @@ def leaderboard_bundle(lb: Leaderboard | pd.DataFrame) -> dict[str, Any]:
     base = str(lb.attrs.get("baseline", ""))
     text = pd.DataFrame(lb).to_string(index=False, max_cols=12)
     return {
-        "text/plain": f"{lb.attrs.get('note', '')}\n\n{text}",
+        "text/plain": visible(f"{lb.attrs.get('note', '')}\n\n{text}"),
         "text/html": leaderboard_table(lb)._repr_html_() + _changes_section(changes, base),
     }
 
@@ -190,12 +189,6 @@ def matrix_table(exp: Experiment, count_errors_as: str = "failed") -> Table:
     )
 
 
-def _pct(value: Any) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a"
-    return f"{float(value):.1f}%"
-
-
 def _heading(exp: Experiment) -> tuple[str, str]:
     suite = exp.suite
     bits = [f"Experiment {exp.id}", exp.name]
@@ -213,10 +206,10 @@ def experiment_text(exp: Experiment) -> str:
     for row in lb.to_dict("records"):
         mark = " (baseline)" if row["baseline"] else ""
         lines.append(
-            f"  {row[VARIANT_COLUMN]}{mark}: pass rate {_pct(row['pass_rate'])} "
-            f"[{_pct(row['ci_low'])}, {_pct(row['ci_high'])}]  {shorten(str(row['agent']), 60)}"
+            f"  {row[VARIANT_COLUMN]}{mark}: pass rate {pct(row['pass_rate'])} "
+            f"[{pct(row['ci_low'])}, {pct(row['ci_high'])}]  {shorten(str(row['agent']), 60)}"
         )
-    return "\n".join(lines)
+    return visible("\n".join(lines))
 
 
 def experiment_card(exp: Experiment) -> tuple[str, str]:
@@ -235,6 +228,9 @@ def experiment_card(exp: Experiment) -> tuple[str, str]:
 
 
 def experiment_bundle(exp: Experiment) -> dict[str, Any]:
-    """`Experiment` in a notebook: its card."""
+    """`Experiment` in a notebook: its card (once in a cell that also ran it)."""
+    from convlab.notebook.progress import fold_live_view
+
+    fold_live_view(exp.id)
     text, card = experiment_card(exp)
     return {"text/plain": text, "text/html": card}

@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from convlab._util import shorten
+from convlab._readable import shorten
 from convlab.notebook._errors import location_html, traceback_html
 from convlab.notebook._style import GLYPHS, STATUS_CSS, css_color
 

@@ -13,7 +13,7 @@ import textwrap
 import time
 from typing import TYPE_CHECKING, Any, TextIO
 
-from convlab.analysis.columns import FORMATS
+from convlab._readable import pct, shorten
 from convlab.engine.events import (
     CaseFinished,
     ExperimentEvent,
@@ -25,7 +25,7 @@ from convlab.engine.events import (
 )
 from convlab.model.experiment import VARIANT_COLUMN
 from convlab.report._console_render import WIDTH, duration
-from convlab.report._console_text import Glyphs, Style, clean, clip
+from convlab.report._console_text import Glyphs, Style, clean
 from convlab.report.console import ConsoleProgress
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ def leaderboard_lines(lb: pd.DataFrame, g: Glyphs, s: Style) -> list[str]:
     shown = LEADERBOARD.brief()  # the declared columns, titles and formats
     head = tuple(c.title for c in shown)
     records = [{str(k): v for k, v in r.items()} for r in lb.to_dict("records")]
-    rows = [tuple(clip(c.cell(row), 40, g.ellipsis) for c in shown) for row in records]
+    rows = [tuple(shorten(c.cell(row), 40, g.ellipsis) for c in shown) for row in records]
     right = tuple(c.right for c in shown)
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
 
@@ -64,7 +64,7 @@ def leaderboard_lines(lb: pd.DataFrame, g: Glyphs, s: Style) -> list[str]:
     if by_variant:
         lines.append(f"  What changed in the agent against {clean(lb.attrs.get('baseline'))}:")
         for name, texts in by_variant.items():
-            lines.append(f"    {clip(name, 24, g.ellipsis)}: " + clip("; ".join(texts), 200))
+            lines.append(f"    {shorten(name, 24, g.ellipsis)}: " + shorten("; ".join(texts), 200))
     return lines
 
 
@@ -102,10 +102,12 @@ class ExperimentConsole(ConsoleProgress):
                 ]
             )
             return
-        title = f"Experiment: {clip(event.name, 40, g.ellipsis)} (Parallel: {parallel}, shared)"
+        title = f"Experiment: {shorten(event.name, 40, g.ellipsis)} (Parallel: {parallel}, shared)"
         lines = [g.heavy * WIDTH, " " + s(title, "bold"), g.heavy * WIDTH]
         for name, agent in event.agents.items():
-            lines.append(f"{s(g.info, 'blue')} {clip(name, 24, g.ellipsis)}: {clip(agent, 60)}")
+            lines.append(
+                f"{s(g.info, 'blue')} {shorten(name, 24, g.ellipsis)}: {shorten(agent, 60)}"
+            )
         if self.source:
             lines.append(f"{s(g.info, 'blue')} Input: {clean(self.source)}")
         lines.append(
@@ -130,12 +132,12 @@ class ExperimentConsole(ConsoleProgress):
     def _run_finished(self, v: str, event: RunFinished) -> None:
         sm = event.run.summary
         line = (
-            f"{self.style(self.glyphs.info, 'blue')} {clip(v, 24, self.glyphs.ellipsis)} ended "
+            f"{self.style(self.glyphs.info, 'blue')} {shorten(v, 24, self.glyphs.ellipsis)} ended "
             f"({event.run.status}): {sm['passed']}/{sm['total']} passed, pass rate "
-            f"{FORMATS['pct'](sm['pass_rate'])}"
+            f"{pct(sm['pass_rate'])}"
         )
         if event.run.error:
-            line += f"; {clip(event.run.error, 160, self.glyphs.ellipsis)}"
+            line += f"; {shorten(event.run.error, 160, self.glyphs.ellipsis)}"
         self._emit([] if self.quiet else [line])
 
     def _experiment_finished(self, exp: Experiment) -> None:
@@ -153,14 +155,14 @@ class ExperimentConsole(ConsoleProgress):
         if not bad:
             verdict = s(f"{g.cheer} EVERY VARIANT PASSED EVERYTHING {g.cheer}", "bold", "green")
         else:
-            names = ", ".join(clip(n, 24, g.ellipsis) for n in bad)
+            names = ", ".join(shorten(n, 24, g.ellipsis) for n in bad)
             verdict = s(f"{g.bad} NOT EVERYTHING PASSED IN: {names}", "bold", "red")
         self._live = False
         self._emit([*lines, g.heavy * WIDTH, " " + verdict, g.heavy * WIDTH])
 
     def _progress_line(self) -> str:
         per = ", ".join(
-            f"{clip(v, 16, self.glyphs.ellipsis)} {self.done_in.get(v, 0)}/{self.planned}"
+            f"{shorten(v, 16, self.glyphs.ellipsis)} {self.done_in.get(v, 0)}/{self.planned}"
             for v in self.variants
         )
         running = f", {len(self._running)} running" if self._running else ""

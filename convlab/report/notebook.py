@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from convlab._util import folder_for
 from convlab.analysis.io import register_saver, write_atomic
-from convlab.errors import ConvlabError, MissingDependencyError
+from convlab.errors import MissingDependencyError, NotebookError, ReportInputError
 from convlab.report._nbkeep import drop_dead_widgets, local_sockets, notebook_title
 
 if TYPE_CHECKING:
@@ -75,22 +75,6 @@ _OFFLINE_TEMPLATE = """{%- extends 'index.html.j2' -%}
 {%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
 """
 """The lab template with every CDN loader removed (require.js, widgets, MathJax, mermaid)."""
-
-
-class NotebookError(ConvlabError):
-    """Executing a notebook failed: `.cell` (1-based position), `.ename`, `.evalue`."""
-
-    def __init__(self, path: str, cell: int | None, ename: str, evalue: str) -> None:
-        self.path, self.cell, self.ename, self.evalue = path, cell, ename, evalue
-        where = f"cell {cell}" if cell is not None else "the kernel"
-        super().__init__(f"{path}: {where} failed: {ename}: {evalue}".rstrip(": "))
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.path, self.cell, self.ename, self.evalue))
-
-
-class ReportInputError(ConvlabError):
-    """The report's input or output path cannot be used (missing file, unsupported suffix)."""
 
 
 def _require(*modules: str) -> None:
