@@ -302,8 +302,8 @@ def test_an_experiment_on_ray_equals_the_local_one() -> None:
         _same(local[name], remote[name])
         assert remote[name].settings["executor"]["workers"] == 1  # the two share the 2 CPUs
     timings = ["latency_p50_ms", "latency_p95_ms"]
-    assert local.leaderboard().drop(columns=timings).equals(
-        remote.leaderboard().drop(columns=timings)
+    assert (
+        local.leaderboard().drop(columns=timings).equals(remote.leaderboard().drop(columns=timings))
     )
     started = [e.variant for e in seen if isinstance(getattr(e, "event", None), CaseStarted)]
     assert Counter(started) == {"a": 24, "b": 24}
