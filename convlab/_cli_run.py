@@ -172,14 +172,9 @@ def read_config(folder: Path) -> dict[str, Any]:
         elif key == "ray_address" and isinstance(value, str) and value.strip():
             out[key] = value.strip()
         elif key == "prices":
-            if not isinstance(value, dict):
-                raise ConvlabError(
-                    f"{path}: prices: expected a mapping of model names to "
-                    f"{{input_mtok: ..., output_mtok: ...}}, got {value!r}"
-                )
             try:
                 out[key] = prices_from(value)
-            except ValueError as exc:
+            except ConvlabError as exc:
                 raise ConvlabError(f"{path}: {exc}") from None
         else:
             raise ConvlabError(
