@@ -369,3 +369,20 @@ def test_an_output_that_cannot_be_written_is_a_clean_message_naming_it(tmp_path)
     assert done.code == 2 and "Traceback" not in done.err
     assert f"{tmp_path / 'big.json'}: File too large" in done.err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]  # no .tmp left behind
+
+
+def test_run_never_writes_its_results_over_the_suite_it_runs(tmp_path):
+    victim = tmp_path / "victim.jsonl"
+    shutil.copy(EXAMPLES / "expense" / "expense.jsonl", victim)
+    folder = tmp_path / "folder"
+    shutil.copytree(EXAMPLES / "expense", folder, ignore=shutil.ignore_patterns("output-*"))
+    inside = folder / "expense.jsonl"
+    before = victim.read_bytes(), inside.read_bytes()
+    same, in_folder = many(
+        ("run", "-i", str(victim), "-n", "demo:expense", "-o", str(victim)),
+        ("run", "-i", str(folder), "-n", "demo:expense", "-o", str(inside)),
+    )
+    for done, path in ((same, victim), (in_folder, inside)):
+        assert done.code == 2, done.both
+        assert f"-o {path}: is the suite being run" in done.err and "Traceback" not in done.err
+    assert (victim.read_bytes(), inside.read_bytes()) == before
