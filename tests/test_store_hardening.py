@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -302,3 +303,68 @@ def test_a_store_that_does_not_say_its_suite_is_not_resumed(tmp_path: Path) -> N
     with pytest.raises(StoreError, match="no fingerprint"):
         cl.run(_suite(3), _ok, store=store, resume=True, progress=False)
     assert store.read_bytes() == before
+
+
+def _full_disk_after(limit: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The store's header writes fail with ENOSPC once `limit` bytes are written, as a disk
+    that fills mid-header does (no root, no tmpfs: the write itself refuses)."""
+    import errno
+
+    from convlab.engine import store as store_module
+
+    real = store_module.write_header
+
+    def filling(run: Any, write: Any) -> str:
+        written = 0
+
+        def limited(data: bytes) -> None:
+            nonlocal written
+            if written + len(data) > limit:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            written += len(data)
+            write(data)
+
+        return real(run, limited)
+
+    monkeypatch.setattr(store_module, "write_header", filling)
+
+
+def test_a_disk_that_fills_while_the_header_is_written_leaves_nothing_torn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = tmp_path / "r.jsonl"
+    with monkeypatch.context() as patched:
+        _full_disk_after(2_000, patched)
+        with pytest.raises(OSError, match="No space left on device") as raised:
+            cl.run(_suite(40), _slow_ok, store=store, progress=False)
+    assert raised.value.filename == str(store) and str(store) in str(raised.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # no torn store, lock or temp file
+    run = cl.run(_suite(40), _slow_ok, store=store, resume=True, progress=False)
+    assert run.status == "completed" and len(run.results) == 40
+
+
+def test_overwriting_a_store_on_a_full_disk_keeps_the_earlier_one_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = tmp_path / "r.jsonl"
+    cl.run(_suite(3), _slow_ok, store=store, progress=False)
+    before = store.read_bytes()
+    with monkeypatch.context() as patched:
+        _full_disk_after(500, patched)
+        with pytest.raises(OSError, match="No space left on device"):
+            cl.run(_suite(3), _slow_ok, store=store, overwrite=True, progress=False)
+    assert store.read_bytes() == before
+    assert cl.load_run(store).status == "completed"
+
+
+def test_a_variant_name_of_5000_characters_gets_a_safe_store_name(tmp_path: Path) -> None:
+    long, longer = "v" * 5000, "v" * 5000 + "w"
+    exp = cl.run(
+        _suite(1), {long: _slow_ok, longer: _slow_ok}, store=tmp_path / "out.jsonl", progress=False
+    )
+    stores = exp.settings["stores"]
+    assert len(set(stores.values())) == 2  # two names that differ only past the cut: two files
+    for path in stores.values():
+        assert len(Path(path).name.encode()) < 255 and Path(path).exists()
+        assert Path(path).name.startswith("out." + "v" * 40)
+    assert [cl.load_run(stores[n]).status for n in (long, longer)] == ["completed", "completed"]
