@@ -34,7 +34,7 @@ from convlab.model.records import (
     Observation,
     TurnResult,
 )
-from convlab.model.tracebacks import error_info
+from convlab.model.tracebacks import error_info, error_text, message_of
 
 if TYPE_CHECKING:
     from convlab.model.assertions import Assertion
@@ -129,7 +129,7 @@ class Env:
                 await close()
             except Exception as exc:
                 name = getattr(obj, "name", None) or type(obj).__name__
-                problems.append(f"closing {name} failed: {type(exc).__name__}: {exc}")
+                problems.append(f"closing {name} failed: {error_text(exc)}")
         return problems
 
 
@@ -304,5 +304,5 @@ def kernel_repetition(inst: Instance) -> int:
 
 
 def _agent_error(exc: BaseException, index: int) -> str:
-    text = str(exc) or type(exc).__name__
+    text = message_of(exc) or type(exc).__name__
     return f"agent error at turn {index + 1}: {type(exc).__name__}: {text}"

@@ -14,16 +14,10 @@ from convlab.engine.store import ResultStore
 from convlab.model.blame import Blame, blame_of
 from convlab.model.codec import encode, valid_unicode
 from convlab.model.records import AssertionResult, CaseResult, ErrorInfo, TurnResult
+from convlab.model.tracebacks import ERROR_BYTES, capped, error_text
 from convlab.plan import Instance
 
 __all__ = ["closed", "error_text", "kept", "result_of", "timed_out"]
-
-
-def error_text(exc: BaseException) -> str:
-    """`Type: message` of an exception, as results and run errors say it."""
-    if isinstance(exc, TimeoutError) and not str(exc):
-        return "TimeoutError: timed out"
-    return f"{type(exc).__name__}: {exc}"
 
 
 def result_of(
@@ -40,7 +34,7 @@ def result_of(
         turns=list(conv.turns),
         assertions=list(outcome.assertions),
         checkpoints=list(outcome.checkpoints),
-        error=outcome.error,
+        error=capped(outcome.error, ERROR_BYTES) if outcome.error else outcome.error,
         error_info=outcome.error_info or _raised_in(outcome, conv.turns),
         blame=outcome.blame,  # what stopped it; the record settles the instance's blame
         duration_ms=elapsed_ms(t0),

@@ -168,7 +168,7 @@ class Runner:
                     else ("its later errors are not reported")
                 )
                 warnings.warn(
-                    f"convlab event listener {name} raised {type(exc).__name__}: {exc} "
+                    f"convlab event listener {name} raised {error_text(exc)} "
                     f"(on {type(event).__name__}; {then})",
                     RuntimeWarning,
                     stacklevel=2,
@@ -220,7 +220,7 @@ class Runner:
                 before_data = await call_hook(resolve_hook(s.before), suite)
             except Exception as exc:
                 self._failure_info = error_info(exc)
-                failure = f"before hook failed: {type(exc).__name__}: {exc}" + _at(exc)
+                failure = f"before hook failed: {error_text(exc)}" + _at(exc)
                 self._failure_blame = blame_of(exc, "hook")
             if failure is None:
                 self._store, todo = store, self._planned()
@@ -287,7 +287,7 @@ class Runner:
             await call_hook(resolve_hook(s.after), self.run, before_data)
         except Exception as exc:
             self.run.status = "failed"
-            self.run.error = f"after hook failed: {type(exc).__name__}: {exc}" + _at(exc)
+            self.run.error = f"after hook failed: {error_text(exc)}" + _at(exc)
         problems = await self.env.aclose()  # a failing close never loses the Run
         if self._store_problem:
             problems.insert(0, self._store_problem)
@@ -413,9 +413,7 @@ class Runner:
             outcome = timed_out(conv, timeout)
         except asyncio.CancelledError as exc:
             if not stopping():  # user code raised it: its fault, not a stop
-                outcome = Outcome(
-                    "error", f"{type(exc).__name__}: {exc}", blame=site, error_info=error_info(exc)
-                )
+                outcome = Outcome("error", error_text(exc), blame=site, error_info=error_info(exc))
             else:
                 # `after` always runs, also for an instance stopped mid-way
                 try:
@@ -479,4 +477,4 @@ def _settings_of(agent: Agent) -> dict[str, Any]:
     try:
         return agent.settings()
     except Exception as exc:  # a user's Agent subclass: its run goes on
-        return {"spec": agent.describe(), "settings_error": f"{type(exc).__name__}: {exc}"}
+        return {"spec": agent.describe(), "settings_error": error_text(exc)}
