@@ -7,6 +7,7 @@ import asyncio
 import base64
 import http.server
 import json
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -368,3 +369,93 @@ def test_a_variant_name_of_5000_characters_gets_a_safe_store_name(tmp_path: Path
         assert len(Path(path).name.encode()) < 255 and Path(path).exists()
         assert Path(path).name.startswith("out." + "v" * 40)
     assert [cl.load_run(stores[n]).status for n in (long, longer)] == ["completed", "completed"]
+
+
+class _EchoRequestHeaders(http.server.BaseHTTPRequestHandler):
+    """A chat-completions endpoint whose reply text is the request's headers, as a debugging
+    proxy's is."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        text = json.dumps(dict(self.headers.items()))
+        reply = {"choices": [{"message": {"role": "assistant", "content": text}}]}
+        body = json.dumps(reply).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+KEY, HEADER, TOKEN = "sk-live-4f1c9e2ab7d3", "hdr-value-83ac51e0", "env-token-2b7f90ce"
+
+
+def _everything_written(run: cl.Run, tmp_path: Path, store: Path) -> dict[str, str]:
+    """Every text convlab writes or shows for `run`: the store, run.json, run.html, the card,
+    the history's copy, its repr."""
+    import gzip
+
+    from convlab._history import _record
+    from convlab.notebook._cards import run_card
+
+    html = Path(run.save(tmp_path / "run.html")).read_text(encoding="utf-8")
+    saved = Path(run.save(tmp_path / "run.json")).read_text(encoding="utf-8")
+    text, card = run_card(run)
+    copies = sorted(_record.runs_folder().glob("*.jsonl.gz"))
+    kept = "".join(gzip.decompress(p.read_bytes()).decode() for p in copies)
+    return {
+        "store": store.read_text(encoding="utf-8") if store.exists() else "",
+        "run.json": saved,
+        "run.html": html,
+        "card": text + card,
+        "history copy": kept,
+        "repr": repr(run) + str(run.results[0]),
+    }
+
+
+def test_every_known_secret_is_masked_everywhere_and_the_result_says_where(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _EchoRequestHeaders)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    monkeypatch.setenv("MY_SERVICE_TOKEN", TOKEN)
+    try:
+        base = f"http://127.0.0.1:{srv.server_address[1]}/v1"
+        echo = cl.agents.openai("m", base_url=base, api_key=KEY, headers={"X-Team": HEADER})
+        store = tmp_path / "echo.jsonl"
+        run = cl.run(_suite(1), echo, store=store, progress=False)
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    [result] = run.results
+    reply = result.turns[0].observation
+    assert reply is not None and reply.text is not None
+    assert '"authorization": "Bearer ***"' in reply.text and '"x-team": "***"' in reply.text
+    assert "turns[0].observation.text" in result.metadata["masked"]
+    assert any("1 result(s)" in note for note in run.settings["masked"])
+    for where, text in _everything_written(run, tmp_path, store).items():
+        assert KEY not in text and HEADER not in text, where
+
+    def leaks(messages: list[dict[str, str]]) -> str:
+        raise PermissionError(f"the service refused token {os.environ['MY_SERVICE_TOKEN']}")
+
+    run = cl.run(_suite(1), leaks, progress=False)  # no store: the history keeps a copy
+    [result] = run.results
+    assert result.error == "agent error at turn 1: PermissionError: the service refused token ***"
+    assert "error_info.traceback" in result.metadata["masked"]
+    for where, text in _everything_written(run, tmp_path, tmp_path / "none").items():
+        assert TOKEN not in text, where
+
+
+def test_a_short_key_is_never_masked_in_free_text(tmp_path: Path) -> None:
+    def says(messages: list[dict[str, str]]) -> str:
+        return "x marks the spot"
+
+    short = cl.agents.openai("m", base_url="http://127.0.0.1:9/v1", api_key="x")
+    del short  # a live Secret of one character: SHORTEST_SECRET keeps it out of the masking
+    run = cl.run(_suite(1), says, progress=False)
+    assert run.results[0].turns[0].observation.text == "x marks the spot"  # type: ignore[union-attr]
+    assert "masked" not in run.results[0].metadata

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from convlab.agents._secret import known_secrets, mask
 from convlab.agents.cache import recording
 from convlab.agents.meter import METER
 from convlab.agents.protocol import CASE_DEADLINE, Agent
@@ -95,6 +96,8 @@ class Runner:
     _stop_picking: bool = False
     _warned: set[int] = field(default_factory=set)
     _store_problem: str | None = None
+    _secrets: list[str] = field(default_factory=list)
+    """The secret values known when the run started: masked in every result and the run."""
     _places: array[int] = field(default_factory=lambda: array("q"))
     """Each kept result's place in the plan (the Run lists results in plan order), beside
     `kept`; NOT_PLANNED: listed last; SUPERSEDED: left out (a stored cancelled instance that
@@ -183,11 +186,12 @@ class Runner:
     async def _execute(self) -> Run:
         self.env.emit, self.env.listening = self.emit, bool(self.listeners)
         suite, s = self.env.suite, self.settings
+        self._secrets = known_secrets()  # what every result and the run are masked with
         self.run = Run(
             id=uuid.uuid4().hex[:12],
             suite=suite,
-            agent=self.env.agent.describe(),
-            agent_settings=_settings_of(self.env.agent),
+            agent=mask(self.env.agent.describe(), self._secrets),
+            agent_settings=mask(_settings_of(self.env.agent), self._secrets),
             settings=s.public(),
             started_at=_now(),
             status="running",
@@ -293,8 +297,22 @@ class Runner:
             problems.insert(0, self._store_problem)
         if problems:
             self.run.error = "; ".join([self.run.error, *problems] if self.run.error else problems)
+        self._mask_run()
         self.emit(RunFinished(self.run))
         return self.run
+
+    def _mask_run(self) -> None:
+        """Mask the known secrets in the run's own error and settings, as each result is
+        masked when it is kept; `settings["masked"]` says where, and how many results were."""
+        where: list[str] = []
+        if self.run.error:
+            self.run.error = mask(self.run.error, self._secrets, where, "error")
+        self.run.settings = mask(self.run.settings, self._secrets, where, "settings")
+        results = sum(bool(r.metadata.get("masked")) for r in self.run.results)
+        if results:
+            where.append(f"{results} result(s): see each result's metadata['masked']")
+        if where:
+            self.run.settings["masked"] = where
 
     def _planned(self) -> Iterator[tuple[int, Instance]]:
         """The instances to run with their places in the plan (the Run lists results in plan
@@ -347,7 +365,7 @@ class Runner:
     def _keep(self, result: CaseResult, place: int, store: ResultStore | None = None) -> CaseResult:
         """Record a finished instance: encoded, stored when there is a store, and kept; its
         result as finally recorded."""
-        final, line = kept(store, result)
+        final, line = kept(store, result, self._secrets)
         self._hold(final, line, place)
         return final
 
