@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import http.server
+import io
 import json
 import os
 import threading
@@ -17,8 +18,11 @@ from typing import Any
 import pytest
 
 import convlab as cl
+from convlab.engine.events import TurnCompleted
 from convlab.engine.store import StoreError
 from convlab.model import Case, Message, Suite
+from convlab.model.codec import encode
+from convlab.report.console import ConsoleProgress
 
 
 def _suite(n: int = 6) -> Suite:
@@ -377,7 +381,8 @@ class _EchoRequestHeaders(http.server.BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("content-length") or 0))
-        text = json.dumps(dict(self.headers.items()))
+        said = f"{self.headers.get('authorization')} {self.headers.get('x-team')} "
+        text = said + json.dumps(dict(self.headers.items()))
         reply = {"choices": [{"message": {"role": "assistant", "content": text}}]}
         body = json.dumps(reply).encode()
         self.send_response(200)
@@ -426,7 +431,15 @@ def test_every_known_secret_is_masked_everywhere_and_the_result_says_where(
         base = f"http://127.0.0.1:{srv.server_address[1]}/v1"
         echo = cl.agents.openai("m", base_url=base, api_key=KEY, headers={"X-Team": HEADER})
         store = tmp_path / "echo.jsonl"
-        run = cl.run(_suite(1), echo, store=store, progress=False)
+        shown = io.StringIO()  # the console, verbose: every turn's reply
+        console = ConsoleProgress(stream=shown, verbose=True, color=False)
+        events: list[Any] = []  # what every view (the live tree, the console) is told
+
+        def listen(event: Any) -> None:
+            console(event)
+            events.append(event)
+
+        run = cl.run(_suite(1), echo, store=store, progress=listen)
     finally:
         srv.shutdown()
         srv.server_close()
@@ -436,7 +449,14 @@ def test_every_known_secret_is_masked_everywhere_and_the_result_says_where(
     assert '"authorization": "Bearer ***"' in reply.text and '"x-team": "***"' in reply.text
     assert "turns[0].observation.text" in result.metadata["masked"]
     assert any("1 result(s)" in note for note in run.settings["masked"])
-    for where, text in _everything_written(run, tmp_path, store).items():
+    told = "".join(encode(e.turn).decode() for e in events if isinstance(e, TurnCompleted))
+    written = _everything_written(run, tmp_path, store) | {
+        "console": shown.getvalue(),
+        "turns as they finished": told,
+    }
+    assert "Bearer ***" in told
+    assert '"m0" → "Bearer *** *** {' in written["console"]  # the echoed reply, masked
+    for where, text in written.items():
         assert KEY not in text and HEADER not in text, where
 
     def leaks(messages: list[dict[str, str]]) -> str:

@@ -3,21 +3,20 @@ encoded line (stored, when the run has a store)."""
 
 from __future__ import annotations
 
-import functools
-import json
 from collections.abc import Sequence
 
 import msgspec
 
 from convlab._util import elapsed_ms
-from convlab.agents._secret import known_secrets, mask
+from convlab.agents._secret import known_secrets
 from convlab.engine.codes import case_code
 from convlab.engine.conversation import Conversation
+from convlab.engine.masking import masked
 from convlab.engine.modes import Outcome
 from convlab.engine.replies import share_case_text
 from convlab.engine.store import ResultStore
 from convlab.model.blame import Blame, blame_of
-from convlab.model.codec import convert, encode, valid_unicode
+from convlab.model.codec import encode, valid_unicode
 from convlab.model.records import AssertionResult, CaseResult, ErrorInfo, TurnResult
 from convlab.model.tracebacks import ERROR_BYTES, capped, error_text
 from convlab.plan import Instance
@@ -107,26 +106,6 @@ def kept(
         result = msgspec.structs.replace(result, status=status, error=error, blame=blame)
         return result, encode(result)
     return result, line
-
-
-@functools.lru_cache(maxsize=8)
-def _as_json(secrets: tuple[str, ...]) -> tuple[bytes, ...]:
-    """Each secret as a result line holds it (JSON-escaped, without its quotes)."""
-    return tuple(encode(secret)[1:-1] for secret in secrets)
-
-
-def masked(result: CaseResult, line: bytes, secrets: Sequence[str]) -> tuple[CaseResult, bytes]:
-    """`result` and its `line` with every one of `secrets` replaced by `***` in every text it
-    holds (a reply that echoes the request's headers, an exception that prints a key), and
-    the places that held one listed in `metadata["masked"]`; unchanged (and not copied) when
-    the line holds none, which one search per secret tells."""
-    if not any(form in line for form in _as_json(tuple(secrets))):
-        return result, line
-    where: list[str] = []
-    data = mask(json.loads(line), secrets, where)
-    data.setdefault("metadata", {})["masked"] = where
-    result = convert(data, CaseResult)
-    return result, encode(result)
 
 
 def closed(

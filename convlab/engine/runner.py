@@ -187,6 +187,7 @@ class Runner:
         self.env.emit, self.env.listening = self.emit, bool(self.listeners)
         suite, s = self.env.suite, self.settings
         self._secrets = known_secrets()  # what every result and the run are masked with
+        self.env.secrets = self._secrets
         self.run = Run(
             id=uuid.uuid4().hex[:12],
             suite=suite,
