@@ -49,6 +49,8 @@ if TYPE_CHECKING:
     from convlab.model.blame import Blame
     from convlab.model.records import ErrorInfo
 
+from convlab._readable import visible
+
 __all__ = [
     "NO_JUDGE",
     "SHOWN_PROBLEMS",
@@ -84,7 +86,11 @@ __all__ = [
 
 
 class ConvlabError(Exception):
-    """Base of every error convlab raises."""
+    """Base of every error convlab raises; its text shows control characters as `\\xNN`
+    (a message may quote an agent's reply or a file's bytes: they never drive a terminal)."""
+
+    def __str__(self) -> str:
+        return visible(super().__str__())
 
 
 @dataclass(frozen=True)
@@ -148,7 +154,7 @@ class UnknownNameError(ConvlabError, KeyError):
         return (type(self), (self.kind, self.name, self.suggestions, self.available))
 
     def __str__(self) -> str:  # KeyError would print the repr of the message
-        return str(self.args[0])
+        return visible(self.args[0])
 
 
 class AgentError(ConvlabError):

@@ -27,6 +27,7 @@ from convlab.engine.events import (
     Listener,
     RunFinished,
     RunStarted,
+    tell,
 )
 from convlab.engine.finished import closed, error_text, kept, result_of, timed_out
 from convlab.engine.hooks import call_hook, resolve_hook
@@ -151,31 +152,11 @@ class Runner:
         return self.kept.reordered(kept)
 
     def emit(self, event: Event) -> None:
-        """Tell every listener; a broken listener never breaks the run, but says so once. A
-        listener that raises what is not an Exception (KeyboardInterrupt, SystemExit, ...)
-        stops the run as a stop does: the finished results are kept and stored."""
-        for listener in self.listeners:
-            try:
-                listener(event)
-            except BaseException as exc:  # consumers must not affect results
-                stops = not isinstance(exc, Exception)
-                if stops and self._main is not None and not isinstance(event, RunFinished):
-                    self._main.cancel()
-                if id(listener) in self._warned:
-                    continue
-                self._warned.add(id(listener))
-                name = getattr(listener, "__qualname__", None) or type(listener).__name__
-                then = (
-                    "the run stops, keeping what finished"
-                    if stops
-                    else ("its later errors are not reported")
-                )
-                warnings.warn(
-                    f"convlab event listener {name} raised {error_text(exc)} "
-                    f"(on {type(event).__name__}; {then})",
-                    RuntimeWarning,
-                    stacklevel=2,
-                )
+        """Tell every listener (convlab.engine.events.tell: a broken one never breaks the
+        run; one that raises what is not an Exception stops it, keeping what finished)."""
+        main = self._main
+        stop = None if main is None or isinstance(event, RunFinished) else main.cancel
+        tell(self.listeners, event, self._warned, stop)
 
     async def execute(self) -> Run:
         """Run every planned instance; Ctrl-C / stop() keeps finished results."""
