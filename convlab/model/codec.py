@@ -24,7 +24,7 @@ from pydantic import BaseModel, TypeAdapter
 from pydantic_core import to_jsonable_python
 
 from convlab._readable import is_missing
-from convlab.errors import ConvlabError
+from convlab.errors import FormatError
 
 __all__ = [
     "FORMAT",
@@ -46,10 +46,6 @@ FORMAT = 2
 """The version of the encoding this code writes (a run's `format_version`). 1: the compact
 lines of convlab before records were msgspec structs (read by convlab.model._legacy)."""
 KNOWN_FORMATS = (1, 2)
-
-
-class FormatError(ConvlabError, ValueError):
-    """A saved run or store written in a format this version of convlab does not read."""
 
 
 def check_format(version: Any, where: str) -> int:

@@ -175,9 +175,9 @@ class Experiment:
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write the experiment: `.json` (every run, whole; `convlab.load_experiment` reads it
         back), `.html` (a page that opens offline) or `.md`."""
-        from convlab.analysis.experiment_io import save_experiment
+        from convlab.analysis.io import save
 
-        return save_experiment(self, path)
+        return save(self, path, "experiment")
 
     def __repr__(self) -> str:
         parts = ", ".join(f"{name}: {len(run.results)} results" for name, run in self.runs.items())

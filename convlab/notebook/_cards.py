@@ -34,23 +34,28 @@ _COUNTS = (
 
 
 Worst = list[tuple[str, float, str, str, str, str]]
-"""(case id, pass rate, stability, verdict, first reason the agent did not pass, where the
-user's code raised the exception behind it ('' when none did))"""
+"""(case id, pass rate, stability, verdict, why: for a flaky case the fork that decides it
+(`run.why`), else the first reason the agent did not pass; where the user's code raised the
+exception behind it ('' when none did))"""
 
 
 def _views(run: Run) -> tuple[dict[str, Any], Worst]:
-    """The summary and the worst cases, from one pass over the results (no DataFrame)."""
-    from convlab.analysis.frames import case_rollup, summary_from
+    """The summary and the worst cases, from the run's one roll-up (kept with a finished
+    run: convlab.analysis.frames.run_rollup); a flaky case's why is the fork that decides it."""
+    from convlab.analysis.divergence import case_trees
+    from convlab.analysis.frames import run_rollup
+    from convlab.analysis.why import case_why
 
-    latest, rows = case_rollup(run)
-    summary = summary_from(run, latest, rows)
+    rollup = run_rollup(run)
+    rows = rollup.cases
     bad = [(cid, row) for cid, row in rows.items() if row["runs"] > 0 and row["pass_rate"] < 100]
     bad = sorted(bad, key=lambda item: item[1]["pass_rate"])[:_WORST]  # stable: suite order
-    wanted = {cid for cid, _ in bad}
-    reasons: dict[str, tuple[str, str]] = {}
-    for r in latest:  # the pass rate counts the agent's failures: so do the reasons
-        if r.case_id in wanted and r.case_id not in reasons and r.blame == "agent":
-            reasons[r.case_id] = (r.error, r.error_location)
+    reasons = dict(rollup.reasons)
+    flaky = [cid for cid, row in bad if row["flaky"]]
+    if flaky:  # a flaky case's why is the fork that decides it (convlab.analysis.why)
+        mode = str(rollup.summary.get("count_errors_as", "failed"))
+        trees = case_trees(run, flaky, mode)
+        reasons |= {cid: (case_why(tree), "") for cid, tree in trees.items()}
     worst = [
         (
             cid,
@@ -61,7 +66,7 @@ def _views(run: Run) -> tuple[dict[str, Any], Worst]:
         )
         for cid, row in bad
     ]
-    return summary, worst
+    return dict(rollup.summary), worst
 
 
 def _counts_line(s: Mapping[str, Any]) -> str:
@@ -146,7 +151,7 @@ def _run_text(run: Run, s: dict[str, Any], worst: Worst) -> str:
         for cid, rate, cls, _, why, at in worst:
             head = f"    {cid}  {pct(rate)} {cls}"
             at = f" (at {at})" if at else ""  # where the user's code raised
-            lines.append(head + (f"  {shorten(why, 100)}" if why else "") + at)
+            lines.append(head + (f"  {shorten(why, 200)}" if why else "") + at)
     return visible("\n".join(lines))
 
 

@@ -42,37 +42,6 @@ __all__ = [
     "prompt_diff_html",
 ]
 
-
-_SHOWN = (
-    VARIANT_COLUMN,
-    "agent",
-    "pass_rate",
-    "ci_low",
-    "ci_high",
-    "runs",
-    "passed",
-    "stable",
-    "mostly_stable",
-    "unstable",
-    "highly_unstable",
-    "always_fails",
-    "one_run",
-    "flaky",
-    "not_agent",
-    "total_tokens",
-    "agent_tokens",
-    "simulator_tokens",
-    "judge_tokens",
-    "cost_usd",
-    "latency_p50_ms",
-    "latency_p95_ms",
-    "delta_pp",
-    "better",
-    "worse",
-    "p_value",
-    "p_holm",
-    "beyond_noise",
-)
 _VALUE_LIMIT = 200
 
 
@@ -157,13 +126,17 @@ def _changes_section(changes: Sequence[Mapping[str, Any]], baseline: str) -> str
 
 
 def _display_frame(lb: pd.DataFrame) -> pd.DataFrame:
-    cols = [c for c in _SHOWN if c in lb.columns and not lb[c].isna().all()]
+    """The columns the declaration shows in a table (convlab.analysis.columns.LEADERBOARD),
+    those with some figure, under their titles."""
+    from convlab.analysis.columns import LEADERBOARD
+
+    cols = [c for c in LEADERBOARD.shown() if c in lb.columns and not lb[c].isna().all()]
     out = lb[cols].copy()
     base = lb.attrs.get("baseline")
     out[VARIANT_COLUMN] = [
         f"{name} (baseline)" if name == base else str(name) for name in lb[VARIANT_COLUMN]
     ]
-    return out
+    return out.rename(columns=LEADERBOARD.titles())
 
 
 def leaderboard_table(lb: Leaderboard | pd.DataFrame) -> Table:

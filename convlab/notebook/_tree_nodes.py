@@ -22,6 +22,15 @@ Key = tuple[str, str, int, int]
 WHY = 100  # characters of the reason shown on an instance's line
 
 
+def variant_key(variant: str | None, key: Key) -> Key:
+    """An instance's key in a tree: in an experiment, its variant's name before the case id
+    (the instance's title then reads `short · case-1 [run 2/3]`); else the key itself."""
+    if not variant:
+        return key
+    case_id, rest = key[0], key[1:]
+    return (f"{variant} · {case_id}", *rest)
+
+
 def _args(arguments: Any, limit: int = 80) -> str:
     try:
         text = json.dumps(arguments, ensure_ascii=False, default=str, separators=(",", ":"))

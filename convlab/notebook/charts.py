@@ -41,6 +41,7 @@ from convlab.notebook._charts_base import (
     stability_text_color,
 )
 from convlab.notebook._charts_compare import compare_figure
+from convlab.notebook._charts_divergence import divergence
 from convlab.notebook._charts_run import checkpoints, durations, turns
 
 if TYPE_CHECKING:
@@ -53,6 +54,7 @@ __all__ = [
     "RunPlots",
     "checkpoints",
     "compare_figure",
+    "divergence",
     "durations",
     "pass_rates",
     "stability",
@@ -82,6 +84,7 @@ class RunPlots:
         "durations": "duration of every instance per case (box and points)",
         "checkpoints": "how many dynamic instances reached each checkpoint (funnel)",
         "turns": "turns taken by instances that passed vs did not",
+        "divergence": "where a case's runs fork and which branch passes (Sankey)",
     }
 
     def __init__(self, run: Run) -> None:
@@ -107,6 +110,12 @@ class RunPlots:
     def turns(self) -> Any:
         """Histogram of turns taken, passed vs not passed."""
         return turns(self.run)
+
+    def divergence(self, case_id: str) -> Any:
+        """Where the case's runs fork: a Sankey from the first turn through each branch to
+        passed / did not pass; node height = runs, colour = the branch's pass-rate band,
+        hover = its path."""
+        return divergence(self.run, case_id)
 
     def __dir__(self) -> list[str]:
         return sorted({*super().__dir__(), *self._CHARTS})
@@ -319,7 +328,7 @@ def stability(data: Any) -> Any:
         "x": names,
         "y": counts,
         "marker": {"color": [stability_color(k) for k in groups]},
-        "text": [f"{c} ({pct(100 * c / total) if total else '0%'})" for c in counts],
+        "text": [f"{c} ({pct(100 * c / total if total else 0)})" for c in counts],
         "textposition": "outside",
         "cliponaxis": False,
         "customdata": [[list_cases(v)] for v in groups.values()],

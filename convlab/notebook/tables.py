@@ -83,6 +83,8 @@ STABILITY_VIEW = (
     "timeouts",
     "pass_rate",
     "stability",
+    "paths",
+    "main_path_share",
     "k",
     "pass_hat_k",
     "ci_low",

@@ -321,18 +321,20 @@ def _verdict(
 def stability_table(run: Run, g: Glyphs, s: Style) -> list[str]:
     """Yao's per-case stability table: case, runs, passed, pass rate and `stability` (Yao's
     class for a flaky case; `stable`, `always fails` or `one run` otherwise)."""
-    df = run.stability(count_errors_as=str(run.summary.get("count_errors_as", "failed")))
+    from convlab.analysis.frames import run_rollup
+
+    cases = run_rollup(run).cases  # the same figures as run.stability(), kept with the run
     head: tuple[str, ...] = ("Case", "Runs", "Passed", "Pass rate", "Stability")
     rows: list[tuple[str, ...]] = [
         (
-            shorten(rec["case_id"], 40, g.ellipsis),
+            shorten(case_id, 40, g.ellipsis),
             str(rec["runs"]),
             str(rec["passed"]),
             pct(rec["pass_rate"]),
             str(rec["stability"] or "-"),
             str(rec.get("not_agent_blame") or ""),
         )
-        for rec in df.to_dict("records")
+        for case_id, rec in cases.items()
     ]
     right: tuple[bool, ...] = (False, True, True, True, False)
     if any(row[-1] for row in rows):  # failures left out of the pass rate, by blame

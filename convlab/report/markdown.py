@@ -93,7 +93,7 @@ def _counts(s: dict[str, Any]) -> str:
 
 def run_markdown(run: Run) -> str:
     """Summary, a per-case table (pass rate, stability class) and the failures with reasons."""
-    from convlab.analysis.frames import cost_line, instances_frame, run_summary, suite_order
+    from convlab.analysis.frames import cost_line, instances_frame, suite_order
     from convlab.analysis.stats import stability, summary
 
     df = instances_frame(run)
@@ -110,7 +110,7 @@ def run_markdown(run: Run) -> str:
     if blamed:
         counts = ", ".join(f"{b} {n}" for b, n in blamed.items())
         lines += ["", f"**Not passed, by blame:** {counts}. {_BLAME_RULE}"]
-    spent = cost_line(run_summary(run))
+    spent = cost_line(run.summary)
     if spent:
         lines += ["", cell(spent[0].upper() + spent[1:])]
     if run.error:
