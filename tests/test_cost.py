@@ -195,3 +195,37 @@ def test_the_reports_show_the_cost(base: str, tmp_path: Path) -> None:
     md = run.save(tmp_path / "r.md").read_text()
     page = run.save(tmp_path / "r.html").read_text()
     assert f"Cost \\${total:.3g}" in md and f"cost ${total:.3g}" in page
+
+
+def test_a_model_priced_once_costs_what_genai_prices_says_for_every_call() -> None:
+    # Pricer looks a model's price up once and prices each call from it: every model of the
+    # bundled database (tiered ones too), at sizes across the tiers, gives genai-prices' own
+    # figure for the call to the last digit, and the run's own prices their exact product
+    from datetime import UTC, datetime
+    from decimal import Decimal
+
+    from genai_prices.data_snapshot import get_snapshot
+
+    from convlab.agents.pricing import Price, Pricer, Rate
+
+    now = datetime.now(UTC)
+    sizes = [(0, 0), (1, 0), (0, 1), (12, 5), (199_999, 333), (200_001, 4_321), (3_000_007, 17)]
+    checked = tiered = 0
+    for provider in get_snapshot().providers:
+        for known in provider.models:
+            price = known.get_prices(now)
+            rate = Rate.of(price)
+            tiered += any(type(v).__name__ == "TieredPrices" for v in vars(price).values())
+            for prompt, completion in sizes:
+                used = PriceUsage(input_tokens=prompt, output_tokens=completion)
+                expected = float(price.calc_price(used)["total_price"])
+                assert rate.cost(prompt, completion) == expected, (known.id, prompt, completion)
+                checked += 1
+    assert checked > 5_000 and tiered > 10  # the database is there, tiers included
+
+    pricer = Pricer({"house": Price(input_mtok=0.3, output_mtok=1.7)})
+    exact = (Decimal(1234) * Decimal("0.3") + Decimal(56) * Decimal("1.7")) / 1_000_000
+    assert pricer.cost("house", None, 1234, 56) == float(exact)
+    assert pricer.cost("gpt-4o", None, 1000, 10) == priced("gpt-4o", 1000, 10)
+    assert pricer.cost("no-such-model", None, 1, 1) is None
+    assert pricer.cost(None, None, 1, 1) is None
