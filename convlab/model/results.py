@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import zlib
 from array import array
-from collections.abc import Iterable, Iterator, MutableSequence
-from typing import Any, overload
+from collections.abc import Callable, Iterable, Iterator, MutableSequence
+from typing import Any, TypeVar, overload
 
 import msgspec
 
@@ -25,6 +25,8 @@ from convlab.model.records import CaseResult
 from convlab.model.rows import InstanceRow, instance_row
 
 __all__ = ["Lines", "Results"]
+
+_T = TypeVar("_T")
 
 
 class Lines:
@@ -180,6 +182,15 @@ class Results(MutableSequence[CaseResult]):
             instance_row(obj) if obj is not None else made[i] if row is None else row
             for i, (obj, row) in enumerate(kept)
         ]
+
+    def mapped(self, fn: Callable[[CaseResult], _T]) -> list[_T]:
+        """`fn` of every result, in order; a line not yet read is decoded for it and not
+        kept (lines are read in the order they were kept, each chunk once)."""
+        made: dict[int, _T] = {}
+        for i in sorted(range(len(self._objs)), key=self._nos.__getitem__):
+            obj = self._objs[i]
+            made[i] = fn(decode_as(self._line(i), CaseResult) if obj is None else obj)
+        return [made[i] for i in range(len(self._objs))]
 
     def statuses(self) -> list[str]:
         """Every result's status, without decoding a line."""

@@ -9,19 +9,18 @@ from __future__ import annotations
 
 import html
 import json
-import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from convlab._util import shorten
+from convlab._readable import pct, shorten, visible
 from convlab.analysis.agent_diff import (
     NOT_SET,
     PROMPT_KEYS,
     change_text,
-    word_diff,
     word_diff_counts,
+    word_diff_shown,
 )
 from convlab.model.experiment import VARIANT_COLUMN
 from convlab.notebook._style import CSS, THEME_CSS
@@ -59,36 +58,6 @@ DIFF_CSS = (
 )
 """Deletions struck through on red, insertions on green: told by the mark too, not by colour
 alone."""
-_SHOWN = (
-    VARIANT_COLUMN,
-    "agent",
-    "pass_rate",
-    "ci_low",
-    "ci_high",
-    "runs",
-    "passed",
-    "stable",
-    "mostly_stable",
-    "unstable",
-    "highly_unstable",
-    "always_fails",
-    "one_run",
-    "flaky",
-    "not_agent",
-    "total_tokens",
-    "agent_tokens",
-    "simulator_tokens",
-    "judge_tokens",
-    "cost_usd",
-    "latency_p50_ms",
-    "latency_p95_ms",
-    "delta_pp",
-    "better",
-    "worse",
-    "p_value",
-    "p_holm",
-    "beyond_noise",
-)
 _VALUE_LIMIT = 200
 
 
@@ -116,7 +85,7 @@ def prompt_diff_html(before: str | None, after: str | None) -> str:
     tags = {"delete": "del", "insert": "ins"}
     parts = [
         _e(text) if op == "equal" else f"<{tags[op]}>{_e(text)}</{tags[op]}>"
-        for op, text in word_diff(before, after)
+        for op, text in word_diff_shown(before, after)
     ]
     return f"<div class='cl-diff'>{''.join(parts)}</div>"
 
@@ -173,13 +142,17 @@ def _changes_section(changes: Sequence[Mapping[str, Any]], baseline: str) -> str
 
 
 def _display_frame(lb: pd.DataFrame) -> pd.DataFrame:
-    cols = [c for c in _SHOWN if c in lb.columns and not lb[c].isna().all()]
+    """The columns the declaration shows in a table (convlab.analysis.columns.LEADERBOARD),
+    those with some figure, under their titles."""
+    from convlab.analysis.columns import LEADERBOARD
+
+    cols = [c for c in LEADERBOARD.shown() if c in lb.columns and not lb[c].isna().all()]
     out = lb[cols].copy()
     base = lb.attrs.get("baseline")
     out[VARIANT_COLUMN] = [
         f"{name} (baseline)" if name == base else str(name) for name in lb[VARIANT_COLUMN]
     ]
-    return out
+    return out.rename(columns=LEADERBOARD.titles())
 
 
 def leaderboard_table(lb: Leaderboard | pd.DataFrame) -> Table:
@@ -195,7 +168,7 @@ def leaderboard_bundle(lb: Leaderboard | pd.DataFrame) -> dict[str, Any]:
     base = str(lb.attrs.get("baseline", ""))
     text = pd.DataFrame(lb).to_string(index=False, max_cols=12)
     return {
-        "text/plain": f"{lb.attrs.get('note', '')}\n\n{text}",
+        "text/plain": visible(f"{lb.attrs.get('note', '')}\n\n{text}"),
         "text/html": leaderboard_table(lb)._repr_html_() + _changes_section(changes, base),
     }
 
@@ -216,12 +189,6 @@ def matrix_table(exp: Experiment, count_errors_as: str = "failed") -> Table:
     )
 
 
-def _pct(value: Any) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a"
-    return f"{float(value):.1f}%"
-
-
 def _heading(exp: Experiment) -> tuple[str, str]:
     suite = exp.suite
     bits = [f"Experiment {exp.id}", exp.name]
@@ -239,10 +206,10 @@ def experiment_text(exp: Experiment) -> str:
     for row in lb.to_dict("records"):
         mark = " (baseline)" if row["baseline"] else ""
         lines.append(
-            f"  {row[VARIANT_COLUMN]}{mark}: pass rate {_pct(row['pass_rate'])} "
-            f"[{_pct(row['ci_low'])}, {_pct(row['ci_high'])}]  {shorten(str(row['agent']), 60)}"
+            f"  {row[VARIANT_COLUMN]}{mark}: pass rate {pct(row['pass_rate'])} "
+            f"[{pct(row['ci_low'])}, {pct(row['ci_high'])}]  {shorten(str(row['agent']), 60)}"
         )
-    return "\n".join(lines)
+    return visible("\n".join(lines))
 
 
 def experiment_card(exp: Experiment) -> tuple[str, str]:
@@ -261,6 +228,9 @@ def experiment_card(exp: Experiment) -> tuple[str, str]:
 
 
 def experiment_bundle(exp: Experiment) -> dict[str, Any]:
-    """`Experiment` in a notebook: its card."""
+    """`Experiment` in a notebook: its card (once in a cell that also ran it)."""
+    from convlab.notebook.progress import fold_live_view
+
+    fold_live_view(exp.id)
     text, card = experiment_card(exp)
     return {"text/plain": text, "text/html": card}

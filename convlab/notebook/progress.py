@@ -21,29 +21,31 @@ import html
 import sys
 import threading
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from convlab._util import shorten
+from convlab._readable import shorten
 from convlab.engine.events import (
     CaseFinished,
     CaseStarted,
     CheckpointReached,
     ConcurrencyChanged,
     Event,
+    ExperimentFinished,
+    ExperimentStarted,
     RunFinished,
     RunStarted,
     TurnCompleted,
     WorkersChanged,
 )
 from convlab.notebook._style import CSS, GLYPHS, STATUS_CSS, TREE_BODY_HEIGHT
-from convlab.notebook._tree_nodes import Key, Node, node_html
+from convlab.notebook._tree_nodes import Key, Node, node_html, variant_key
 
 if TYPE_CHECKING:
     from convlab.model.records import CaseResult
 
-__all__ = ["LiveTree", "in_kernel", "widget_frontend"]
+__all__ = ["LiveTree", "cell_token", "fold_live_view", "in_kernel", "widget_frontend"]
 
 _SHOWN_COUNTS = ("passed", "failed", "error", "timeout", "running")
 _OTHER_COUNTS = ("skipped", "cancelled", "blocked")
@@ -74,6 +76,36 @@ def widget_frontend() -> bool:
     except ImportError:
         return False
     return True
+
+
+_ENDED: OrderedDict[str, LiveTree] = OrderedDict()
+"""Result id -> the live tree that ended with it in a cell (the latest few)."""
+_ENDED_KEPT = 8
+
+
+def cell_token() -> Any:
+    """What tells this cell's execution from any other: the id of the kernel's request being
+    executed, else (a shell with no kernel) the execution count. None outside IPython."""
+    shell = _shell()
+    if shell is None:
+        return None
+    kernel = getattr(shell, "kernel", None)
+    try:
+        parent = kernel.get_parent() if kernel is not None else None
+    except Exception:  # an ipykernel without get_parent(): fall back to the count
+        parent = None
+    msg_id = (parent or {}).get("header", {}).get("msg_id")
+    return msg_id or ("execution", shell.execution_count)
+
+
+def fold_live_view(result_id: Any) -> None:
+    """A run or experiment is being displayed: when its live tree ended in this same cell
+    (`r = cl.run(...); r`, `%convlab run ...`), that tree's summary gives way to the
+    displayed card, so the cell shows the card once. Anything else is left as it is."""
+    tree = _ENDED.get(str(result_id))
+    if tree is not None and tree._cell == cell_token():
+        del _ENDED[str(result_id)]
+        tree.fold()
 
 
 def _clock(seconds: float) -> str:
@@ -119,6 +151,8 @@ class LiveTree:
         self._pump: threading.Thread | None = None
         self._quit = threading.Event()
         self._handle: Any = None
+        self._cell: Any = None
+        """The cell execution that shows the tree (`cell_token()`), None until shown."""
         self._final: dict[str, Any] | None = None
 
         self.header = w.HTML()
@@ -155,6 +189,7 @@ class LiveTree:
             display(final, raw=True)  # type: ignore[no-untyped-call]
             return
         self._handle = display(self, display_id=True)  # type: ignore[no-untyped-call]
+        self._cell = cell_token()
 
     def _on_stop(self, _button: Any = None) -> None:
         if self._stop is None:
@@ -165,16 +200,22 @@ class LiveTree:
 
     # -- events (engine thread): state only ---------------------------------------------
 
-    def __call__(self, event: Event) -> None:
+    def __call__(self, event: Any) -> None:
+        """Take in an engine event (a run's, or an experiment's in ExperimentTree): the tree
+        starts drawing at the start and gives way to the summary at the end."""
         with self._lock:
             self._apply(event)
             self._dirty = True
-        if isinstance(event, RunStarted):
+        if isinstance(event, RunStarted | ExperimentStarted):
             self._start_pump()
         elif isinstance(event, RunFinished):
             self.close(event.run)
+        elif isinstance(event, ExperimentFinished):
+            self.close(event.experiment)
 
-    def _apply(self, event: Event) -> None:
+    def _apply(self, event: Event, variant: str | None = None) -> None:
+        """Take in one engine event: of the run, or of one `variant` of an experiment (its
+        instances keyed apart: convlab.notebook._tree_nodes.variant_key)."""
         if isinstance(event, RunStarted):
             self.total, self.resumed, self.agent = event.total, event.resumed, event.agent
             self.runs = int(event.settings.get("runs", 1) or 1)
@@ -185,20 +226,20 @@ class LiveTree:
         elif isinstance(event, WorkersChanged):
             self.workers = event
         elif isinstance(event, CaseStarted):
-            self.running[event.key] = Node(event.key, event.label, worker=event.worker)
-        elif isinstance(event, TurnCompleted):
-            node = self.running.get(event.key)
-            if node is not None:
+            key = variant_key(variant, event.key)
+            self.running[key] = Node(key, event.label, worker=event.worker)
+        elif isinstance(event, TurnCompleted | CheckpointReached):
+            node = self.running.get(variant_key(variant, event.key))
+            if node is None:
+                return
+            if isinstance(event, TurnCompleted):
                 node.turns.append(event.turn)
-        elif isinstance(event, CheckpointReached):
-            node = self.running.get(event.key)
-            if node is not None:
+            else:
                 node.checkpoints[event.checkpoint] = event.turn
         elif isinstance(event, CaseFinished):
-            self._finished(event.result, event.label)
+            self._finished(event.result, event.label, variant_key(variant, event.result.key))
 
-    def _finished(self, r: CaseResult, label: str, key: Key | None = None) -> None:
-        key = key or r.key  # an experiment's tree keys each variant's instances apart
+    def _finished(self, r: CaseResult, label: str, key: Key) -> None:
         node = self.running.pop(key, None) or Node(key, label)
         node.status, node.result = r.status, r
         if not node.turns:
@@ -350,26 +391,55 @@ class LiveTree:
             self._handle.update(final, raw=True)
             for widget in (self.box, self.header, self.bar, self.button, self.hint, self.body):
                 widget.close()
+            ident = getattr(run, "id", None)
+            if ident and self._cell is not None:
+                _ENDED[str(ident)] = self
+                while len(_ENDED) > _ENDED_KEPT:
+                    _ENDED.popitem(last=False)
 
-    def final_bundle(self, run: Any) -> dict[str, Any]:
-        """The static summary left in the cell: the run's card and its failing instances."""
-        from convlab.notebook._cards import run_card
-
+    def failing_html(self, where: str = "run.df") -> str:
+        """The instances that did not pass, as the tree showed them ('' when all passed)."""
         failing = "".join(node_html(n, False, self.runs) for n in list(self.failed)[::-1])
         older = self.failed_total - len(self.failed)
         if older:
-            failing += f"<div class='cl-muted'>… and {older} more (see run.df)</div>"
-        if failing:
-            failing = (
-                f"<div class='convlab'><div class='cl-title'>did not pass ({self.failed_total})"
-                f"</div>{failing}</div>"
-            )
+            failing += f"<div class='cl-muted'>… and {older} more (see {where})</div>"
+        if not failing:
+            return ""
+        return (
+            f"<div class='convlab'><div class='cl-title'>did not pass ({self.failed_total})"
+            f"</div>{failing}</div>"
+        )
+
+    WHAT = "run"
+    """What the tree shows, as its final words name it (`run.df`)."""
+
+    def card(self, run: Any) -> tuple[str, str]:
+        """The summary card (text, HTML) that the tree gives way to."""
+        from convlab.notebook._cards import run_card
+
+        return run_card(run)
+
+    def final_bundle(self, run: Any) -> dict[str, Any]:
+        """The static summary left in the cell: the card and the failing instances."""
         if run is None:
-            text = "the run ended without a result (see the error below)"
+            text = f"the {self.WHAT} ended without a result (see the error below)"
             head = f"<div class='convlab cl-fail'>{html.escape(text)}</div>"
             return {"text/plain": text, "text/html": head + self.snapshot_html()}
-        text, card = run_card(run)
-        return {"text/plain": text, "text/html": card + failing}
+        text, card = self.card(run)
+        return {"text/plain": text, "text/html": card + self.failing_html(self._df_name())}
+
+    def _df_name(self) -> str:
+        return ("exp" if self.WHAT == "experiment" else self.WHAT) + ".df"
+
+    def fold(self) -> None:
+        """The cell goes on to display the result itself (its card): the summary left here
+        gives way to the failing instances alone, so that the card shows once."""
+        failing = self.failing_html(self._df_name())
+        folded = {"text/plain": "", "text/html": failing} if failing else {"text/plain": ""}
+        with self._lock:
+            self._final = folded
+        if self._handle is not None:
+            self._handle.update(folded, raw=True)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         with self._lock:

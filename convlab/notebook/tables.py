@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from convlab._readable import visible
 from convlab.formats._base import did_you_mean
 from convlab.notebook._bundle import (
     bundle_html,
@@ -63,6 +64,7 @@ __all__ = [
     "stability_columns",
     "stability_table",
     "suite_table",
+    "worst_first",
 ]
 
 TEXT_LIMIT = 120
@@ -82,6 +84,8 @@ STABILITY_VIEW = (
     "timeouts",
     "pass_rate",
     "stability",
+    "paths",
+    "main_path_share",
     "k",
     "pass_hat_k",
     "ci_low",
@@ -255,14 +259,14 @@ class Table:
 
     def _text(self) -> str:
         if self.df.empty:
-            return self._header()
+            return visible(self._header())
         preview = pd.DataFrame(self.shown).to_string(
             index=False, max_rows=10, max_cols=8, max_colwidth=40
         )
         lines = [f"{self._header()} (the data: .df)", preview]
         if self.description:
             lines.insert(1, self.description)
-        return "\n".join(lines)
+        return visible("\n".join(lines))
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         return {"text/plain": self._text(), "text/html": self._repr_html_()}
@@ -273,7 +277,7 @@ class Table:
         return self.to_html(bundle=carries_bundle())
 
     def __repr__(self) -> str:
-        return f"<{self._header()}>"
+        return visible(f"<{self._header()}>")
 
     def __len__(self) -> int:
         return len(self.df)
@@ -297,8 +301,22 @@ def _cases_frame(run: Run) -> pd.DataFrame:
     return out.reset_index(drop=True)
 
 
-def run_table(run: Run, kind: str = "instances") -> Table:
-    """`run.table(kind)`: one of the run's frames as an interactive table."""
+def worst_first(df: pd.DataFrame) -> pd.DataFrame:
+    """Rows in the pass-rate chart's order: the lowest pass rate first (an instance: what did
+    not pass before what passed), what never ran to a verdict last; ties in their order."""
+    from convlab.analysis.stats import EXCLUDED_STATUSES
+
+    if "pass_rate" in df.columns:
+        return df.sort_values("pass_rate", kind="stable", na_position="last")
+    if "status" not in df.columns:
+        return df
+    rank = df["status"].map(lambda s: 2 if s in EXCLUDED_STATUSES else int(s == "passed"))
+    return df.iloc[rank.argsort(kind="stable")]
+
+
+def run_table(run: Run, kind: str = "instances", worst: bool = False) -> Table:
+    """`run.table(kind)`: one of the run's frames as an interactive table (`worst`: in the
+    pass-rate chart's order, as the run's card lists them)."""
     frame = KINDS.get(kind)
     if frame is None:
         raise ValueError(
@@ -308,7 +326,7 @@ def run_table(run: Run, kind: str = "instances") -> Table:
     label = f"Run {run.id}" if run.id else "Run"
     if kind == "stability":
         return stability_table(run.stability(), f"{label} · stability")
-    df = frame(run)
+    df = worst_first(frame(run)) if worst else frame(run)
     counted = tuple(c for c in COUNTED if c in df.columns)
     note = (
         f"{', '.join(counted)} count from 1 here; from 0 in the DataFrame (.df)."

@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from convlab._util import cut_noted
+from convlab._readable import cut_noted, visible
 from convlab.analysis.io import register_saver, write_atomic
 from convlab.notebook._errors import location_html, traceback_html
 
@@ -179,7 +179,8 @@ class Failures:
         lines += [
             f"  {r.case_id} run {r.run + 1}: {r.status} {r.error or ''}" for r in bad[: self.limit]
         ]
-        return {"text/plain": "\n".join(lines), "text/html": failures_html(self.run, self.limit)}
+        text = visible("\n".join(lines))
+        return {"text/plain": text, "text/html": failures_html(self.run, self.limit)}
 
 
 def _charts(run: Run) -> list[Any]:
@@ -208,6 +209,7 @@ def run_html_report(run: Run) -> str:
     from convlab.notebook.display import run_html
     from convlab.notebook.tables import bundle_html, run_table
     from convlab.report.notebook import plotly_script, without_itables_links
+    from convlab.report.why import why_html
 
     meta = [run.status, f"started {run.started_at}" if run.started_at else ""]
     meta += [f"run {run.id}" if run.id else ""]
@@ -221,6 +223,7 @@ def run_html_report(run: Run) -> str:
         run_table(run, "instances").to_html(bundle=False),
         "<h2>Charts</h2>",
         *(str(fig._repr_mimebundle_()["text/html"]) for fig in _charts(run)),
+        why_html(run),
         "<h2>Instances that did not pass</h2>",
         failures_html(run),
     ]
