@@ -229,3 +229,30 @@ def test_a_model_priced_once_costs_what_genai_prices_says_for_every_call() -> No
     assert pricer.cost("gpt-4o", None, 1000, 10) == priced("gpt-4o", 1000, 10)
     assert pricer.cost("no-such-model", None, 1, 1) is None
     assert pricer.cost(None, None, 1, 1) is None
+
+
+def test_a_models_price_is_looked_up_off_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the first lookup loads genai-prices' database: on the event loop it would hold up
+    # every call in flight, so it runs in a thread, once per model and run
+    import threading
+
+    from convlab.agents import pricing
+
+    looked_up: list[tuple[str, bool]] = []
+    real = pricing._known_price
+
+    def known_price(model: str, endpoint: str | None) -> Any:
+        looked_up.append((model, threading.current_thread() is threading.main_thread()))
+        return real(model, endpoint)
+
+    monkeypatch.setattr(pricing, "_known_price", known_price)
+
+    def reporting(messages: list[dict[str, Any]]) -> Reply:
+        used = Usage(prompt_tokens=100, completion_tokens=10, total_tokens=110, model="gpt-4o")
+        return Reply(text="filed", usage=used)
+
+    cases = [Case(id=f"c{i}", input=[Message(content="hi")]) for i in range(5)]
+    run = cl.run(Suite(id="s", cases=cases), reporting, progress=False)
+    assert looked_up and all(model == "gpt-4o" and not main for model, main in looked_up)
+    assert len(looked_up) < 5  # once per model, but for calls that came in meanwhile
+    assert {s.cost_usd for r in run.results for s in r.spend} == {priced("gpt-4o", 100, 10)}

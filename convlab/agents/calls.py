@@ -80,7 +80,7 @@ async def call_agent(
         if obs.latency_ms is None:
             obs.latency_ms = elapsed_ms(start)
         if obs.usage is not None and (meter := METER.get()) is not None:
-            meter.add(role, obs.usage)
+            await meter.count(role, obs.usage)
         return _as_unicode(obs)
     raise AssertionError("unreachable")
 

@@ -67,6 +67,10 @@ class Pricer:
         rate = self.rate(model, endpoint)
         return None if rate is None else rate.cost(prompt, completion)
 
+    def knows(self, model: str, endpoint: str | None) -> bool:
+        """Whether `rate` has looked `model` at `endpoint` up already."""
+        return (model, endpoint) in self._rates
+
     def rate(self, model: str, endpoint: str | None) -> Rate | None:
         """How `model` at `endpoint` is priced (looked up once); None when it has no price."""
         key = (model, endpoint)
