@@ -420,6 +420,9 @@ def ask(
         >>> ask(lambda m: "hi there", "Hello", {"type": "contains", "value": "hi"}).passed
         True
     """
+    # IPython (a notebook, %debug) leaves this frame out of the traceback it prints and of
+    # the frames its debugger walks: what the user sees goes from their call to their agent
+    __tracebackhide__ = True
     raised: list[BaseException] = []
     kept = raised if raise_errors else None
     answer = run_sync(lambda: ask_once(agent, message, assertions, history, world, judge, kept))

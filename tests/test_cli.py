@@ -369,3 +369,33 @@ def test_an_output_that_cannot_be_written_is_a_clean_message_naming_it(tmp_path)
     assert done.code == 2 and "Traceback" not in done.err
     assert f"{tmp_path / 'big.json'}: File too large" in done.err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]  # no .tmp left behind
+
+
+def test_a_reader_that_stops_reading_gets_no_broken_pipe_message(tmp_path: Path) -> None:
+    # `convlab assertions | head -5`: the reader leaves before convlab writes; stdout is a
+    # pipe whose reading end is closed before the command starts writing
+    commands = [
+        ("assertions",),
+        ("validate", str(EXAMPLES / "expense")),
+        ("ask", "demo:expense", "hello"),
+        ("run", "-i", str(EXAMPLES / "expense"), "-n", "demo:expense", "--dry-run"),
+    ]
+    procs = []
+    for command in commands:
+        read_end, write_end = os.pipe()
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "-m", "convlab.cli", *command],
+                stdout=write_end,
+                stderr=subprocess.PIPE,
+                text=True,
+                cwd=tmp_path,
+                env=_env(CONVLAB_HOME=str(tmp_path)),
+            )
+        )
+        os.close(write_end)
+        os.close(read_end)
+    for command, proc in zip(commands, procs, strict=True):
+        _, err = proc.communicate(timeout=180)
+        assert err == "", (command, err)
+        assert proc.returncode == 141, command  # what a shell gives a command SIGPIPE stopped

@@ -182,6 +182,34 @@ def test_ask_with_raise_errors_raises_the_original_exception_from_the_users_fram
     assert [f.name for f in inner] == ["ask"]
 
 
+def test_in_ipython_raise_errors_shows_and_debugs_only_the_users_frames(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A notebook prints the traceback from the cell's call straight to the agent's line, and
+    `%debug` opens there and walks up to the cell without stopping in convlab's ask()."""
+    from IPython.core.debugger import Pdb
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    try:
+        shell.user_ns.update(cl=cl, bug=bug)
+        capsys.readouterr()
+        result = shell.run_cell('cl.ask(bug.reply, "where is my parcel?", raise_errors=True)')
+        printed = capsys.readouterr().out
+        assert isinstance(result.error_in_exec, AttributeError)
+        assert "has no attribute 'group'" in printed and "buggy_agent.py" in printed
+        assert "api.py" not in printed and "convlab" not in printed.replace("cl.ask", "")
+        tb = sys.last_traceback
+        debugger = Pdb()
+        stack, _ = debugger.get_stack(None, tb)
+        hidden = debugger.hidden_frames(stack)
+        walked = [f.f_code.co_filename for (f, _), h in zip(stack, hidden, strict=True) if not h]
+        assert Path(walked[-1]).resolve() == BUGGY  # where %debug opens
+        assert not any(Path(f).resolve().is_relative_to(CONVLAB) for f in walked)
+    finally:
+        InteractiveShell.clear_instance()
+
+
 def test_ask_still_raises_for_its_own_usage_errors() -> None:
     with pytest.raises(cl.SuiteError):
         cl.ask(bug.reply, "hi", {"type": "contians", "value": "x"})

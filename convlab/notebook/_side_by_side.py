@@ -9,7 +9,7 @@ call the other run did not make at that turn, the words of a reply the other rep
 have (a word diff).
 
 Everything shown comes from agents and users: every piece is escaped; colours are the theme's
-variables (light and dark).
+variables (light and dark); the rules are the HTML kit's (`SIDE_BY_SIDE_CSS`, sent once).
 """
 
 from __future__ import annotations
@@ -21,36 +21,13 @@ from typing import TYPE_CHECKING, Any
 from convlab._readable import shorten
 from convlab.analysis.agent_diff import word_diff
 from convlab.analysis.divergence import CaseTree, contrasting_pair
+from convlab.htmlkit import GLYPHS, STATUS_CSS, style_tag
 from convlab.model.records import CaseResult, TurnResult
-from convlab.notebook._style import CSS, GLYPHS, STATUS_CSS
 
 if TYPE_CHECKING:
     from convlab.model.run import Run
 
-__all__ = ["SIDE_CSS", "side_by_side_html", "side_by_side_text"]
-
-SIDE_CSS = """
-.convlab .cl-sxs{border-collapse:collapse;width:100%;max-width:1100px;table-layout:fixed;
- font-size:12.5px;margin:6px 0}
-.convlab .cl-sxs th,.convlab .cl-sxs td{border-bottom:1px solid var(--cl-line);padding:5px 8px;
- vertical-align:top;text-align:left;overflow-wrap:anywhere}
-.convlab .cl-sxs th{font-weight:600}
-.convlab .cl-sxs td.cl-turn{width:5.5em;color:var(--cl-muted);white-space:nowrap}
-.convlab .cl-sxs tr.cl-fork>td{border-top:2px solid var(--cl-fg);
- background:var(--cl-bg2)}
-.convlab .cl-sxs .cl-forkmark{display:inline-block;margin-top:2px;padding:0 5px;
- border-radius:8px;border:1px solid currentColor;color:var(--cl-fg);font-size:11px}
-.convlab .cl-sxs .cl-said{color:var(--cl-muted)}
-.convlab .cl-sxs .cl-said b{color:var(--cl-fg);font-weight:600}
-.convlab .cl-sxs .cl-reply{white-space:pre-wrap;margin:3px 0}
-.convlab .cl-sxs code{font-size:12px}
-.convlab .cl-sxs .cl-only-ok{background:var(--cl-ins-bg);color:var(--cl-ins);
- text-decoration:underline}
-.convlab .cl-sxs .cl-only-bad{background:var(--cl-del-bg);color:var(--cl-del);
- text-decoration:underline}
-.convlab .cl-sxs .cl-checks{font-size:11.5px;margin-top:2px}
-"""
-"""The side-by-side's rules (the theme's variables; the page's `CSS` comes with it)."""
+__all__ = ["side_by_side_html", "side_by_side_text"]
 
 _SAID = 300
 _REPLY = 2_000
@@ -105,7 +82,7 @@ def _checks_html(t: TurnResult | None) -> str:
         f"{GLYPHS.get(a.status, '?')} {e(a.label or a.id or a.kind)}</span>"
         for a in t.assertions
     )
-    return f"<div class='cl-checks'>{marks}</div>"
+    return f"<div class='cl-sxs-checks'>{marks}</div>"
 
 
 def _cell(t: TurnResult | None, other: TurnResult | None, side: str) -> str:
@@ -170,12 +147,11 @@ def side_by_side_html(run: Run, tree: CaseTree) -> str:
         mark = "<br><span class='cl-forkmark'>fork</span>" if n == fork else ""
         tr = "<tr class='cl-fork'>" if n == fork else "<tr>"
         rows.append(
-            f"{tr}<td class='cl-turn'>turn {n + 1}{mark}"
+            f"{tr}<td class='cl-sxs-turn'>turn {n + 1}{mark}"
             f"</td><td>{_cell(a, b, 'ok')}</td><td>{_cell(b, a, 'bad')}</td></tr>"
         )
-    rows.append(
-        f"<tr><td class='cl-turn'>outcome</td><td>{_outcome(ok)}</td><td>{_outcome(bad)}</td></tr>"
-    )
+    outcomes = f"<td>{_outcome(ok)}</td><td>{_outcome(bad)}</td>"
+    rows.append(f"<tr><td class='cl-sxs-turn'>outcome</td>{outcomes}</tr>")
     where = f"their ways part at turn {fork + 1}" if fork is not None else "they took one path"
     head = (
         f"<div class='cl-muted'>A passing and a failing run of <code>{e(tree.case_id)}</code> "
@@ -187,7 +163,7 @@ def side_by_side_html(run: Run, tree: CaseTree) -> str:
         f"<th>did not pass: {e(_label(bad))}</th></tr></thead><tbody>{''.join(rows)}</tbody>"
         "</table>"
     )
-    return f"<div class='convlab'><style>{CSS}{SIDE_CSS}</style>{head}{table}</div>"
+    return f"<div class='convlab'>{style_tag()}{head}{table}</div>"
 
 
 def side_by_side_text(run: Run, tree: CaseTree) -> str:
