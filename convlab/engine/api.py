@@ -172,7 +172,8 @@ class RunHandle:
         return self._bg.result if self.done else None
 
     def __repr__(self) -> str:
-        state = "done" if self.done else "running"
+        run = self.run
+        state = "running" if not self.done else run.status if run is not None else "failed"
         return f"<RunHandle {state}: {len(self.results)} finished>"
 
 

@@ -88,7 +88,8 @@ class ConsoleProgress:
         elif isinstance(event, ConcurrencyChanged):
             self._concurrency(event)
         elif isinstance(event, WorkersChanged) and not self.quiet:  # where the instances run
-            self._emit([f"  Running {clean(event.text)}"])
+            doing = "Running " if event.workers else ""  # or what gets it workers
+            self._emit([f"  {doing}{clean(event.text)}"])
         elif isinstance(event, RunFinished):
             run, g, s = event.run, self.glyphs, self.style
             lines = summary_block(run, time.perf_counter() - self.t0, g, s, self.output)
