@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import subprocess
 import sys
 import time
@@ -216,8 +217,10 @@ def test_a_worker_with_another_convlab_is_refused(monkeypatch: pytest.MonkeyPatc
     import convlab.executors._ray as ray_executor
 
     monkeypatch.setattr(ray_executor, "driver_version", lambda: "9.9.9")
-    with pytest.raises(cl.executors.ExecutorError, match=r"runs convlab 0\.1\.0.*9\.9\.9"):
-        cl.run(_suite(3), "demo:expense", executor=TWO, progress=False)
+    run = cl.run(_suite(3), "demo:expense", executor=TWO, progress=False)
+    assert run.status == "failed" and run.error is not None
+    assert re.search(r"runs convlab 0\.1\.0.*9\.9\.9", run.error), run.error
+    assert {(r.status, r.blame) for r in run.results} == {("error", "infrastructure")}
 
 
 def test_without_ray_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:

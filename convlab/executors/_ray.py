@@ -190,14 +190,14 @@ class _RayRun:
             try:
                 info = await setup
             except Exception as exc:
-                POOL.discard(actor)
+                POOL.discard(actor, ray)
                 raise ExecutorError(
                     f"Ray worker {name} could not start: {_short(exc)} (the workers need "
                     f"convlab {driver_version()} and the run's own modules importable; pass "
                     "runtime_env= to install them)"
                 ) from None
             if info["version"] != driver_version():
-                POOL.discard(actor)
+                POOL.discard(actor, ray)
                 raise ExecutorError(
                     f"Ray worker {name} (pid {info['pid']} on {info['host']}) runs convlab "
                     f"{info['version']}, this process convlab {driver_version()}: install the "

@@ -66,10 +66,13 @@ class Pool:
                 self.limits = make()
             return self.limits
 
-    def discard(self, actor: Any) -> None:
-        """A worker that died: never handed out again."""
+    def discard(self, actor: Any, ray: Any = None) -> None:
+        """A worker that died (or, with `ray`, one to end now): never handed out again."""
         with self._lock, contextlib.suppress(ValueError):
             self.actors.remove(actor)
+        if ray is not None:
+            with contextlib.suppress(Exception):
+                ray.kill(actor)
 
     def give_back(self, ray: Any, idle_timeout: float) -> None:
         """A run is over: its workers stay, and are ended after `idle_timeout` s unused."""
@@ -94,18 +97,15 @@ class Pool:
     def end(self, ray: Any) -> int:
         """End every warm worker (and the limits actor) now; how many workers there were."""
         with self._lock:
-            limits, self.limits = self.limits, None
-            if limits is not None:
-                with contextlib.suppress(Exception):
-                    ray.kill(limits)
             return self._end(ray)
 
     def _end(self, ray: Any) -> int:
         actors, self.actors, self.key = self.actors, [], None
+        limits, self.limits = self.limits, None
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        for actor in actors:
+        for actor in [*actors, limits] if limits is not None else actors:
             with contextlib.suppress(Exception):
                 ray.kill(actor)
         return len(actors)
