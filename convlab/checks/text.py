@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from convlab._readable import json_type
 from convlab._util import call_user, import_callable
 from convlab.checks._core import CheckContext, Outcome, error_result, kind, lean_kind, result
 from convlab.checks._extract import extract_json, extract_path
@@ -18,7 +19,6 @@ from convlab.checks._values import (
     deep_equal,
     go_shown,
     json_safe,
-    json_type,
     output_of,
     show,
     to_text,

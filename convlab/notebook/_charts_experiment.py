@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from convlab._readable import pct
 from convlab.analysis.leaderboard import matrix_frame, pareto_front
 from convlab.model.experiment import VARIANT_COLUMN, Experiment
 from convlab.notebook._charts_base import (
@@ -21,7 +22,6 @@ from convlab.notebook._charts_base import (
     need,
     new_figure,
     num,
-    pct,
     records,
     row_height,
     short,

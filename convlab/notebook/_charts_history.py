@@ -12,6 +12,7 @@ from typing import Any
 
 import pandas as pd
 
+from convlab._readable import pct
 from convlab.notebook._charts_base import (
     as_frame,
     base_layout,
@@ -19,7 +20,6 @@ from convlab.notebook._charts_base import (
     need,
     new_figure,
     num,
-    pct,
     records,
 )
 
