@@ -153,7 +153,10 @@ def _start_local(ray: Any, init: dict[str, Any], start_timeout: float) -> set[in
     or trying again (after ending each failed try) until `start_timeout` seconds have passed.
     The processes of a head joined that way (empty: Ray started it, and ends it)."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    # Ray's own waits, long enough for a busy machine: the GCS's port, and the raylet's wait
+    # for its Python agents' ports (past it the raylet exits: nothing to join then)
     os.environ.setdefault("RAY_gcs_server_port_wait_time_s", str(int(max(30, start_timeout))))
+    os.environ.setdefault("RAY_agent_register_timeout_ms", str(int(max(30, start_timeout) * 1000)))
     _private_token()
     t0 = time.monotonic()
     while True:
