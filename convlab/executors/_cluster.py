@@ -155,8 +155,9 @@ def _start_local(ray: Any, init: dict[str, Any], start_timeout: float) -> set[in
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     # Ray's own waits, long enough for a busy machine: the GCS's port, and the raylet's wait
     # for its Python agents' ports (past it the raylet exits: nothing to join then)
-    os.environ.setdefault("RAY_gcs_server_port_wait_time_s", str(int(max(30, start_timeout))))
-    os.environ.setdefault("RAY_agent_register_timeout_ms", str(int(max(30, start_timeout) * 1000)))
+    wait = str(int(max(30, start_timeout)))
+    os.environ.setdefault("RAY_gcs_server_port_wait_time_s", wait)
+    os.environ.setdefault("RAY_raylet_start_wait_time_s", wait)
     _private_token()
     t0 = time.monotonic()
     while True:
