@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import re
 import subprocess
 import sys
@@ -377,12 +378,14 @@ print(json.dumps(out))
 def test_a_failed_start_says_what_to_do_and_leaves_no_lock_nor_process(tmp_path: Path) -> None:
     """Its own process: this one is connected to the tests' cluster already."""
     store = tmp_path / "run.jsonl"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}  # Ray's defaults
     done = subprocess.run(
         [sys.executable, "-c", _FAILED_START, "examples/expense", str(store)],
         capture_output=True,
         text=True,
         timeout=600,
         cwd=Path(__file__).resolve().parent.parent,
+        env=env,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])

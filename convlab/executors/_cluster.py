@@ -10,8 +10,8 @@ Starting is where Ray fails on a busy machine, so every failure path here ends w
 attempt started: Ray's head processes, and their children left behind when `ray.init`
 raises (`ray::DashboardAgent`, `ray::RuntimeEnvAgent`). Ray gives its raylet 30 s to
 register, hard-coded; a local cluster gets `start_timeout` seconds in all (several
-attempts, each ended cleanly before the next; a head still coming up when Ray's wait ran
-out is joined once its raylet registers, rather than started again). An address is probed
+attempts, each ended cleanly before the next: its raylet gives its Python agents about
+30 s too, and exits past it, so a slow try cannot be waited out). An address is probed
 first, so a typo fails in seconds and the error names it as given. A local cluster listens
 on loopback where Ray allows it (see `import_ray`: its node address is 127.0.0.1 when
 convlab imports Ray) and its token file (`~/.ray/auth_token`) is readable by its owner only.
@@ -19,7 +19,6 @@ convlab imports Ray) and its token file (`~/.ray/auth_token`) is readable by its
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import logging
 import os
@@ -59,9 +58,6 @@ class Connection:
     """Whether convlab connected (and so disconnects); False: the user's own `ray.init()`."""
     took: float = 0.0
     """Seconds the connection took to make."""
-    head: tuple[int, ...] = ()
-    """The processes of a head convlab joined after Ray's own start gave up on it (ended
-    with the connection: `ray.shutdown()` does not)."""
 
     @property
     def where(self) -> str:
@@ -103,15 +99,11 @@ def connect(address: str, init: dict[str, Any], start_timeout: float) -> tuple[C
             _current = reuse
             return reuse, True
         t0 = time.monotonic()
-        adopted: set[int] = set()
         if address == LOCAL:
-            adopted = _start_local(ray, init, start_timeout)
+            _start_local(ray, init, start_timeout)
         else:
             _join(ray, address, init)
-        took = time.monotonic() - t0
-        _current = Connection(address, address == LOCAL, True, took, tuple(sorted(adopted)))
-        if adopted:  # Ray's shutdown leaves a head it did not start itself: end it at exit
-            atexit.register(_kill, adopted)
+        _current = Connection(address, address == LOCAL, True, time.monotonic() - t0)
         return _current, False
 
 
@@ -125,7 +117,6 @@ def disconnect() -> bool:
             return False
         ray = _ray()
         ray.shutdown()
-        _kill(set(current.head))
         return True
 
 
@@ -148,11 +139,12 @@ def _options(address: str, init: dict[str, Any]) -> dict[str, Any]:
     return options | init
 
 
-def _start_local(ray: Any, init: dict[str, Any], start_timeout: float) -> set[int]:
-    """Start a private cluster, joining the head of a try Ray gave up on while it comes up,
-    or trying again (after ending each failed try) until `start_timeout` seconds have passed.
-    The processes of a head joined that way (empty: Ray started it, and ends it)."""
+def _start_local(ray: Any, init: dict[str, Any], start_timeout: float) -> None:
+    """Start a private cluster, trying again (after ending each failed try) until
+    `start_timeout` seconds have passed."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    # Ray's wait for its GCS's port, long enough for a busy machine (the raylet's own wait
+    # for its Python agents, about 30 s, cannot be changed: past it the raylet exits)
     os.environ.setdefault("RAY_gcs_server_port_wait_time_s", str(int(max(30, start_timeout))))
     _private_token()
     t0 = time.monotonic()
@@ -162,9 +154,6 @@ def _start_local(ray: Any, init: dict[str, Any], start_timeout: float) -> set[in
         try:
             ray.init(**_options(LOCAL, init))
         except Exception as exc:
-            if _RAYLET_TIMEOUT in str(exc) and _adopt(ray, before, init, t0 + start_timeout):
-                head = (_descendants() - before) | _marked(os.environ.pop(_MARK, None))
-                return head
             _end_try(ray, before)
             took = time.monotonic() - t0
             if _RAYLET_TIMEOUT in str(exc) and took < start_timeout:
@@ -187,58 +176,7 @@ def _start_local(ray: Any, init: dict[str, Any], start_timeout: float) -> set[in
         finally:
             os.environ.pop(_MARK, None)  # later children are not this try's
         _private_token()
-        return set()
-
-
-_CLUSTER_ONLY = (
-    "num_cpus",
-    "num_gpus",
-    "resources",
-    "labels",
-    "object_store_memory",
-    "_system_config",
-    "include_dashboard",
-    "dashboard_host",
-    "dashboard_port",
-)
-"""`ray.init` options for starting a cluster, refused when connecting to one."""
-
-
-def _adopt(ray: Any, before: set[int], init: dict[str, Any], deadline: float) -> bool:
-    """After Ray's own 30 s wait ran out, the head it started is still coming up (on a busy
-    machine its agents import slowly, and its raylet waits for them): join that head once
-    its raylet has registered, until `deadline`, rather than start another. Whether it did."""
-    head = _head(before)
-    if head is None:
-        return False
-    options = {k: v for k, v in _options(head, init).items() if k not in _CLUSTER_ONLY}
-    while time.monotonic() < deadline:
-        with contextlib.suppress(Exception):
-            ray.shutdown()
-        try:
-            ray.init(**options)
-        except Exception:
-            time.sleep(1.0)
-            continue
-        _private_token()
-        return True
-    return False
-
-
-def _head(before: set[int]) -> str | None:
-    """ "IP:PORT" of the GCS a failed start left running under this process, if any."""
-    psutil = _psutil()
-    for pid in _descendants() - before:
-        with contextlib.suppress(Exception):
-            proc = psutil.Process(pid)
-            if proc.name() != "gcs_server":
-                continue
-            args = dict(a.lstrip("-").replace("-", "_").partition("=")[::2] for a in proc.cmdline())
-            ports = sorted(Path(args["session_dir"]).glob("gcs_server_port_*"))
-            port = ports[0].read_text().strip() if ports else ""
-            if port.isdigit():
-                return f"{args['node_ip_address']}:{port}"
-    return None
+        return
 
 
 def _join(ray: Any, address: str, init: dict[str, Any]) -> None:
