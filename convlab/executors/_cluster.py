@@ -229,7 +229,29 @@ def _end_try(ray: Any, before: set[int]) -> None:
     when the raylet died first)."""
     with contextlib.suppress(Exception):
         ray.shutdown()
-    _kill((_descendants() - before) | _marked(os.environ.get(_MARK)))
+    mark = os.environ.get(_MARK)
+    for _ in range(3):  # a process may start while the others are being ended
+        left = (_descendants() - before) | _marked(mark) | _orphans()
+        if not left:
+            return
+        _kill(left)
+
+
+def _orphans() -> set[int]:
+    """Orphaned processes of this process's Ray sessions: they write into a session folder
+    whose name ends with this process's id (Ray names it so), and their parent is gone. A
+    process that renamed itself (`ray::DashboardAgent`) may have lost `_MARK` with its old
+    environment; its open files still say whose it is."""
+    psutil = _psutil()
+    mine = f"_{os.getpid()}/"
+    found: set[int] = set()
+    for proc in psutil.process_iter(["pid", "ppid", "uids"]):
+        with contextlib.suppress(Exception):
+            if proc.info["ppid"] != 1 or proc.info["uids"].real != os.getuid():
+                continue
+            if any("/session_" in f.path and mine in f.path for f in proc.open_files()):
+                found.add(proc.pid)
+    return found
 
 
 def _marked(mark: str | None) -> set[int]:
