@@ -117,3 +117,46 @@ def test_a_failed_start_in_the_background_says_failed_and_shows_its_error() -> N
     shown = tree._repr_mimebundle_()
     assert "the cluster did not start within 3 s" in shown["text/html"]
     assert "see the error below" not in shown["text/html"]
+
+
+class _InProcess:
+    """An actor handle for an object in this process: `handle.method.remote(...)` schedules
+    the coroutine method (awaitable, like Ray's ObjectRef)."""
+
+    def __init__(self, obj: Any) -> None:
+        self._obj = obj
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._obj, name)
+
+        class _Call:
+            @staticmethod
+            def remote(*args: Any) -> asyncio.Future[Any]:
+                return asyncio.ensure_future(method(*args))
+
+        return _Call()
+
+
+def test_the_workers_of_a_run_share_one_adaptive_limit_per_endpoint() -> None:
+    """Two workers' limits of one endpoint are one: a 429 seen by one cuts what the other
+    may send, as a local run's single limit does."""
+    from convlab.executors._limits import LimitsActor, RemoteLimit
+
+    async def go() -> tuple[int | None, int]:
+        actor = _InProcess(LimitsActor())
+        one, two = RemoteLimit(actor, "r1", "/chat"), RemoteLimit(actor, "r1", "/chat")
+        held = [await one.acquire() for _ in range(8)] + [await two.acquire() for _ in range(8)]
+        one.release(held[0], overloaded=True)  # worker one's endpoint answered 429
+        await asyncio.sleep(0.01)
+        waiting = asyncio.ensure_future(two.acquire())  # worker two must now wait
+        await asyncio.sleep(0.05)
+        blocked = not waiting.done()
+        summary = await actor.summary.remote("r1")
+        for i, ticket in enumerate(held[1:], 1):
+            (one if i < 8 else two).release(ticket, overloaded=False)
+        await asyncio.wait_for(waiting, 5)  # a slot freed by either worker serves it
+        assert blocked, "worker two sent on after worker one's 429"
+        return summary["limit"], summary["overloads"]
+
+    limit, overloads = asyncio.run(go())
+    assert (limit, overloads) == (8, 1)  # 16 in flight over both workers, cut to half
