@@ -35,8 +35,8 @@ __all__ = [
     "ExecutorFactory",
     "RayExecutor",
     "bind",
+    "bind_each",
     "local",
-    "local_only",
     "ray",
     "shutdown",
 ]
@@ -110,14 +110,21 @@ def bind(executor: Any, runner: Runner) -> Executor | None:
     )
 
 
-def local_only(executor: Any, what: str) -> None:
-    """Refuse an executor other than the local engine for `what` (an ExecutorError)."""
-    if executor is None or executor is local or executor == "local":
-        return
-    raise ExecutorError(
-        f"{what} runs on the local engine only, not executor={executor!r}: run each agent "
-        "on its own with that executor, or leave executor out"
-    )
+def bind_each(executor: Any, runners: list[Runner]) -> list[Executor | None]:
+    """The executor `run(executor=...)` names, for runs going on at once (an experiment's
+    variants). An executor with a `bind_each(runners)` method binds them together (on Ray
+    they share the cluster and its workers, each on its share, the driver writing for all);
+    any other is bound to each run on its own."""
+    if isinstance(executor, str):
+        name, _, rest = executor.partition(":")
+        executor = EXECUTORS.get(name)(rest)
+    if executor is None or executor is local:
+        return [None] * len(runners)
+    together = getattr(executor, "bind_each", None)
+    if callable(together):
+        bound: list[Executor | None] = list(together(runners))
+        return bound
+    return [bind(executor, runner) for runner in runners]
 
 
 def shutdown() -> bool:

@@ -117,6 +117,17 @@ class RayExecutor:
         import_ray(local=(self.address or LOCAL) == LOCAL)
         return _RayRun(self, payload(runner), adaptive(runner))
 
+    def bind_each(self, runners: list[Runner]) -> list[_RayRun]:
+        """This executor for runs going on at once (an experiment's variants): one cluster
+        for them all (this process's, kept warm), each run on its share of the warm
+        workers, `parallel` split over them all."""
+        local = (self.address or LOCAL) == LOCAL
+        import_ray(local=local)
+        return [
+            _RayRun(self, payload(r), adaptive(r), share=(i, len(runners)))
+            for i, r in enumerate(runners)
+        ]
+
     def describe(self) -> str:
         """`ray (local)`, `ray (auto)`, ...: where the run goes, as settings record it."""
         return f"ray ({self.address or LOCAL})"
@@ -130,6 +141,9 @@ class _RayRun:
     data: bytes
     adaptive: bool = False
     """Whether the run's workers share adaptive limits (it calls an HTTP endpoint)."""
+    share: tuple[int, int] = (0, 1)
+    """This run's place among the runs bound together (an experiment's variants), and how
+    many there are: they split the workers and `parallel`."""
 
     async def execute(self, runner: Runner, todo: Iterator[tuple[int, Instance]]) -> None:
         """Connect (or reuse the connection), take warm workers, run the plan."""
@@ -165,8 +179,11 @@ class _RayRun:
         where: str,
     ) -> None:
         cfg = self.config
-        n = cfg.workers or max(1, int(ray.cluster_resources().get("CPU", 1) // cfg.num_cpus))
-        per = cfg.per_worker or max(1, math.ceil(runner.settings.parallel / n))
+        wide = cfg.workers or max(1, int(ray.cluster_resources().get("CPU", 1) // cfg.num_cpus))
+        index, runs = self.share  # runs bound together split the workers and `parallel`
+        n = max(1, wide // runs + (1 if index < wide % runs else 0))
+        first = (index * wide // runs) % wide if runs > 1 else 0  # this run's first worker
+        per = cfg.per_worker or max(1, math.ceil(runner.settings.parallel / max(wide, runs)))
         run_id = runner.run.id
         ref = ray.put(self.data)
         actor_class = _remote_class(ray)
@@ -180,7 +197,7 @@ class _RayRun:
             ).remote(f"convlab-{number}")
 
         key = pool_key(conn, cfg.num_cpus, cfg.runtime_env)
-        actors, warm = POOL.take(ray, key, n, make)
+        actors, warm = POOL.take(ray, key, n, make, first=first, wide=wide)
         listening = bool(runner.listeners)
         limits = POOL.limiter(lambda: _remote_limits(ray).remote()) if self.adaptive else None
 

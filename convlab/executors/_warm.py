@@ -36,21 +36,26 @@ class Pool:
     _timer: threading.Timer | None = None
     _numbers: itertools.count[int] = field(default_factory=itertools.count)
 
-    def take(self, ray: Any, key: tuple[Any, ...], n: int, make: Any) -> tuple[list[Any], int]:
-        """`n` workers for a run (warm ones first, `make(number)` for the rest) and how many
-        of them were warm. Workers started with other settings are ended first."""
+    def take(
+        self, ray: Any, key: tuple[Any, ...], n: int, make: Any, first: int = 0, wide: int = 0
+    ) -> tuple[list[Any], int]:
+        """`n` workers for a run, from the `first` of `wide` (runs bound together take
+        different ones; warm ones first, `make(number)` for the rest) and how many of them
+        were warm. Workers started with other settings are ended first."""
         with self._lock:
             if key != self.key:
                 self._end(ray)
                 self.key = key
-            warm = min(n, len(self.actors))
-            while len(self.actors) < n:
+            wide = max(wide, n)
+            warm = max(0, min(n, len(self.actors) - first))
+            while len(self.actors) < min(first + n, wide):
                 self.actors.append(make(next(self._numbers)))
+            chosen = [self.actors[(first + i) % wide] for i in range(n)]
             self.users += 1
             if self._timer is not None:
                 self._timer.cancel()
                 self._timer = None
-            return list(self.actors[:n]), warm
+            return chosen, warm
 
     def add(self, ray: Any, make: Any) -> Any:
         """One more worker (a replacement for one that died), kept warm like the others."""
