@@ -252,8 +252,12 @@ def _runner_and_view(
     if keep is not None and (isinstance(keep, bool) or not isinstance(keep, int) or keep < 1):
         raise ValueError(f"history_keep={keep!r}: use a whole number of runs >= 1, or None")
     if _is_experiment(opts):
-        executors.local_only(opts["executor"], "an experiment (a dict of agents)")
         experiment = build_experiment(opts, [])
+        runners = list(experiment.runners.values())  # refuses what cannot travel
+        for one, executor in zip(
+            runners, executors.bind_each(opts["executor"], runners), strict=True
+        ):
+            one.executor = executor
         view = _view(opts["progress"], experiment=True)
         view.history, view.keep = opts["history"], keep
         experiment.listeners.extend(view.listeners)
@@ -431,6 +435,9 @@ def ask(
         >>> ask(lambda m: "hi there", "Hello", {"type": "contains", "value": "hi"}).passed
         True
     """
+    # IPython (a notebook, %debug) leaves this frame out of the traceback it prints and of
+    # the frames its debugger walks: what the user sees goes from their call to their agent
+    __tracebackhide__ = True
     raised: list[BaseException] = []
     kept = raised if raise_errors else None
     answer = run_sync(lambda: ask_once(agent, message, assertions, history, world, judge, kept))

@@ -7,8 +7,10 @@ is shown, a system prompt word by word and escaped."""
 from __future__ import annotations
 
 import html
+import io
 import json
 import math
+import re
 import threading
 from collections import Counter
 from pathlib import Path
@@ -288,7 +290,27 @@ def test_what_changed_in_the_agent_is_shown_and_escaped(base: str, tmp_path: Pat
         assert "<ins>very </ins>" in page and "<ins>short </ins>" in page
     from convlab.analysis.agent_diff import word_diff_text
 
-    assert word_diff_text("a b c", "a x c") == "a [-b-]{+x+} c"
+    assert word_diff_text("a b c", "a x c") == "a [-b-] {+x+} c"
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "read"),
+    [
+        ("You are an expense assistant.", "You are an Expense assistant.", "expense Expense"),
+        ("Be short.", "You are an expense assistant.", "Be short. You are"),
+        ("Be short. Help.", "Be brief. Help.", "short. brief. Help."),
+        ("a b", "a b c", "b b c"),
+    ],
+)
+def test_a_prompt_diff_keeps_removed_and_added_words_apart(
+    before: str, after: str, read: str
+) -> None:
+    from convlab.analysis.agent_diff import word_diff_text
+    from convlab.notebook._experiment_view import prompt_diff_html
+
+    shown = re.sub(r"<[^>]+>", "", prompt_diff_html(before, after))  # what the page reads
+    assert read in html.unescape(shown)
+    assert read in re.sub(r"\[-|-\]|\{\+|\+\}", "", word_diff_text(before, after))
 
 
 def test_save_load_report_and_a_store_per_variant(base: str, tmp_path: Path) -> None:
@@ -347,7 +369,7 @@ def test_the_cli_runs_variants_and_prints_the_leaderboard(
     )
     err = capsys.readouterr().err
     assert code == 1  # some cases fail on purpose
-    assert "Leaderboard" in err and "demo:finance" in err and "vs a" in err
+    assert "Leaderboard" in err and "demo:finance" in err and "a (baseline)" in err
     assert "[a · expense-greeting" in err
     assert cl.load_experiment(out).variants == ["a", "demo:finance"]
     ok = [
@@ -478,6 +500,7 @@ def test_escaping_of_names_in_the_views(base: str, tmp_path: Path) -> None:
     assert name not in page and html.escape(name, quote=True) in page
     fig = exp.plot.tradeoff(x="latency")
     assert all("<img" not in str(t.text) for t in fig.data if t.text is not None)
+    assert all("<img" not in a.text for a in fig.layout.annotations)
 
 
 def test_cost_in_the_leaderboard_and_the_tradeoff(base: str, tmp_path: Path) -> None:
@@ -502,8 +525,9 @@ def test_cost_in_the_leaderboard_and_the_tradeoff(base: str, tmp_path: Path) -> 
     assert board.attrs["unpriced"] == {"unknown": ["bad"]}
     assert "no price for 'bad'" in board.attrs["note"]
     fig = exp.plot.tradeoff(x="cost")
-    shown = [t for t in fig.data if t.mode == "markers+text"]
-    assert [list(t.text) for t in shown] == [["priced"]]
+    shown = [t for t in fig.data if t.mode == "markers"]
+    assert sum(len(t.x) for t in shown) == 1
+    assert [a.text for a in fig.layout.annotations] == ["priced"]
     assert "not shown" in fig.layout.title.text and "unknown" in fig.layout.title.text
 
 
@@ -513,3 +537,38 @@ def test_arun_awaits_an_experiment() -> None:
     exp = asyncio.run(cl.arun(EXPENSE, {"a": "demo:expense", "b": "demo:finance"}, progress=False))
     assert isinstance(exp, cl.Experiment) and exp.variants == ["a", "b"]
     assert exp.status == "completed" and len(exp.df) == 24
+
+
+def test_a_leaderboard_column_declared_once_reaches_every_view(base: str, tmp_path: Path) -> None:
+    """A column added to the leaderboard's declaration (convlab.analysis.columns) shows, under
+    its title and in its format, in the notebook table, the console and the Markdown report,
+    with no other edit."""
+    from convlab.analysis.columns import LEADERBOARD, Column
+    from convlab.report._console_experiment import ExperimentConsole
+
+    failed_share = Column(
+        "failed_share",
+        "share not passed",
+        "pct",
+        brief=True,
+        derive=lambda row: 100 * (row["runs"] - row["passed"]) / row["runs"],
+    )
+    suite = small_suite(tmp_path)
+    stream = io.StringIO()
+    with LEADERBOARD.added(failed_share):
+        exp = cl.run(
+            suite,
+            {"good": agent(base, "good"), "bad": agent(base, "bad")},
+            runs=2,
+            progress=ExperimentConsole(stream=stream, quiet=False),
+        )
+        board = exp.leaderboard()
+        assert list(board["failed_share"]) == [0.0, 50.0]
+        table = board.table()
+        markdown = exp.save(tmp_path / "exp.md").read_text()
+    assert "share not passed" in table.df.columns and "share not passed" in table.to_html()
+    head = next(line for line in stream.getvalue().splitlines() if "variant  " in line)
+    assert head.split()[-3:] == ["share", "not", "passed"]
+    assert "| share not passed |" in markdown
+    assert "| 50.0% |" in markdown and " 50.0%" in stream.getvalue()
+    assert "share not passed" not in exp.save(tmp_path / "after.md").read_text()

@@ -30,9 +30,10 @@ class History(pd.DataFrame):
     def _constructor(self) -> type[History]:
         return History
 
-    def plot(self, suite: str | None = None) -> Any:  # type: ignore[override]
+    def plot(self, suite: str | None = None, by: str = "agent") -> Any:  # type: ignore[override]
         """The pass rate and the cost of each run over time, one point per run and one line
-        per suite (`suite=`: only that one, by name or path); a Plotly figure.
+        per agent (`by="variant"`: per experiment variant; `by="suite"`: per suite), a
+        Plotly figure. `suite=`: only that suite's runs, by name or path.
 
         It replaces pandas' `.plot` accessor on this frame: `pd.DataFrame(h).plot` has it.
         """
@@ -41,7 +42,7 @@ class History(pd.DataFrame):
         frame = self if suite is None else self[_matches(self, suite)]
         if suite is not None and frame.empty:
             raise ValueError(f"no run of suite {suite!r} in this history frame")
-        return history_figure(frame)
+        return history_figure(frame, by)
 
     def table(self) -> Any:
         """The runs as an interactive table (sortable, searchable, offline)."""
