@@ -11,7 +11,15 @@ from convlab._history.row import CLI_TABLE, FRAME_COLUMNS, WHEN_GIVEN, title
 from convlab._readable import cost, is_missing, pct, shorten
 from convlab.model.codec import json_cell
 
-__all__ = ["history_command", "history_lines"]
+__all__ = ["HISTORY_HELP", "history_arguments", "history_command", "history_lines"]
+
+HISTORY_HELP = (
+    "  convlab history --suite examples/expense --limit 5\n"
+    "  convlab history --prune --keep 100\n"
+    "every run is recorded in history.db in $CONVLAB_HOME (default ~/.convlab); the id\n"
+    "column is what cl.load_run(id) takes"
+)
+"""The examples under `convlab history --help`."""
 
 _WIDTHS = {"suite": 28, "agent": 32, "experiment": 16, "variant": 16}
 """The widest a text column gets (longer values are cut, ending in …)."""
@@ -52,6 +60,31 @@ def history_lines(frame: Any) -> list[str]:
         return "  ".join(parts).rstrip()
 
     return [line(head), *(line(r) for r in rows)]
+
+
+def history_arguments(h: argparse.ArgumentParser) -> None:
+    """The options of `convlab history` (its parser made by convlab.cli)."""
+    from convlab._cli_run import number_arg, positive_int
+    from convlab._history import HISTORY_KEEP
+
+    whole = number_arg(int, 0, bad="invalid int value: {text!r} (a whole number >= 0)", rule=">= 0")
+    h.add_argument("--suite", help="only this suite's runs: its name, or the path it was read from")
+    h.add_argument("--limit", type=positive_int, default=20, help="most runs listed (default 20)")
+    h.add_argument("--experiment", help="only the runs of this experiment")
+    h.add_argument("--json", action="store_true", help="one JSON object per run, a line each")
+    h.add_argument(
+        "--prune",
+        action="store_true",
+        help="delete all but the newest --keep runs, and their kept copies in runs/",
+    )
+    h.add_argument(
+        "--keep",
+        type=whole,
+        default=HISTORY_KEEP,
+        metavar="N",
+        help=f"with --prune: how many runs to keep (default {HISTORY_KEEP})",
+    )
+    h.set_defaults(fn=history_command)
 
 
 def history_command(args: argparse.Namespace) -> int:

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from convlab._cli_history import history_command
+from convlab._cli_history import HISTORY_HELP, history_arguments
 from convlab._cli_run import (
     DEFAULTS,
     ask_command,
@@ -48,8 +48,6 @@ from convlab.errors import ConvlabError, SuiteError, shown_problems
 
 __all__ = ["main"]
 
-_whole = number_arg(int, 0, bad="invalid int value: {text!r} (a whole number >= 0)", rule=">= 0")
-"""argparse `type=`: an integer >= 0."""
 _is_path = is_path  # the %convlab magic uses these two
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CRASH, EXIT_PIPE = 0, 1, 2, 3, 141
 
@@ -425,32 +423,7 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("path", nargs="?", help="examples folder (default: ./examples)")
     d.add_argument("--runs", type=positive_int, default=1)
     d.set_defaults(fn=_demo)
-    h = _sub(
-        sub,
-        "history",
-        "list the recorded runs, newest first",
-        "  convlab history --suite examples/expense --limit 5\n"
-        "  convlab history --prune --keep 100\n"
-        "every run is recorded in history.db in $CONVLAB_HOME (default ~/.convlab); the id\n"
-        "column is what cl.load_run(id) takes",
-    )
-    h.add_argument("--suite", help="only this suite's runs: its name, or the path it was read from")
-    h.add_argument("--limit", type=positive_int, default=20, help="most runs listed (default 20)")
-    h.add_argument("--experiment", help="only the runs of this experiment")
-    h.add_argument("--json", action="store_true", help="one JSON object per run, a line each")
-    h.add_argument(
-        "--prune",
-        action="store_true",
-        help="delete all but the newest --keep runs, and their kept copies in runs/",
-    )
-    h.add_argument(
-        "--keep",
-        type=_whole,
-        default=DEFAULTS["history_keep"],
-        metavar="N",
-        help=f"with --prune: how many runs to keep (default {DEFAULTS['history_keep']})",
-    )
-    h.set_defaults(fn=history_command)
+    history_arguments(_sub(sub, "history", "list the recorded runs, newest first", HISTORY_HELP))
     w = _sub(
         sub,
         "why",

@@ -79,7 +79,7 @@ def _suite_path(run: Run) -> str | None:
     return paths[0] if len(set(paths)) == 1 else os.path.commonpath(paths)
 
 
-def _keep(run: Run) -> tuple[str, Literal["store", "copy"], str]:
+def _keep(run: Run, db: Path) -> tuple[str, Literal["store", "copy"], str]:
     """Where `run`'s results are found (its store, else a kept copy written now), what that
     is (`store` or `copy`) and the suite's fingerprint. The copy is written from the run's
     own results, a line at a time: no second form of them is made."""
@@ -87,7 +87,7 @@ def _keep(run: Run) -> tuple[str, Literal["store", "copy"], str]:
     fingerprint = run.fingerprint
     if store:
         return os.path.abspath(store), "store", fingerprint
-    folder = _db.private_folder(runs_folder())
+    folder = _db.private_folder(db.parent / "runs")
     target = folder / f"{run.id or uuid.uuid4().hex[:12]}.jsonl.gz"
     tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:12]}.tmp")
     try:
@@ -122,12 +122,12 @@ def _version() -> str:
         return ""
 
 
-def _row(run: Run, experiment: str | None, variant: str | None) -> HistoryRow:
+def _row(run: Run, experiment: str | None, variant: str | None, db: Path) -> HistoryRow:
     """The history row of `run` (secrets masked), its results kept where they are found."""
     secrets = known_secrets()
     summary = dict(run.summary)
     agent_settings = dict(getattr(run, "agent_settings", None) or {})
-    where, kind, fingerprint = _keep(run)
+    where, kind, fingerprint = _keep(run, db)
     model = agent_settings.get("model")
     return HistoryRow(
         run_id=run.id or uuid.uuid4().hex[:12],
@@ -175,10 +175,11 @@ def record_run(
     experiment: str | None = None,
     variant: str | None = None,
     keep: int | None = None,
+    db: Path | None = None,
 ) -> int | None:
-    """Record a finished run in the history database; its history id, or None when the
-    entry could not be written. `keep`: then delete all but the newest `keep` entries (and
-    their copies in `runs/`); None keeps every entry.
+    """Record a finished run in the history database (`db`, default `db_path()`); its
+    history id, or None when the entry could not be written. `keep`: then delete all but the
+    newest `keep` entries (and their copies in `runs/`); None keeps every entry.
 
     Recording never stops a run: a damaged or newer database, a full disk or a folder that
     cannot be written is a warning naming the file, and `run.settings["history"]` says the
@@ -187,38 +188,40 @@ def record_run(
     """
     if not isinstance(run, Run):
         raise TypeError(f"record_run() takes a Run, not {type(run).__name__}")
+    db = db or _db.db_path()
     kept: str | None = None
     try:
-        with _db.connect() as conn:  # a damaged database is found before anything is written
+        with _db.connect(db) as conn:  # a damaged database is found before anything is written
             assert conn is not None
-            row = _row(run, experiment, variant)
+            row = _row(run, experiment, variant, db)
             kept = row.results_path if row.results_kind == "copy" else None
             hid = _db.insert(conn, row)
             kept = None
             if keep is not None:
-                _remove(_db.prune(conn, keep))
+                _remove(_db.prune(conn, keep), db)
             return hid
     except Exception as exc:  # a history problem is never the run's
         if kept is not None:
             Path(kept).unlink(missing_ok=True)
-        _failed(run, str(_db.explain(_db.db_path(), exc)), 2)
+        _failed(run, str(_db.explain(db, exc)), 2)
         return None
 
 
-def usable(run: Run) -> bool:
-    """Whether the history database can take `run`'s entry: it opens, is convlab's and is not
-    newer (a quick look, without the run's figures); else a warning, as `record_run` gives."""
+def usable(run: Run, db: Path) -> bool:
+    """Whether the history database `db` can take `run`'s entry: it opens, is convlab's and is
+    not newer (a quick look, without the run's figures); else a warning, as `record_run`
+    gives."""
     try:
-        with _db.connect():
+        with _db.connect(db):
             return True
     except Exception as exc:
-        _failed(run, str(_db.explain(_db.db_path(), exc)), 3)
+        _failed(run, str(_db.explain(db, exc)), 3)
         return False
 
 
-def _remove(paths: list[str]) -> None:
-    """Delete the kept copies of pruned entries (only files in `runs/`)."""
-    folder = os.path.realpath(runs_folder())
+def _remove(paths: list[str], db: Path) -> None:
+    """Delete the kept copies of pruned entries (only files in `runs/` beside `db`)."""
+    folder = os.path.realpath(db.parent / "runs")
     for path in paths:
         if os.path.dirname(os.path.realpath(path)) == folder:
             Path(path).unlink(missing_ok=True)
@@ -233,7 +236,7 @@ def prune(keep: int) -> int:
         if conn is None:
             return 0
         before = conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
-        _remove(_db.prune(conn, keep))
+        _remove(_db.prune(conn, keep), _db.db_path())
         return int(before - conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
 
 
@@ -247,12 +250,13 @@ def record_later(
     """Record `run` as `record_run` does, off the caller's path: a quick look that the
     database can take it (a problem is the same warning, at once), then the entry is written
     by the background thread (convlab._history._background), which computes the figures it
-    needs from the run's own results."""
+    needs from the run's own results. The database is the one CONVLAB_HOME names now."""
     if not isinstance(run, Run):
         raise TypeError(f"record_later() takes a Run, not {type(run).__name__}")
-    if usable(run):
+    db = _db.db_path()
+    if usable(run, db):
         _background.later(
-            lambda: record_run(run, experiment=experiment, variant=variant, keep=keep)
+            lambda: record_run(run, experiment=experiment, variant=variant, keep=keep, db=db)
         )
 
 
@@ -263,11 +267,11 @@ def note_saved(run: Run, path: Path) -> None:
     background, in order)."""
     if not run.id:
         return
-    saved = os.path.abspath(path)
+    saved, db = os.path.abspath(path), _db.db_path()
 
     def note() -> None:
         try:
-            _db.update_saved(run.id, saved)
+            _db.update_saved(run.id, saved, db)
         except Exception:  # the save is written: the history is a convenience here
             return
 
