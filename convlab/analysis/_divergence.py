@@ -36,6 +36,6 @@ class Divergence(pd.DataFrame):
         return got
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        from convlab.notebook.divergence import divergence_bundle
+        from convlab.model import faces
 
-        return divergence_bundle(self)
+        return faces.divergence_bundle(self)
