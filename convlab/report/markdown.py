@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from convlab._readable import cut, pct, visible
 from convlab.analysis.io import register_saver, write_atomic
-from convlab.notebook._cards import cases_rated
+from convlab.notebook.display import cases_rated
 
 if TYPE_CHECKING:
     from convlab.model.run import Run
