@@ -7,7 +7,7 @@ import argparse
 import json
 from typing import Any
 
-from convlab._readable import is_missing, shorten
+from convlab._readable import cost, is_missing, pct, shorten
 from convlab.model.codec import json_cell
 
 __all__ = ["history_command", "history_lines"]
@@ -43,12 +43,12 @@ def _when(value: Any) -> str:
 
 
 def _cell(name: str, value: Any) -> str:
-    if is_missing(value):
-        return "-" if name in ("pass_rate", "cost_usd") else ""
     if name == "pass_rate":
-        return f"{float(value):.1f}%"
+        return pct(value)
     if name == "cost_usd":
-        return f"${float(value):.4f}"
+        return cost(value)
+    if is_missing(value):
+        return ""
     if name == "started_at":
         return _when(value)
     return shorten(value, _WIDTHS.get(name, 24))

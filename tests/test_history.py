@@ -420,7 +420,7 @@ def test_convlab_history_lists_runs_on_the_command_line(home, tmp_path):
     ]
     assert lines[1].split()[0] == "2" and "finance-demo" in lines[1] and "83.3%" in lines[1]
     assert lines[2].split()[0] == "1" and "demo:expense" in lines[2]
-    assert lines[2].endswith("$0.0000")
+    assert lines[2].endswith("$0.00")  # convlab._readable.cost
     only = _cli("history", "--suite", str(EXPENSE), "--limit", "5")
     assert [line.split()[0] for line in only.stdout.splitlines()[1:]] == ["1"]
     as_json = _cli("history", "--json", "--limit", "1")
