@@ -22,6 +22,7 @@ from convlab._cli_experiment import (
     is_experiment,
     variant_names,
 )
+from convlab._history import HISTORY_KEEP
 from convlab.agents.cache import CACHE_MODES
 from convlab.agents.pricing import prices_from
 from convlab.errors import ConvlabError
@@ -60,6 +61,7 @@ DEFAULTS: dict[str, Any] = {
     "cache": None,
     "cache_dir": None,
     "history": True,
+    "history_keep": HISTORY_KEEP,
     "executor": None,
     "ray_address": None,
 }
@@ -143,7 +145,7 @@ def read_config(folder: Path) -> dict[str, Any]:
     for key, value in doc.items():
         if key == "agent" and isinstance(value, str) and value.strip():
             out[key] = value.strip()
-        elif key in ("runs", "parallel"):
+        elif key in ("runs", "parallel", "history_keep"):
             try:
                 out[key] = positive_int(str(value))
             except argparse.ArgumentTypeError as exc:
@@ -351,6 +353,7 @@ def run_options(
         "cache": cache,
         "cache_dir": _setting(args, config, "cache_dir"),
         "history": _setting(args, config, "history"),
+        "history_keep": _setting(args, config, "history_keep"),
         "prices": config.get("prices"),
         "executor": _executor(args, config),
     }
