@@ -224,7 +224,7 @@ def test_stability_says_why_the_flaky_case_fails() -> None:
         "passed 0 of 5 (p < 0.001)."
     )  # what the prose says: it sometimes skips the lookup, and fails then
     view = html_of(cell_out(nb, 'flaky.divergence("file-dinner")'))
-    assert "Divergence · branches" in view and "cl-sxs" in view and ">fork<" in view
+    assert "Divergence of file-dinner · branches" in view and "cl-sxs" in view and ">fork<" in view
     assert "lookup_policy(" in view
     chart = cell_out(nb, 'flaky.plot.divergence("file-dinner")')[0]["data"]
     assert chart[PLOTLY]["data"][0]["type"] == "sankey" and "text/html" in chart
