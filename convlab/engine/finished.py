@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import msgspec
 
-from convlab._util import elapsed_ms
+from convlab._durations import elapsed_ms
 from convlab.engine.codes import case_code
 from convlab.engine.conversation import Conversation
 from convlab.engine.modes import Outcome
