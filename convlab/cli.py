@@ -14,7 +14,9 @@ Exit codes, the same for every command (`validate` included):
   a file that cannot be read or written (a read-only folder, a full disk, a file-size
   limit, a path through a file): the path and the system's reason;
 - 3: an unexpected exception (a bug, or user code raising something else while it is
-  imported or called outside a case): its traceback is printed, never disguised as usage.
+  imported or called outside a case): its traceback is printed, never disguised as usage;
+- 141: whoever read the output stopped reading (`convlab assertions | head -5`): nothing is
+  printed, and the code is the one a shell gives a command that a closed pipe stopped.
 
 An exception raised by the agent while it answers a case is recorded on that case (`error`,
 exit 1), not raised.
@@ -23,6 +25,7 @@ exit 1), not raised.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import traceback
 from collections.abc import Sequence
@@ -45,8 +48,10 @@ from convlab.errors import ConvlabError, SuiteError, shown_problems
 
 __all__ = ["main"]
 
+_whole = number_arg(int, 0, bad="invalid int value: {text!r} (a whole number >= 0)", rule=">= 0")
+"""argparse `type=`: an integer >= 0."""
 _is_path = is_path  # the %convlab magic uses these two
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CRASH = 0, 1, 2, 3
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CRASH, EXIT_PIPE = 0, 1, 2, 3, 141
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -165,6 +170,15 @@ def _report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _why(args: argparse.Namespace) -> int:
+    """Print why the run's flaky cases (or one case) are flaky; 0 (it is a report)."""
+    from convlab.analysis.load import load_run
+    from convlab.report.why import why_text
+
+    print(why_text(load_run(args.input), args.case))
+    return EXIT_OK
+
+
 class _Given(argparse.Action):
     """Store the value and remember the flag was given (it then wins over convlab.yaml)."""
 
@@ -200,6 +214,13 @@ _byte_count = number_arg(
 )
 
 
+def _demo_models() -> str:
+    """The model names `serve-demo` answers to, from the demo agents' registry."""
+    from convlab.agents.demos import names
+
+    return ", ".join(f"demo:{name}" for name in names())
+
+
 def _sub(sub: Any, name: str, help: str, epilog: str) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = sub.add_parser(
         name,
@@ -219,7 +240,7 @@ def _parser() -> argparse.ArgumentParser:
             "example:\n  convlab run -i examples/expense -n demo:expense -o report.html\n\n"
             "exit codes: 0 all passed, 1 something did not pass, 2 invalid suite, usage or a file"
             " that cannot be read or written,"
-            " 3 unexpected error (traceback printed)"
+            " 3 unexpected error (traceback printed), 141 the reader closed the pipe (| head)"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -356,6 +377,15 @@ def _parser() -> argparse.ArgumentParser:
         help="do not record this run in the history database (`convlab history` lists them; "
         "also `history: false` in convlab.yaml)",
     )
+    r.add_argument(
+        "--history-keep",
+        type=positive_int,
+        default=DEFAULTS["history_keep"],
+        action=_Given,
+        metavar="N",
+        help=f"keep the newest N runs in the history, deleting older ones (default "
+        f"{DEFAULTS['history_keep']}; also `history_keep: N` in convlab.yaml)",
+    )
     r.add_argument("-v", "--verbose", action="store_true")
     r.set_defaults(fn=_run)
     k = _sub(
@@ -400,6 +430,7 @@ def _parser() -> argparse.ArgumentParser:
         "history",
         "list the recorded runs, newest first",
         "  convlab history --suite examples/expense --limit 5\n"
+        "  convlab history --prune --keep 100\n"
         "every run is recorded in history.db in $CONVLAB_HOME (default ~/.convlab); the id\n"
         "column is what cl.load_run(id) takes",
     )
@@ -407,7 +438,29 @@ def _parser() -> argparse.ArgumentParser:
     h.add_argument("--limit", type=positive_int, default=20, help="most runs listed (default 20)")
     h.add_argument("--experiment", help="only the runs of this experiment")
     h.add_argument("--json", action="store_true", help="one JSON object per run, a line each")
+    h.add_argument(
+        "--prune",
+        action="store_true",
+        help="delete all but the newest --keep runs, and their kept copies in runs/",
+    )
+    h.add_argument(
+        "--keep",
+        type=_whole,
+        default=DEFAULTS["history_keep"],
+        metavar="N",
+        help=f"with --prune: how many runs to keep (default {DEFAULTS['history_keep']})",
+    )
     h.set_defaults(fn=history_command)
+    w = _sub(
+        sub,
+        "why",
+        "say why cases are flaky: where their runs fork, which branch passes",
+        "  convlab why runs/store.jsonl                 # every flaky case\n"
+        "  convlab why runs/store.jsonl expense-policy  # one case, its branches and paths",
+    )
+    w.add_argument("input", help="a saved run (.json, .jsonl) or a store")
+    w.add_argument("case", nargs="?", help="one case id (default: every flaky case)")
+    w.set_defaults(fn=_why)
     a = _sub(sub, "assertions", "list the assertion kinds", "  convlab assertions | grep json")
     a.set_defaults(fn=_assertions)
     s = _sub(
@@ -415,7 +468,8 @@ def _parser() -> argparse.ArgumentParser:
         "serve-demo",
         "serve the demo agents as an OpenAI-compatible API",
         "  convlab serve-demo --port 8765 &\n"
-        "  OPENAI_BASE_URL=http://127.0.0.1:8765/v1 convlab ask openai:demo:expense hello",
+        "  OPENAI_BASE_URL=http://127.0.0.1:8765/v1 convlab ask openai:demo:expense hello\n\n"
+        f"models served (a request's `model`; `demo:` is optional):\n  {_demo_models()}",
     )
     s.add_argument("--port", type=_port, default=8765)
     s.add_argument("--latency-ms", type=_non_negative, default=0)
@@ -430,7 +484,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     try:
-        return int(args.fn(args))
+        code = int(args.fn(args))
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
+        return code
+    except BrokenPipeError:
+        return _reader_left()
     except SuiteError as err:
         print(shown_problems(err.problems) or str(err), file=sys.stderr)
         return EXIT_USAGE
@@ -448,6 +506,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         traceback.print_exc()
         print(f"convlab {args.command}: unexpected error (exit code 3)", file=sys.stderr)
         return EXIT_CRASH
+
+
+def _reader_left() -> int:
+    """The reader of stdout closed it: stop quietly (no "Broken pipe"), with the exit code a
+    shell gives a command SIGPIPE stopped. Later writes, and the interpreter's last flush of
+    stdout, go to the null device, so Python prints nothing at exit either."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return EXIT_PIPE
 
 
 if __name__ == "__main__":

@@ -450,3 +450,107 @@ def test_charts_draw_offline_with_plotly_js_loaded_once(
     assert opened.errors == [] and opened.dialogs == [] and opened.left == []
     assert len(drawn) == len(figures) and all(n >= 1 for n in drawn)
     assert images == 0 and XSS in ticks  # the hostile id shows as text, runs nothing
+
+
+# -- the experiment trade-off chart: every variant's name readable -------------------------------
+
+CROWDED = [  # (variant, pass rate, cost): three expense_lite variants within 5% of each other
+    ("expense/plain", 66.7, 0.052),
+    ("expense/approval", 83.3, 0.061),
+    ("expense/receipt", 83.3, 0.058),
+    ("expense/both", 100.0, 0.066),
+    ("expense_lite/plain", 66.7, 0.00310),
+    ("expense_lite/approval", 66.7, 0.00318),
+    ("expense_lite/receipt", 75.0, 0.00325),
+    ("expense_lite/both", 83.3, 0.0041),
+]
+
+
+def _board(with_cost: bool = True) -> pd.DataFrame:
+    rows = []
+    for i, (variant, rate, cost) in enumerate(CROWDED):
+        row = {"agent_variant": variant, "pass_rate": rate, "ci_low": rate - 20}
+        row |= {"ci_high": min(rate + 10, 100), "latency_p50_ms": 40.0 + 12 * i}
+        rows.append(row | ({"cost_usd": cost} if with_cost else {}))
+    return pd.DataFrame(rows)
+
+
+def test_tradeoff_draws_costs_spanning_orders_of_magnitude_on_a_log_axis() -> None:
+    from convlab.notebook._charts_experiment import tradeoff
+
+    fig = tradeoff(_board(), x="cost")
+    assert fig.layout.xaxis.type == "log" and "log scale" in fig.layout.xaxis.title.text
+    assert all(str(t).startswith("$") for t in fig.layout.xaxis.ticktext)
+    names = sorted(a.text for a in fig.layout.annotations)
+    assert names == sorted(v for v, _, _ in CROWDED)  # every name, whole
+    near = tradeoff(_board().assign(cost_usd=[1.0 + i / 10 for i in range(8)]), x="cost")
+    assert near.layout.xaxis.type == "linear"  # 1.0 to 1.7: no reason for a log axis
+
+
+def test_tradeoff_with_no_prices_draws_latency_and_says_so() -> None:
+    from convlab.notebook._charts_experiment import tradeoff
+
+    fig = tradeoff(_board(with_cost=False))
+    points = [t for t in fig.data if t.mode == "markers"]
+    assert sum(len(t.x) for t in points) == len(CROWDED)
+    assert "latency" in fig.layout.xaxis.title.text
+    assert "no variant has a price" in fig.layout.title.text
+    assert "so latency is drawn" in fig.layout.title.text
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("width", [640, 1100])
+def test_tradeoff_labels_never_overlap_nor_get_clipped(
+    browser: Any, tmp_path: Path, width: int
+) -> None:
+    from convlab.notebook._charts_experiment import tradeoff
+
+    js = Path(go.__file__).parent.parent / "package_data" / "plotly.min.js"
+    figures = [tradeoff(_board(), x="cost"), tradeoff(_board(with_cost=False))]
+    body = "".join(f._repr_mimebundle_()["text/html"] for f in figures)
+    page_file = tmp_path / "tradeoff.html"
+    page_file.write_text(
+        f"<!doctype html><html><head><meta charset='utf-8'><script>{js.read_text()}</script>"
+        f"</head><body style='width:{width}px'>{body}</body></html>",
+        encoding="utf-8",
+    )
+    opened = Opened(browser, page_file, width=width + 40)
+    page = opened.page
+    page.wait_for_function("document.querySelectorAll('.js-plotly-plot .main-svg').length >= 2")
+    charts_drawn = page.evaluate(
+        """Array.from(document.querySelectorAll('.plotly-graph-div')).map(div => {
+            const svg = div.querySelector('svg.main-svg').getBoundingClientRect();
+            const box = r => ({left: r.left, top: r.top, right: r.right, bottom: r.bottom});
+            return {
+                svg: box(svg),
+                points: div.querySelectorAll('g.scatterlayer path.point').length,
+                // a name drawn as a point's text or as an annotation: every one is checked
+                labels: Array.from(div.querySelectorAll(
+                    'g.annotation text.annotation-text, g.textpoint text'))
+                    .map(t => ({text: t.textContent, box: box(t.getBoundingClientRect())})),
+            };
+        })"""
+    )
+    ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"tradeoff-{width}.png"), full_page=True)
+    opened.close()
+    assert opened.errors == [] and opened.left == []
+    for chart in charts_drawn:
+        assert chart["points"] >= len(CROWDED)
+        labels = chart["labels"]
+        assert sorted(lb["text"] for lb in labels) == sorted(v for v, _, _ in CROWDED)
+        svg = chart["svg"]
+        for lb in labels:  # inside the chart: nothing cut at its edges
+            b = lb["box"]
+            assert svg["left"] <= b["left"] and b["right"] <= svg["right"], lb
+            assert svg["top"] <= b["top"] and b["bottom"] <= svg["bottom"], lb
+        for i, a in enumerate(labels):
+            for b in labels[i + 1 :]:
+                apart = (
+                    a["box"]["right"] <= b["box"]["left"]
+                    or b["box"]["right"] <= a["box"]["left"]
+                    or a["box"]["bottom"] <= b["box"]["top"]
+                    or b["box"]["bottom"] <= a["box"]["top"]
+                )
+                assert apart, (a, b)

@@ -76,7 +76,7 @@ def test_json_path_on_prose_without_json() -> None:
     res = jp("a", 1, "I cannot help with that.")
     assert not res.passed and res.message.startswith("output is not valid JSON: ")
     none = ev({"kind": "json_path", "path": "a", "value": 1}, Observation())
-    assert none.message.startswith("output is not a JSON object or array, got: null")
+    assert none.message == "output is not a JSON object or array, got: <nil> = <nil>"  # Go %T
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from convlab.checks import CheckContext, evaluate
-from convlab.checks._values import go_json, go_v, output_of, to_text
+from convlab.checks._values import go_json, go_type, go_v, output_of, to_text
 from convlab.model.assertions import parse_assertion
 from convlab.model.conversation import Message, ToolCall
 from convlab.model.records import AssertionResult, Observation
@@ -72,16 +72,57 @@ def test_go_json_text_is_sorted_compact_and_html_escaped() -> None:
     assert to_text(None) == "" and to_text("é") == "é" and to_text(5) == "5"
 
 
-def test_go_v_prints_like_fmt_percent_v() -> None:
-    assert go_v(5) == "5"
-    assert go_v(5.0) == "5"
-    assert go_v(1000000.0) == "1e+06"
-    assert go_v(123456.0) == "123456"
-    assert go_v(0.00001) == "1e-05"
-    assert go_v(True) == "true"
-    assert go_v(None) == "<nil>"
-    assert go_v({"b": 1, "a": "x"}) == "map[a:x b:1]"
-    assert go_v([1, "a"]) == "[1 a]"
+# What Go prints for a value encoding/json decoded into interface{}: every number is a float64,
+# and `%v` of a float64 is strconv.FormatFloat(f, 'g', -1, 64): the shortest digits, the
+# exponent form (two digits at least) when the exponent is < -4 or >= 6; maps print
+# `map[k:v]` in sorted key order, slices `[a b]`, strings bare, nil `<nil>`.
+GO_V = [
+    (0, "0", "float64"),
+    (5, "5", "float64"),
+    (5.0, "5", "float64"),
+    (-7, "-7", "float64"),
+    (100000, "100000", "float64"),
+    (999999, "999999", "float64"),
+    (1000000, "1e+06", "float64"),
+    (1234567, "1.234567e+06", "float64"),
+    (123456789, "1.23456789e+08", "float64"),
+    (-123456789, "-1.23456789e+08", "float64"),
+    (2**53 + 1, "9.007199254740992e+15", "float64"),  # a float64 cannot hold it
+    (10**21, "1e+21", "float64"),
+    (1e100, "1e+100", "float64"),
+    (1.7976931348623157e308, "1.7976931348623157e+308", "float64"),
+    (123456.7, "123456.7", "float64"),
+    (0.5, "0.5", "float64"),
+    (0.0001, "0.0001", "float64"),
+    (0.00001, "1e-05", "float64"),
+    (1.5e-7, "1.5e-07", "float64"),
+    (5e-324, "5e-324", "float64"),
+    (0.1 + 0.2, "0.30000000000000004", "float64"),
+    (-2.5, "-2.5", "float64"),
+    (-0.0, "-0", "float64"),
+    (True, "true", "bool"),
+    (False, "false", "bool"),
+    ("a b", "a b", "string"),
+    ("", "", "string"),
+    (None, "<nil>", "<nil>"),
+    ({}, "map[]", "map[string]interface {}"),
+    ([], "[]", "[]interface {}"),
+    ({"b": 1, "a": "x"}, "map[a:x b:1]", "map[string]interface {}"),
+    (
+        {"b": 1, "a": {"c": [1000000, None, "x y"]}},
+        "map[a:map[c:[1e+06 <nil> x y]] b:1]",
+        "map[string]interface {}",
+    ),
+    ([[1, 2], {"k": True}, 0.00001], "[[1 2] map[k:true] 1e-05]", "[]interface {}"),
+]
+
+
+@pytest.mark.parametrize(("value", "v", "t"), GO_V, ids=[repr(row[0])[:30] for row in GO_V])
+def test_go_v_and_go_type_print_as_go_prints_a_decoded_json_value(
+    value: object, v: str, t: str
+) -> None:
+    assert go_v(value) == v
+    assert go_type(value) == t
 
 
 # ---------------------------------------------------------------- equals

@@ -119,10 +119,13 @@ def test_a_price_override_prices_what_the_database_does_not_know(base: str) -> N
 
 
 def test_a_bad_price_is_refused_before_anything_runs(base: str) -> None:
-    with pytest.raises(ValueError, match=r"prices\['m'\]\.output_mtk: Extra inputs"):
+    with pytest.raises(cl.ConvlabError, match=r"prices\['m'\]\.output_mtk: Extra inputs"):
         run_it(base, prices={"m": {"input_mtok": 1, "output_mtk": 2}})
-    with pytest.raises(ValueError, match=r"prices\['m'\]\.input_mtok: Input should be greater"):
+    with pytest.raises(cl.ConvlabError, match=r"prices\['m'\]\.input_mtok: Input should be"):
         run_it(base, prices={"m": {"input_mtok": -1}})
+    # a list where a mapping belongs: the same clear error convlab.yaml gives, not AttributeError
+    with pytest.raises(cl.ConvlabError, match=r"prices: expected a mapping .* got a list"):
+        run_it(base, prices=[{"m": {"input_mtok": 1}}])
 
 
 def test_a_replayed_run_shows_the_recorded_usage_and_cost(base: str, tmp_path: Path) -> None:
@@ -195,3 +198,100 @@ def test_the_reports_show_the_cost(base: str, tmp_path: Path) -> None:
     md = run.save(tmp_path / "r.md").read_text()
     page = run.save(tmp_path / "r.html").read_text()
     assert f"Cost \\${total:.3g}" in md and f"cost ${total:.3g}" in page
+
+
+def _reporting(prompt: int, completion: int, model: str) -> Any:
+    def agent(messages: list[dict[str, Any]]) -> Reply:
+        usage = Usage(
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+            total_tokens=prompt + completion,
+            model=model,
+        )
+        return Reply(text="filed", usage=usage)
+
+    return agent
+
+
+@pytest.mark.parametrize(
+    ("prompt", "model", "prices"),
+    [
+        (-1000, "gpt-4o", None),  # genai-prices knows the model: it refused the count
+        (-1_000_000, "house-model", {"house-model": {"input_mtok": 1.0}}),  # was -$1.00
+        (10**30, "gpt-4o", None),  # was priced silently at $2.5e24
+    ],
+)
+def test_impossible_token_usage_is_flagged_never_an_agent_error_or_priced(
+    prompt: int, model: str, prices: dict[str, Any] | None
+) -> None:
+    one = Suite(id="s", cases=[Case(id="a", input=[Message(content="hi")])])
+    run = cl.run(one, _reporting(prompt, 10, model), prices=prices, progress=False)
+    [result] = run.results
+    assert result.status == "passed", result.error
+    assert result.spend == []  # not counted, so never a negative or absurd cost
+    assert run.summary["cost_usd"] == 0.0
+    [turn] = result.turns
+    assert turn.observation is not None and turn.observation.error is not None
+    assert f"prompt_tokens={prompt}" in turn.observation.error
+    assert "impossible token usage" in turn.observation.error
+
+
+def test_a_model_priced_once_costs_what_genai_prices_says_for_every_call() -> None:
+    # Pricer looks a model's price up once and prices each call from it: every model of the
+    # bundled database (tiered ones too), at sizes across the tiers, gives genai-prices' own
+    # figure for the call to the last digit, and the run's own prices their exact product
+    from datetime import UTC, datetime
+    from decimal import Decimal
+
+    from genai_prices.data_snapshot import get_snapshot
+
+    from convlab.agents.pricing import Price, Pricer, Rate
+
+    now = datetime.now(UTC)
+    sizes = [(0, 0), (1, 0), (0, 1), (12, 5), (199_999, 333), (200_001, 4_321), (3_000_007, 17)]
+    checked = tiered = 0
+    for provider in get_snapshot().providers:
+        for known in provider.models:
+            price = known.get_prices(now)
+            rate = Rate.of(price)
+            tiered += any(type(v).__name__ == "TieredPrices" for v in vars(price).values())
+            for prompt, completion in sizes:
+                used = PriceUsage(input_tokens=prompt, output_tokens=completion)
+                expected = float(price.calc_price(used)["total_price"])
+                assert rate.cost(prompt, completion) == expected, (known.id, prompt, completion)
+                checked += 1
+    assert checked > 5_000 and tiered > 10  # the database is there, tiers included
+
+    pricer = Pricer({"house": Price(input_mtok=0.3, output_mtok=1.7)})
+    exact = (Decimal(1234) * Decimal("0.3") + Decimal(56) * Decimal("1.7")) / 1_000_000
+    assert pricer.cost("house", None, 1234, 56) == float(exact)
+    assert pricer.cost("gpt-4o", None, 1000, 10) == priced("gpt-4o", 1000, 10)
+    assert pricer.cost("no-such-model", None, 1, 1) is None
+    assert pricer.cost(None, None, 1, 1) is None
+
+
+def test_a_models_price_is_looked_up_off_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the first lookup loads genai-prices' database: on the event loop it would hold up
+    # every call in flight, so it runs in a thread, once per model and run
+    import threading
+
+    from convlab.agents import pricing
+
+    looked_up: list[tuple[str, bool]] = []
+    real = pricing._known_price
+
+    def known_price(model: str, endpoint: str | None) -> Any:
+        looked_up.append((model, threading.current_thread() is threading.main_thread()))
+        return real(model, endpoint)
+
+    monkeypatch.setattr(pricing, "_known_price", known_price)
+
+    def reporting(messages: list[dict[str, Any]]) -> Reply:
+        used = Usage(prompt_tokens=100, completion_tokens=10, total_tokens=110, model="gpt-4o")
+        return Reply(text="filed", usage=used)
+
+    cases = [Case(id=f"c{i}", input=[Message(content="hi")]) for i in range(5)]
+    run = cl.run(Suite(id="s", cases=cases), reporting, progress=False)
+    assert looked_up and all(model == "gpt-4o" and not main for model, main in looked_up)
+    assert len(looked_up) < 5  # once per model, but for calls that came in meanwhile
+    assert {s.cost_usd for r in run.results for s in r.spend} == {priced("gpt-4o", 100, 10)}

@@ -10,6 +10,7 @@ import html
 import io
 import json
 import math
+import re
 import threading
 from collections import Counter
 from pathlib import Path
@@ -289,7 +290,27 @@ def test_what_changed_in_the_agent_is_shown_and_escaped(base: str, tmp_path: Pat
         assert "<ins>very </ins>" in page and "<ins>short </ins>" in page
     from convlab.analysis.agent_diff import word_diff_text
 
-    assert word_diff_text("a b c", "a x c") == "a [-b-]{+x+} c"
+    assert word_diff_text("a b c", "a x c") == "a [-b-] {+x+} c"
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "read"),
+    [
+        ("You are an expense assistant.", "You are an Expense assistant.", "expense Expense"),
+        ("Be short.", "You are an expense assistant.", "Be short. You are"),
+        ("Be short. Help.", "Be brief. Help.", "short. brief. Help."),
+        ("a b", "a b c", "b b c"),
+    ],
+)
+def test_a_prompt_diff_keeps_removed_and_added_words_apart(
+    before: str, after: str, read: str
+) -> None:
+    from convlab.analysis.agent_diff import word_diff_text
+    from convlab.notebook._experiment_view import prompt_diff_html
+
+    shown = re.sub(r"<[^>]+>", "", prompt_diff_html(before, after))  # what the page reads
+    assert read in html.unescape(shown)
+    assert read in re.sub(r"\[-|-\]|\{\+|\+\}", "", word_diff_text(before, after))
 
 
 def test_save_load_report_and_a_store_per_variant(base: str, tmp_path: Path) -> None:
@@ -479,6 +500,7 @@ def test_escaping_of_names_in_the_views(base: str, tmp_path: Path) -> None:
     assert name not in page and html.escape(name, quote=True) in page
     fig = exp.plot.tradeoff(x="latency")
     assert all("<img" not in str(t.text) for t in fig.data if t.text is not None)
+    assert all("<img" not in a.text for a in fig.layout.annotations)
 
 
 def test_cost_in_the_leaderboard_and_the_tradeoff(base: str, tmp_path: Path) -> None:
@@ -503,8 +525,9 @@ def test_cost_in_the_leaderboard_and_the_tradeoff(base: str, tmp_path: Path) -> 
     assert board.attrs["unpriced"] == {"unknown": ["bad"]}
     assert "no price for 'bad'" in board.attrs["note"]
     fig = exp.plot.tradeoff(x="cost")
-    shown = [t for t in fig.data if t.mode == "markers+text"]
-    assert [list(t.text) for t in shown] == [["priced"]]
+    shown = [t for t in fig.data if t.mode == "markers"]
+    assert sum(len(t.x) for t in shown) == 1
+    assert [a.text for a in fig.layout.annotations] == ["priced"]
     assert "not shown" in fig.layout.title.text and "unknown" in fig.layout.title.text
 
 

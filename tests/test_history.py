@@ -317,7 +317,10 @@ def test_a_newer_database_is_refused_and_the_run_goes_on(home):
     with pytest.warns(RuntimeWarning, match="newer convlab"):
         run = cl.run(EXPENSE, "demo:expense", progress=False)
     assert run.status == "completed" and len(run.results) == 12
-    with pytest.raises(HistoryError, match=r"schema version 99; this convlab reads up to 1"):
+    from convlab._history import SCHEMA_VERSION
+
+    reads = rf"schema version 99; this convlab reads up to {SCHEMA_VERSION}\)"
+    with pytest.raises(HistoryError, match=reads):
         cl.history()
 
 
@@ -350,7 +353,7 @@ def test_the_table_and_the_chart_escape_what_users_wrote(home):
     assert evil not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     bundle = h._repr_mimebundle_()
     assert evil not in bundle["text/html"] and "History" in bundle["text/plain"]
-    fig = h.plot()
+    fig = h.plot(by="suite")
     names = ["&lt;script&gt;alert(1)&lt;/script&gt;", "plain"]
     assert [(t.name, t.yaxis, list(t.y)) for t in fig.data] == [
         (names[0], "y", [100.0, 0.0]),  # oldest first
@@ -359,6 +362,7 @@ def test_the_table_and_the_chart_escape_what_users_wrote(home):
         (names[1], "y2", [0.0]),
     ]
     assert all(evil not in str(t.hovertext) for t in fig.data)
+    assert all(evil not in t.name for t in h.plot().data)  # one line per agent and suite
     # a cost that is not known is no point, and with none the cost panel says so
     h.loc[h.suite == "plain", "cost_usd"] = 0.0125
     fig = h.plot(suite="plain")
@@ -369,6 +373,35 @@ def test_the_table_and_the_chart_escape_what_users_wrote(home):
     assert "no run has a known cost" in fig.layout.title.text
     with pytest.raises(ValueError, match="no run of suite 'nope'"):
         h.plot(suite="nope")
+
+
+def test_the_chart_draws_a_line_per_agent_or_variant_not_one_zig_zag_per_suite(home):
+    """Two agents take turns on one suite, one always right and one always wrong: a line per
+    suite would zig-zag between 100% and 0%; a line per agent is flat, as each agent is."""
+    suite = _suite("turns")
+    good, bad = (
+        cl.agents.function(lambda m: "ok", name="good"),
+        cl.agents.function(lambda m: "no", name="bad"),
+    )
+    for agent in (good, bad, good, bad):
+        cl.run(suite, agent, progress=False)
+    cl.run(suite, {"short": good, "long": bad}, experiment="try", progress=False)
+    h = cl.history()
+    per_agent = [(t.name, list(t.y)) for t in h.plot().data if t.yaxis == "y"]
+    assert per_agent == [("good", [100.0, 100.0, 100.0]), ("bad", [0.0, 0.0, 0.0])]
+    assert "one line per agent" in h.plot().layout.title.text
+    per_variant = [(t.name, list(t.y)) for t in h.plot(by="variant").data if t.yaxis == "y"]
+    assert per_variant == [
+        ("good", [100.0, 100.0]),
+        ("bad", [0.0, 0.0]),
+        ("short", [100.0]),
+        ("long", [0.0]),
+    ]
+    (per_suite,) = [list(t.y) for t in h.plot(by="suite").data if t.yaxis == "y"]
+    assert per_suite[:4] == [100.0, 0.0, 100.0, 0.0]  # the zig-zag a line per suite draws
+    assert sorted(per_suite[4:]) == [0.0, 100.0]  # the experiment's two variants
+    with pytest.raises(ValueError, match="by='model': use one of 'agent', 'variant', 'suite'"):
+        h.plot(by="model")
 
 
 def test_convlab_history_lists_runs_on_the_command_line(home, tmp_path):

@@ -600,3 +600,64 @@ def test_an_unregistered_evaluator_is_evaluator_not_found(tmp_path: Path) -> Non
         cl.run(write(tmp_path, doc), lambda messages: "ok", progress=False)
     result = cl.check(cl.Reply(text="hi"), custom)
     assert result.status == "error" and result.message.startswith("EVALUATOR_NOT_FOUND: ")
+
+
+# The rules docs/intention-kernel.md states for a host adapter (any agent that is not
+# `strict_input`): the selection reaches it as written (`ctx.input.selection`), and the option
+# it picks reaches it as `ctx.metadata["selected_option"]` only when it resolves against the
+# interaction the turn just before left open, to exactly one option.
+SELECTION_RULES = [
+    ({"optionIndex": 2}, TWO_LAMPS, {"id": "c", "label": "Desk"}),
+    ({"optionId": "b"}, TWO_LAMPS, {"id": "b", "label": "Lamp"}),
+    ({"optionLabel": "Desk"}, TWO_LAMPS, {"id": "c", "label": "Desk"}),
+    ({"optionLabel": "Lamp"}, TWO_LAMPS, None),  # two options: ambiguous
+    ({"optionLabel": "desk"}, TWO_LAMPS, None),  # labels compare exactly
+    ({"optionIndex": 3}, TWO_LAMPS, None),  # out of range
+    ({"optionIndex": 0}, {"kind": "choice", "options": [{"id": "a", "label": "A"}]}, None),
+    ({"optionIndex": 0}, {"id": "q", "options": [{"id": "a"}]}, None),  # an option lacks a label
+    ({"optionIndex": 0}, None, None),  # the turn before left no interaction
+]
+
+
+@pytest.mark.parametrize(("selector", "left_open", "picked"), SELECTION_RULES)
+def test_when_a_selection_reaches_a_host_agent(
+    tmp_path: Path, selector: dict[str, Any], left_open: Any, picked: Any
+) -> None:
+    seen: list[tuple[Any, Any]] = []
+
+    def host(messages: list[dict[str, Any]], ctx: cl.AgentContext) -> cl.Reply:
+        assert ctx.input is not None
+        seen.append((ctx.input.selection, ctx.metadata.get("selected_option", "absent")))
+        return cl.Reply(text="ok", interaction=left_open if ctx.turn == 0 else TWO_LAMPS)
+
+    doc = suite(
+        scenario(
+            "host",
+            step("offer", {"text": "Show me lamps"}),
+            step("pick", {"text": "that one", "selection": selector}),
+        )
+    )
+    run = cl.run(write(tmp_path, doc), host, progress=False)
+    assert run.results[0].status == "passed"  # a host agent's selection never errs
+    selection, chosen = seen[1]
+    assert selection is not None
+    assert chosen == (picked if picked is not None else "absent")
+
+
+def test_a_selection_answers_only_the_turn_just_before(tmp_path: Path) -> None:
+    seen: list[Any] = []
+
+    def host(messages: list[dict[str, Any]], ctx: cl.AgentContext) -> cl.Reply:
+        seen.append(ctx.metadata.get("selected_option"))
+        return cl.Reply(text="ok", interaction=TWO_LAMPS if ctx.turn == 0 else None)
+
+    doc = suite(
+        scenario(
+            "host",
+            step("offer", {"text": "Show me lamps"}),
+            step("pick", {"text": "the desk", "selection": {"optionLabel": "Desk"}}),
+            step("again", {"text": "the desk", "selection": {"optionLabel": "Desk"}}),
+        )
+    )
+    cl.run(write(tmp_path, doc), host, progress=False)
+    assert seen == [None, {"id": "c", "label": "Desk"}, None]

@@ -210,3 +210,42 @@ def test_text_progress_in_a_kernel_is_not_an_error_block(kernel: tuple[Any, Any]
     text = "".join(s["text"] for s in streams)
     assert "expense-policy-limit" in text and "Pass rate" in text
     assert not any(m["msg_type"] == "comm_open" for m in msgs)  # no widget when told "text"
+
+
+def _cell_outputs(msgs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What the cell keeps once it has run: each display replaced by its latest update."""
+    kept: list[dict[str, Any]] = []
+    for m in msgs:
+        content = m["content"]
+        if m["msg_type"] in ("display_data", "execute_result"):
+            kept.append(dict(content))
+        elif m["msg_type"] == "update_display_data":
+            for out in kept:
+                if out.get("transient", {}).get("display_id") == content["transient"]["display_id"]:
+                    out["data"] = content["data"]
+    return kept
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "cell",
+    [
+        'r = cl.run("examples/expense", "demo:expense", runs=2)\nr',
+        "%convlab run -i examples/expense -n demo:expense --runs 2",
+        'e = cl.run("examples/expense", {"a": "demo:expense", "b": "demo:expense_lite"})\ne',
+    ],
+)
+def test_a_cell_that_runs_and_shows_its_result_shows_the_card_once(
+    kernel: tuple[Any, Any], cell: str
+) -> None:
+    _, kc = kernel
+    msgs = _execute(kc, "import convlab as cl\n%load_ext convlab\n" + cell, timeout=120)
+    assert not _errors(msgs), _errors(msgs)
+    outputs = _cell_outputs(msgs)
+    cards = sum(str(o["data"].get("text/html", "")).count("class='cl-card'") for o in outputs)
+    assert cards == 1, [o["data"].get("text/plain") for o in outputs]
+    assert "class='cl-card'" in outputs[-1]["data"]["text/html"]  # the displayed result's
+    assert "did not pass (" in "".join(str(o["data"].get("text/html", "")) for o in outputs)
+    # a result shown in a later cell leaves the cell that ran it as it was
+    later = _execute(kc, cell.split("\n")[-1] if "\n" in cell else "_")
+    assert sum("class='cl-card'" in str(o["data"].get("text/html")) for o in _cell_outputs(later))

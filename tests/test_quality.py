@@ -77,3 +77,33 @@ def test_what_following_the_readme_leaves_behind_is_git_ignored():
     assert proc.returncode in (0, 1), proc.stderr
     kept = [line.split("\t")[-1] for line in proc.stdout.splitlines() if line.startswith("::")]
     assert kept == [], f"not git-ignored: {kept}"
+
+
+def test_the_readme_and_serve_demo_help_name_every_demo_model():
+    from convlab.agents.demos import names
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    served = readme[readme.index("**The demo server.**") :].split("\n\n", 1)[0]
+    helped = subprocess.run(
+        [sys.executable, "-m", "convlab.cli", "serve-demo", "--help"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    ).stdout
+    for name in names():
+        assert f"`demo:{name}`" in served, name
+        assert f"demo:{name}" in helped, name
+
+
+def test_the_readme_describes_prompt_iteration_as_the_notebook_runs_it():
+    import json
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    said = readme[readme.index("`prompt_iteration` (") :].split("),", 1)[0]
+    nb = json.loads((ROOT / "notebooks" / "prompt_iteration.ipynb").read_text(encoding="utf-8"))
+    code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    prompts = code[code.index("prompts = {") :].split("}", 1)[0]
+    assert "4 system prompts x 2 models" in said
+    assert prompts.count('": BASE') == 4 and '["expense", "expense_lite"]' in code
+    for shown in ("leaderboard", "history", "compare"):
+        assert shown in said and shown in code, shown

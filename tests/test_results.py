@@ -308,6 +308,39 @@ def test_loads_an_engine_results_store(tmp_path):
     _same_views(run, back)
 
 
+def test_a_store_read_back_is_decoded_once_for_its_frame(tmp_path, monkeypatch):
+    # load_run checks each line by decoding it; Run.df and summary then use what that
+    # decode gave, and a result read and changed afterwards shows in them
+    from convlab.engine.store import ResultStore
+    from convlab.model import codec
+
+    run = make_run()
+    store = ResultStore(tmp_path / "store.jsonl", run.without_results(), resume=False)
+    for r in run.results:
+        store.append(r.to_json().encode())
+    store.close()
+    decoded = []
+    real = codec._decoder(CaseResult)
+
+    class Counting:
+        def decode(self, text):
+            decoded.append(text)
+            return real.decode(text)
+
+    monkeypatch.setattr(codec, "_decoder", lambda kind: Counting() if kind is CaseResult else real)
+    back = cl.load_run(tmp_path / "store.jsonl")
+    assert len(decoded) == len(run.results)
+    expected = run.df
+    pd.testing.assert_frame_equal(back.df, expected)
+    assert back.summary == run.summary
+    assert len(decoded) == len(run.results)  # the frame and the summary decoded nothing
+    latest = back.results[-1]
+    assert latest.status != "cancelled"
+    latest.status = "cancelled"
+    rows = back.df.set_index(["case_id", "variant", "repetition", "run"])
+    assert rows.loc[latest.key, "status"] == "cancelled"
+
+
 def test_load_reports_every_bad_line_with_file_line_and_path(tmp_path):
     path = tmp_path / "bad.jsonl"
     path.write_text(
@@ -359,6 +392,29 @@ def test_save_names_the_supported_suffixes(tmp_path, name):
     with pytest.raises(ValueError, match=r"supported suffixes: .*\.html, .*\.json, \.jsonl"):
         make_run().save(tmp_path / name)
     assert not (tmp_path / name).exists()
+
+
+def test_a_comparison_saves_through_the_one_saver_registry(tmp_path):
+    """Runs, experiments and comparisons are written by one registry, keyed by what is saved
+    and the suffix: a comparison's `.json` and `.md`, and the suffixes it has named."""
+    import json
+
+    from convlab.analysis.io import SAVERS, suffixes
+
+    before = cl.run("examples/expense", "demo:expense", progress=False, history=False)
+    after = cl.run("examples/expense", "demo:finance", progress=False, history=False)
+    cmp = cl.compare(before, after)
+    data = json.loads(cmp.save(tmp_path / "cmp.json").read_text(encoding="utf-8"))
+    assert data["summary"] == cmp.summary and len(data["cases"]) == len(cmp) == 12
+    assert data["cases"][0]["case_id"] == cmp.iloc[0]["case_id"]
+    markdown = cmp.save(tmp_path / "cmp.md").read_text(encoding="utf-8")
+    assert markdown.count("\n| ") == 1 + 12 and "| expense-greeting |" in markdown
+    with pytest.raises(
+        ValueError, match=r"the comparison .* supported suffixes: \.json, \.markdown, \.md"
+    ):
+        cmp.save(tmp_path / "cmp.html")
+    assert {"run.json", "experiment.json", "comparison.json"} <= set(SAVERS)
+    assert ".ipynb" in suffixes("run") and ".ipynb" not in suffixes("experiment")
 
 
 def test_run_display_is_escaped_and_names_the_worst_cases():

@@ -322,3 +322,31 @@ def test_renders_sorts_and_searches_offline_in_chromium(
     assert failed.count() > 0
     opened.close()
     assert opened.left == [] and opened.dialogs == []
+
+
+@pytest.mark.parametrize(("runs", "kind"), [(2, "cases"), (1, "instances")])
+def test_the_run_cards_table_lists_the_worst_cases_first(runs: int, kind: str) -> None:
+    """As the pass-rate chart does: a failing case never waits on page 2 behind passing ones."""
+    ids = [f"{n}-{'ok' if n % 3 else 'bad'}" for n in range(1, 31)]  # 10 of 30 fail
+    suite = cl.Suite(
+        id="order",
+        cases=[
+            cl.Case(
+                id=cid,
+                input=[cl.Message(content=cid)],
+                assertions=[{"kind": "contains", "value": "ok"}],
+            )
+            for cid in ids
+        ],
+    )
+    run = cl.run(suite, lambda m: "ok" if "ok" in m[-1]["content"] else "no", runs=runs,
+                 progress=False)  # fmt: skip
+    page = run._repr_mimebundle_()["text/html"]
+    preview = page[page.index(f"· {kind}") :]
+    preview = preview[preview.index("_fallback") :]  # the rows a reader sees first
+    at = {cid: preview.find(f"<td>{cid}</td>") for cid in ids}
+    shown = sorted((c for c in ids if at[c] >= 0), key=at.__getitem__)
+    bad = [c for c in ids if c.endswith("bad")]
+    assert shown[: len(bad)] == bad  # every failing case first, in suite order
+    assert all(c.endswith("ok") for c in shown[len(bad) :])
+    assert list(run.table(kind).df["case_id"]) == ids  # run.table() keeps the frame's order

@@ -30,6 +30,7 @@ __all__ = [
     "settings_diff",
     "word_diff",
     "word_diff_counts",
+    "word_diff_shown",
     "word_diff_text",
 ]
 
@@ -106,6 +107,19 @@ def word_diff(before: str | None, after: str | None) -> list[tuple[Op, str]]:
     return out
 
 
+def word_diff_shown(before: str | None, after: str | None) -> list[tuple[Op, str]]:
+    """`word_diff` as a reader sees it: where removed words run straight into added ones
+    (`expense` replaced by `Expense`, or `Be short.` by `You are ...`), one space of plain
+    text stands between the two, so they read `expense Expense`, not `expenseExpense`."""
+    out: list[tuple[Op, str]] = []
+    for op, text in word_diff(before, after):
+        after_delete = op == "insert" and bool(out) and out[-1][0] == "delete"
+        if after_delete and not (out[-1][1][-1:].isspace() or text[:1].isspace()):
+            out.append(("equal", " "))
+        out.append((op, text))
+    return out
+
+
 def word_diff_counts(before: str | None, after: str | None) -> tuple[int, int]:
     """How many words the diff removes and adds."""
     removed = added = 0
@@ -118,9 +132,11 @@ def word_diff_counts(before: str | None, after: str | None) -> tuple[int, int]:
 
 
 def word_diff_text(before: str | None, after: str | None) -> str:
-    """The word diff as plain text, wdiff's way: `[-removed-]` and `{+added+}`."""
+    """The word diff as plain text, wdiff's way: `[-removed-] {+added+}`."""
     marks = {"equal": ("", ""), "delete": ("[-", "-]"), "insert": ("{+", "+}")}
-    return "".join(marks[op][0] + text + marks[op][1] for op, text in word_diff(before, after))
+    return "".join(
+        marks[op][0] + text + marks[op][1] for op, text in word_diff_shown(before, after)
+    )
 
 
 def _shown(value: Any, limit: int = 80) -> str:

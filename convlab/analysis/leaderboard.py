@@ -282,7 +282,7 @@ def _note(baseline: str, alpha: float, kind: str, tested: int) -> str:
         f"pass rate: mean of the per-case pass rates (the agent's failures only); interval: "
         f"{kind}, 95%, over the pooled runs. Against the baseline {baseline!r}: Fisher's exact "
         f"test (two-sided) per case, {holm_note}; better/worse = cases beyond noise (corrected "
-        f"p < {alpha:g}); p_value: the same test on the pooled runs, p_holm: {holm_note}."
+        f"p < {alpha:g}); p: the same test on the pooled runs, p (Holm): {holm_note}."
     )
 
 

@@ -15,11 +15,17 @@ from typing import Any
 from convlab.model.conversation import ToolCall
 from convlab.model.records import Observation
 
+MESSAGE_LIMIT = 200
+"""Characters of a value a failure message prints before `...` (Yao's `truncateOutput` cut)."""
+
 __all__ = [
+    "MESSAGE_LIMIT",
     "combined_output",
+    "cut",
     "deep_equal",
     "go_json",
     "go_shown",
+    "go_type",
     "go_v",
     "is_empty",
     "is_number",
@@ -112,21 +118,29 @@ def to_text(value: Any) -> str:
     return go_json(value)
 
 
-def show(value: Any, limit: int = 200) -> str:
+def show(value: Any, limit: int = MESSAGE_LIMIT) -> str:
     """A value for a failure message: JSON (strings quoted), cut at `limit` characters."""
     try:
         text = json.dumps(_go_value(value), ensure_ascii=False, default=str)
     except (TypeError, ValueError):
         text = repr(value)
-    return text if len(text) <= limit else text[:limit] + "..."
+    return cut(text, limit)
 
 
 def go_v(value: Any) -> str:
-    """Text as Go's `fmt.Sprintf("%v")` prints it (what `tool_result` string matching reads)."""
+    """Text as Go's `fmt.Sprintf("%v")` prints a JSON-decoded value (`tool_result` string
+    matching reads it; Yao's messages print values with it).
+
+    Go decodes every JSON number as a float64, so an integer prints as a float does:
+    `1000000` is `1e+06` and `123456789` is `1.23456789e+08`, as in Yao. Objects print as
+    `map[k:v ...]` with sorted keys, arrays as `[a b]`, strings bare, null as `<nil>`.
+    """
     if value is None:
         return "<nil>"
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, int):
+        return _go_float(_float64(value))
     if isinstance(value, float):
         return _go_float(value)
     if isinstance(value, dict):
@@ -137,15 +151,50 @@ def go_v(value: Any) -> str:
     return str(value)
 
 
-def go_shown(value: Any, limit: int = 200) -> str:
-    """`go_v` for a failure message (Yao prints values with `%v`), cut at `limit` characters
-    as `show` cuts: a long reply is never copied into its checks."""
-    text = go_v(value)
+def go_type(value: Any) -> str:
+    """Go's `%T` of a JSON-decoded value: `float64`, `bool`, `string`, `<nil>`,
+    `map[string]interface {}` or `[]interface {}` (Yao prints it in a `json_path` message)."""
+    if value is None:
+        return "<nil>"
+    if isinstance(value, bool):
+        return "bool"
+    if is_number(value):
+        return "float64"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, dict):
+        return "map[string]interface {}"
+    if isinstance(value, list | tuple):
+        return "[]interface {}"
+    return type(value).__name__
+
+
+def go_shown(value: Any, limit: int = MESSAGE_LIMIT) -> str:
+    """`go_v` for a failure message, cut at `limit` characters as `show` cuts.
+
+    Deliberate difference `message-cut` (docs/yao.md): Go prints the whole value; a long
+    reply is never copied whole into each of its checks (the result's `actual` keeps it).
+    """
+    return cut(go_v(value), limit)
+
+
+def cut(text: str, limit: int = MESSAGE_LIMIT) -> str:
+    """`text` cut at `limit` characters with `...` after it, as Yao's `truncateOutput` cuts."""
     return text if len(text) <= limit else text[:limit] + "..."
 
 
+def _float64(value: int) -> float:
+    """The float64 Go's JSON decoder makes of an integer (rounded to 53 bits)."""
+    try:
+        return float(value)
+    except OverflowError:  # past float64: Go's decoder refuses it; keep its sign
+        return math.inf if value > 0 else -math.inf
+
+
 def _go_float(value: float) -> str:
-    """Go's shortest %g: exponent form when the exponent is < -4 or >= 6 (1e+06, 1.5e-05)."""
+    """strconv.FormatFloat(v, 'g', -1, 64), which `%v` uses: the shortest digits, and the
+    exponent form when the exponent is < -4 or >= 6 (the shortest form's precision for this
+    choice is 6): 1e+06, 1.5e-05, 123456, 0.0001. The exponent has at least two digits."""
     if math.isnan(value):
         return "NaN"
     if math.isinf(value):

@@ -16,11 +16,13 @@ from convlab.checks._core import CheckContext, Outcome, error_result, kind, lean
 from convlab.checks._extract import extract_json, extract_path
 from convlab.checks._regex import search
 from convlab.checks._values import (
+    cut,
     deep_equal,
+    go_json,
     go_shown,
+    go_type,
     json_safe,
     output_of,
-    show,
     to_text,
 )
 from convlab.model.assertions import Contains, Equals, NotContains, Regex, Script, TypeOf
@@ -88,11 +90,13 @@ def structured(out: Any) -> tuple[Any, str | None]:
     if isinstance(out, str):
         data = extract_json(out)
         if data is None:
-            return None, f"output is not valid JSON: {show(out)}"
+            return None, f"output is not valid JSON: {cut(out)}"
         return data, None
     if isinstance(out, dict | list):
         return out, None
-    return None, f"output is not a JSON object or array, got: {json_type(out)} = {show(out)}"
+    # assertJSONPath: `%T = %v` of Go's types, the value as truncateOutput writes it (its JSON)
+    shown = "<nil>" if out is None else cut(go_json(out))
+    return None, f"output is not a JSON object or array, got: {go_type(out)} = {shown}"
 
 
 @lean_kind("type")

@@ -15,6 +15,7 @@ __all__ = [
     "PAGE_BODY_CSS",
     "PREVIEW_CSS",
     "REPORT_CSS",
+    "SIDE_BY_SIDE_CSS",
     "STYLESHEET",
     "TABLE_CSS",
     "THEME_CSS",
@@ -192,6 +193,30 @@ main.convlab .cl-meta{color:var(--cl-muted);margin-bottom:10px}
 """
 """A report's rules (its page, the instances that did not pass), scoped under `.convlab`."""
 
+SIDE_BY_SIDE_CSS = """
+.convlab .cl-sxs{border-collapse:collapse;width:100%;max-width:1100px;table-layout:fixed;
+ font-size:12.5px;margin:6px 0}
+.convlab .cl-sxs th,.convlab .cl-sxs td{border-bottom:1px solid var(--cl-line);padding:5px 8px;
+ vertical-align:top;text-align:left;overflow-wrap:anywhere}
+.convlab .cl-sxs th{font-weight:600}
+.convlab .cl-sxs td.cl-sxs-turn{width:5.5em;color:var(--cl-muted);white-space:nowrap}
+.convlab .cl-sxs tr.cl-fork>td{border-top:2px solid var(--cl-fg);
+ background:var(--cl-bg2)}
+.convlab .cl-sxs .cl-forkmark{display:inline-block;margin-top:2px;padding:0 5px;
+ border-radius:8px;border:1px solid currentColor;color:var(--cl-fg);font-size:11px}
+.convlab .cl-sxs .cl-said{color:var(--cl-muted)}
+.convlab .cl-sxs .cl-said b{color:var(--cl-fg);font-weight:600}
+.convlab .cl-sxs .cl-reply{white-space:pre-wrap;margin:3px 0}
+.convlab .cl-sxs code{font-size:12px}
+.convlab .cl-sxs .cl-only-ok{background:var(--cl-ins-bg);color:var(--cl-ins);
+ text-decoration:underline}
+.convlab .cl-sxs .cl-only-bad{background:var(--cl-del-bg);color:var(--cl-del);
+ text-decoration:underline}
+.convlab .cl-sxs .cl-sxs-checks{font-size:11.5px;margin-top:2px}
+"""
+"""A passing and a failing run side by side (convlab.notebook._side_by_side): the fork turn's
+row ruled above, what only one run did tinted and underlined (never by colour alone)."""
+
 STYLESHEET = (
     THEME_CSS
     + CSS.removeprefix(THEME_CSS)
@@ -200,6 +225,7 @@ STYLESHEET = (
     + DIFF_CSS
     + PREVIEW_CSS
     + REPORT_CSS
+    + SIDE_BY_SIDE_CSS
 )
 """Every rule of every view: sent once per notebook (convlab.htmlkit.bundle) and once per
 standalone page, never with each view."""

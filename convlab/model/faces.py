@@ -17,6 +17,7 @@ __all__ = [
     "comparison_figure",
     "comparison_table",
     "divergence_bundle",
+    "experiment_divergence_bundle",
     "frame_table",
     "history_figure",
     "leaderboard_bundle",
@@ -74,11 +75,19 @@ def divergence_bundle(divergence: Any) -> dict[str, Any]:
     return bundle(divergence)
 
 
-def history_figure(frame: Any) -> Any:
-    """`History.plot()`: pass rate and cost of each run over time (a Plotly figure)."""
+def experiment_divergence_bundle(divergence: Any) -> dict[str, Any]:
+    """An experiment's divergence in a notebook: where each variant leaves the baseline's
+    main path."""
+    from convlab.notebook.divergence import experiment_divergence_bundle as bundle
+
+    return bundle(divergence)
+
+
+def history_figure(frame: Any, by: str = "agent") -> Any:
+    """`History.plot()`: pass rate of each run over time, a line per `by` (a Plotly figure)."""
     from convlab.notebook._charts_history import history_figure as figure
 
-    return figure(frame)
+    return figure(frame, by)
 
 
 def frame_table(frame: Any, caption: str, description: str | None = None) -> Any:

@@ -19,8 +19,8 @@ from convlab.analysis.agent_diff import (
     NOT_SET,
     PROMPT_KEYS,
     change_text,
-    word_diff,
     word_diff_counts,
+    word_diff_shown,
 )
 from convlab.htmlkit import style_tag
 from convlab.model.experiment import VARIANT_COLUMN
@@ -69,7 +69,7 @@ def prompt_diff_html(before: str | None, after: str | None) -> str:
     tags = {"delete": "del", "insert": "ins"}
     parts = [
         _e(text) if op == "equal" else f"<{tags[op]}>{_e(text)}</{tags[op]}>"
-        for op, text in word_diff(before, after)
+        for op, text in word_diff_shown(before, after)
     ]
     return f"<div class='cl-diff'>{''.join(parts)}</div>"
 
@@ -212,6 +212,9 @@ def experiment_card(exp: Experiment) -> tuple[str, str]:
 
 
 def experiment_bundle(exp: Experiment) -> dict[str, Any]:
-    """`Experiment` in a notebook: its card."""
+    """`Experiment` in a notebook: its card (once in a cell that also ran it)."""
+    from convlab.notebook.progress import fold_live_view
+
+    fold_live_view(exp.id)
     text, card = experiment_card(exp)
     return {"text/plain": text, "text/html": card}

@@ -162,10 +162,12 @@ def suite_bundle(suite: Suite) -> dict[str, Any]:
 def run_bundle(run: Run) -> dict[str, Any]:
     """`Run` in a notebook: the summary card, then per-case (several runs) or per-instance
     rows as an interactive table."""
+    from convlab.notebook.progress import fold_live_view
     from convlab.notebook.tables import run_table
 
+    fold_live_view(run.id)  # a cell that ran it and shows it: the card once, here
     runs = int(run.settings.get("runs", 1) or 1)
-    table = run_table(run, "cases" if runs > 1 else "instances")
+    table = run_table(run, "cases" if runs > 1 else "instances", worst=True)
     text, card = run_card(run)
     return {"text/plain": text, "text/html": card + table.after_card_html()}
 

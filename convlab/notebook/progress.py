@@ -21,7 +21,7 @@ import html
 import sys
 import threading
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -45,7 +45,7 @@ from convlab.notebook._tree_nodes import Key, Node, node_html, variant_key
 if TYPE_CHECKING:
     from convlab.model.records import CaseResult
 
-__all__ = ["LiveTree", "in_kernel", "widget_frontend"]
+__all__ = ["LiveTree", "cell_token", "fold_live_view", "in_kernel", "widget_frontend"]
 
 _SHOWN_COUNTS = ("passed", "failed", "error", "timeout", "running")
 _OTHER_COUNTS = ("skipped", "cancelled", "blocked")
@@ -76,6 +76,36 @@ def widget_frontend() -> bool:
     except ImportError:
         return False
     return True
+
+
+_ENDED: OrderedDict[str, LiveTree] = OrderedDict()
+"""Result id -> the live tree that ended with it in a cell (the latest few)."""
+_ENDED_KEPT = 8
+
+
+def cell_token() -> Any:
+    """What tells this cell's execution from any other: the id of the kernel's request being
+    executed, else (a shell with no kernel) the execution count. None outside IPython."""
+    shell = _shell()
+    if shell is None:
+        return None
+    kernel = getattr(shell, "kernel", None)
+    try:
+        parent = kernel.get_parent() if kernel is not None else None
+    except Exception:  # an ipykernel without get_parent(): fall back to the count
+        parent = None
+    msg_id = (parent or {}).get("header", {}).get("msg_id")
+    return msg_id or ("execution", shell.execution_count)
+
+
+def fold_live_view(result_id: Any) -> None:
+    """A run or experiment is being displayed: when its live tree ended in this same cell
+    (`r = cl.run(...); r`, `%convlab run ...`), that tree's summary gives way to the
+    displayed card, so the cell shows the card once. Anything else is left as it is."""
+    tree = _ENDED.get(str(result_id))
+    if tree is not None and tree._cell == cell_token():
+        del _ENDED[str(result_id)]
+        tree.fold()
 
 
 def _clock(seconds: float) -> str:
@@ -121,6 +151,8 @@ class LiveTree:
         self._pump: threading.Thread | None = None
         self._quit = threading.Event()
         self._handle: Any = None
+        self._cell: Any = None
+        """The cell execution that shows the tree (`cell_token()`), None until shown."""
         self._final: dict[str, Any] | None = None
 
         # the stylesheet, sent once with the tree: redraws change the header and body only
@@ -161,6 +193,7 @@ class LiveTree:
             display(final, raw=True)  # type: ignore[no-untyped-call]
             return
         self._handle = display(self, display_id=True)  # type: ignore[no-untyped-call]
+        self._cell = cell_token()
 
     def _on_stop(self, _button: Any = None) -> None:
         if self._stop is None:
@@ -282,6 +315,9 @@ class LiveTree:
         resumed = f" ({self.resumed} already stored)" if self.resumed else ""
         agent = f" against {html.escape(shorten(self.agent, 60))}" if self.agent else ""
         agent += f" {html.escape(self.workers.text)}" if self.workers is not None else ""
+        if self.workers is not None and not self.workers.workers and self.t_end is None:
+            since = self.workers.since or time.monotonic()  # the start's own clock
+            agent += f" <span class='cl-muted'>{_clock(time.monotonic() - since)}</span>"
         return (
             "<div class='convlab'>"
             f"<div><b>{done + self.resumed}/{self.total}</b> instances{resumed}{agent}"
@@ -362,6 +398,24 @@ class LiveTree:
             self._handle.update(final, raw=True)
             for widget in (self.box, self.header, self.bar, self.button, self.hint, self.body):
                 widget.close()
+            ident = getattr(run, "id", None)
+            if ident and self._cell is not None:
+                _ENDED[str(ident)] = self
+                while len(_ENDED) > _ENDED_KEPT:
+                    _ENDED.popitem(last=False)
+
+    def failing_html(self, where: str = "run.df") -> str:
+        """The instances that did not pass, as the tree showed them ('' when all passed)."""
+        failing = "".join(node_html(n, False, self.runs) for n in list(self.failed)[::-1])
+        older = self.failed_total - len(self.failed)
+        if older:
+            failing += f"<div class='cl-muted'>… and {older} more (see {where})</div>"
+        if not failing:
+            return ""
+        return (
+            f"<div class='convlab'><div class='cl-title'>did not pass ({self.failed_total})"
+            f"</div>{failing}</div>"
+        )
 
     WHAT = "run"
     """What the tree shows, as its final words name it (`run.df`)."""
@@ -378,18 +432,21 @@ class LiveTree:
             text = f"the {self.WHAT} ended without a result (see the error below)"
             head = f"<div class='convlab cl-fail'>{html.escape(text)}</div>"
             return {"text/plain": text, "text/html": head + self.snapshot_html()}
-        failing = "".join(node_html(n, False, self.runs) for n in list(self.failed)[::-1])
-        older = self.failed_total - len(self.failed)
-        if older:
-            name = "exp" if self.WHAT == "experiment" else self.WHAT
-            failing += f"<div class='cl-muted'>… and {older} more (see {name}.df)</div>"
-        if failing:
-            failing = (
-                f"<div class='convlab'><div class='cl-title'>did not pass ({self.failed_total})"
-                f"</div>{failing}</div>"
-            )
         text, card = self.card(run)
-        return {"text/plain": text, "text/html": card + failing}
+        return {"text/plain": text, "text/html": card + self.failing_html(self._df_name())}
+
+    def _df_name(self) -> str:
+        return ("exp" if self.WHAT == "experiment" else self.WHAT) + ".df"
+
+    def fold(self) -> None:
+        """The cell goes on to display the result itself (its card): the summary left here
+        gives way to the failing instances alone, so that the card shows once."""
+        failing = self.failing_html(self._df_name())
+        folded = {"text/plain": "", "text/html": failing} if failing else {"text/plain": ""}
+        with self._lock:
+            self._final = folded
+        if self._handle is not None:
+            self._handle.update(folded, raw=True)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         with self._lock:

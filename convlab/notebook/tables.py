@@ -64,6 +64,7 @@ __all__ = [
     "stability_columns",
     "stability_table",
     "suite_table",
+    "worst_first",
 ]
 
 TEXT_LIMIT = 120
@@ -296,8 +297,22 @@ def _cases_frame(run: Run) -> pd.DataFrame:
     return out.reset_index(drop=True)
 
 
-def run_table(run: Run, kind: str = "instances") -> Table:
-    """`run.table(kind)`: one of the run's frames as an interactive table."""
+def worst_first(df: pd.DataFrame) -> pd.DataFrame:
+    """Rows in the pass-rate chart's order: the lowest pass rate first (an instance: what did
+    not pass before what passed), what never ran to a verdict last; ties in their order."""
+    from convlab.analysis.stats import EXCLUDED_STATUSES
+
+    if "pass_rate" in df.columns:
+        return df.sort_values("pass_rate", kind="stable", na_position="last")
+    if "status" not in df.columns:
+        return df
+    rank = df["status"].map(lambda s: 2 if s in EXCLUDED_STATUSES else int(s == "passed"))
+    return df.iloc[rank.argsort(kind="stable")]
+
+
+def run_table(run: Run, kind: str = "instances", worst: bool = False) -> Table:
+    """`run.table(kind)`: one of the run's frames as an interactive table (`worst`: in the
+    pass-rate chart's order, as the run's card lists them)."""
     frame = KINDS.get(kind)
     if frame is None:
         raise ValueError(
@@ -307,7 +322,7 @@ def run_table(run: Run, kind: str = "instances") -> Table:
     label = f"Run {run.id}" if run.id else "Run"
     if kind == "stability":
         return stability_table(run.stability(), f"{label} · stability")
-    df = frame(run)
+    df = worst_first(frame(run)) if worst else frame(run)
     counted = tuple(c for c in COUNTED if c in df.columns)
     note = (
         f"{', '.join(counted)} count from 1 here; from 0 in the DataFrame (.df)."

@@ -194,6 +194,7 @@ def run_html_report(run: Run) -> str:
     from convlab.notebook.display import run_html
     from convlab.notebook.tables import bundle_html, run_table
     from convlab.report.notebook import plotly_script, without_itables_links
+    from convlab.report.why import why_html
 
     meta = [run.status, f"started {run.started_at}" if run.started_at else ""]
     meta += [f"run {run.id}" if run.id else ""]
@@ -207,6 +208,7 @@ def run_html_report(run: Run) -> str:
         run_table(run, "instances").to_html(bundle=False),
         "<h2>Charts</h2>",
         *(str(fig._repr_mimebundle_()["text/html"]) for fig in _charts(run)),
+        why_html(run),
         "<h2>Instances that did not pass</h2>",
         failures_html(run),
     ]
