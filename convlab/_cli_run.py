@@ -108,7 +108,7 @@ positive_int = number_arg(
 
 def duration(text: str) -> str:
     """argparse `type=`: a duration (`90`, `30s`, `2m30s`); kept as written."""
-    from convlab._util import parse_duration
+    from convlab._durations import parse_duration
 
     try:
         seconds = parse_duration(text)

@@ -100,7 +100,7 @@ def _check_options(args: argparse.Namespace) -> None:
     """Usage errors before anything runs (exit 2), not after a long run."""
     import re
 
-    from convlab._util import parse_duration
+    from convlab._durations import parse_duration
     from convlab.analysis.io import suffixes
 
     try:
@@ -154,7 +154,7 @@ def _serve_demo(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace) -> int:
     """Execute a notebook (or a saved run's report notebook) and write it as .html or .ipynb."""
-    from convlab._util import parse_duration
+    from convlab._durations import parse_duration
     from convlab.report.notebook import NotebookError, render_report
 
     try:

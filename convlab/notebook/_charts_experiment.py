@@ -288,11 +288,12 @@ def _points(
                 esc(rows[i].get("agent", "")),
                 pct(rows[i].get("ci_low")),
                 pct(rows[i].get("ci_high")),
+                pct(rows[i].get("pass_rate")),
             ]
             for i in idx
         ],
         "hovertemplate": (
-            "<b>%{customdata[0]}</b><br>%{customdata[1]}<br>pass rate %{y:.1f}% "
+            "<b>%{customdata[0]}</b><br>%{customdata[1]}<br>pass rate %{customdata[4]} "
             "(95% interval %{customdata[2]} to %{customdata[3]})<br>"
             + f"{esc(title)}: {prefix}%{{x:,.4g}}<extra></extra>"
         ),
