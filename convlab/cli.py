@@ -44,6 +44,7 @@ from convlab._cli_run import (
     positive_int,
     run_command,
 )
+from convlab._cli_why import add_why
 from convlab.errors import ConvlabError, SuiteError, shown_problems
 
 __all__ = ["main"]
@@ -167,15 +168,6 @@ def _report(args: argparse.Namespace) -> int:
         print(f"convlab: {err}", file=sys.stderr)
         return EXIT_FAILED
     print(f"report written to {out}", file=sys.stderr)
-    return EXIT_OK
-
-
-def _why(args: argparse.Namespace) -> int:
-    """Print why the run's flaky cases (or one case) are flaky; 0 (it is a report)."""
-    from convlab.analysis.load import load_run
-    from convlab.report.why import why_text
-
-    print(why_text(load_run(args.input), args.case))
     return EXIT_OK
 
 
@@ -451,16 +443,7 @@ def _parser() -> argparse.ArgumentParser:
         help=f"with --prune: how many runs to keep (default {DEFAULTS['history_keep']})",
     )
     h.set_defaults(fn=history_command)
-    w = _sub(
-        sub,
-        "why",
-        "say why cases are flaky: where their runs fork, which branch passes",
-        "  convlab why runs/store.jsonl                 # every flaky case\n"
-        "  convlab why runs/store.jsonl expense-policy  # one case, its branches and paths",
-    )
-    w.add_argument("input", help="a saved run (.json, .jsonl) or a store")
-    w.add_argument("case", nargs="?", help="one case id (default: every flaky case)")
-    w.set_defaults(fn=_why)
+    add_why(sub, _sub)
     a = _sub(sub, "assertions", "list the assertion kinds", "  convlab assertions | grep json")
     a.set_defaults(fn=_assertions)
     s = _sub(
