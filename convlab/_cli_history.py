@@ -7,7 +7,8 @@ import argparse
 import json
 from typing import Any
 
-from convlab.report._console_text import clip
+from convlab._readable import is_missing, shorten
+from convlab.model.codec import json_cell
 
 __all__ = ["history_command", "history_lines"]
 
@@ -36,33 +37,13 @@ _JSON_FIELDS = (
 )
 
 
-def _missing(value: Any) -> bool:
-    """None, NaN, NaT or pd.NA (a frame's missing values)."""
-    if value is None or isinstance(value, dict | list | str):
-        return value is None
-    import pandas as pd
-
-    return bool(pd.isna(value))
-
-
-def _plain(value: Any) -> Any:
-    """A frame cell as JSON: timestamps as ISO text, missing values as null."""
-    if _missing(value):
-        return None
-    if hasattr(value, "isoformat"):
-        return value.isoformat()
-    if hasattr(value, "item"):  # numpy and pandas scalars
-        return value.item()
-    return value
-
-
 def _when(value: Any) -> str:
     """A timestamp in this machine's time zone, to the minute."""
     return str(value.to_pydatetime().astimezone().strftime("%Y-%m-%d %H:%M"))
 
 
 def _cell(name: str, value: Any) -> str:
-    if _missing(value):
+    if is_missing(value):
         return "-" if name in ("pass_rate", "cost_usd") else ""
     if name == "pass_rate":
         return f"{float(value):.1f}%"
@@ -70,7 +51,7 @@ def _cell(name: str, value: Any) -> str:
         return f"${float(value):.4f}"
     if name == "started_at":
         return _when(value)
-    return clip(value, _WIDTHS.get(name, 24))
+    return shorten(value, _WIDTHS.get(name, 24))
 
 
 def history_lines(frame: Any) -> list[str]:
@@ -106,7 +87,7 @@ def history_command(args: argparse.Namespace) -> int:
     frame = past_runs(args.suite, args.limit, args.experiment)
     if args.json:
         for record in frame.to_dict("records"):
-            data = {k: _plain(record[k]) for k in _JSON_FIELDS}
+            data = {k: json_cell(record[k]) for k in _JSON_FIELDS}
             print(json.dumps(data, ensure_ascii=False, default=str))  # noqa: T201 - the CLI's output
         return 0
     lines = history_lines(frame)

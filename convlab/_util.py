@@ -143,29 +143,6 @@ _USER_CALLS = DaemonPool("convlab-user")
 start cost more than a case), never joined, each leaving after `IDLE_S` without work."""
 
 
-def shorten(text: str, limit: int) -> str:
-    """`text` on one line (whitespace runs folded), cut to `limit` characters ending in `…`."""
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
-
-
-def cut_noted(text: str, limit: int) -> str:
-    """`text` cut to `limit` characters, saying how much was left out (long agent replies)."""
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}… ({len(text) - limit} more characters)"
-
-
-_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
-
-
-def show_controls(text: str, keep_cr: bool = True) -> str:
-    """Control characters (ESC, BEL, C1 CSI, ...) as visible `\\xNN` text: agent output must
-    never drive a terminal. Tab and newline stay; carriage return too unless `keep_cr` is off."""
-    out = _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
-    return out if keep_cr else out.replace("\r", "\\x0d")
-
-
 def elapsed_ms(start: float) -> float:
     """Milliseconds since `start` (a `time.perf_counter()` reading), to the microsecond:
     what results record of a duration or a latency."""

@@ -20,7 +20,7 @@ from convlab import executors
 from convlab._history import record_run
 from convlab._sync import run_sync
 from convlab.engine.api import RunHandle, ask_once, build_runner
-from convlab.engine.experiment import ExperimentHandle, ExperimentRunner, build_experiment
+from convlab.engine.experiment import ExperimentRunner, build_experiment
 from convlab.engine.runner import Runner
 from convlab.model.answer import Answer
 from convlab.model.experiment import Experiment
@@ -285,17 +285,9 @@ def _view(progress: Any, experiment: bool = False) -> _View:
     return _View([ConsoleProgress(stream=stream)])
 
 
-def experiment_finished(experiment: Experiment) -> None:
-    """Called once for every experiment that ends (`run`, `arun`, `start`; partial when it
-    was stopped), with every variant's Run in `experiment.runs`: the one place where the
-    finished runs of an experiment are handed on to what keeps them."""
-
-
 def _ended(result: Run | Experiment | None) -> Run | Experiment:
     """The result of a run that returned (a failed one raised before this)."""
     assert result is not None
-    if isinstance(result, Experiment):
-        experiment_finished(result)
     return result
 
 
@@ -368,13 +360,15 @@ def run(suite: Suite | str | Path, agent: Any, **options: Unpack[RunOptions]) ->
 @overload
 def start(
     suite: Suite | str | Path, agent: Mapping[str, Any], **options: Unpack[RunOptions]
-) -> ExperimentHandle: ...
+) -> RunHandle[Experiment]: ...
 @overload
-def start(suite: Suite | str | Path, agent: Any, **options: Unpack[RunOptions]) -> RunHandle: ...
+def start(
+    suite: Suite | str | Path, agent: Any, **options: Unpack[RunOptions]
+) -> RunHandle[Run]: ...
 @_shares_run_options
 def start(
     suite: Suite | str | Path, agent: Any, **options: Unpack[RunOptions]
-) -> RunHandle | ExperimentHandle:
+) -> RunHandle[Run] | RunHandle[Experiment]:
     """Start a run in the background and return a handle (`stop()`, `wait()`, `results`); a
     dict of agents by name starts an Experiment.
 
@@ -390,11 +384,7 @@ def start(
             view.close(result)
         return _ended(result)
 
-    handle: RunHandle | ExperimentHandle
-    if isinstance(runner, ExperimentRunner):
-        handle = ExperimentHandle(runner, go)
-    else:
-        handle = RunHandle(runner, go)
+    handle: RunHandle[Any] = RunHandle(runner, go)
     view.show(handle.cancel)
     return handle
 

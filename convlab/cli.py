@@ -99,7 +99,7 @@ def _check_options(args: argparse.Namespace) -> None:
     import re
 
     from convlab._util import parse_duration
-    from convlab.analysis.io import SAVERS
+    from convlab.analysis.io import suffixes
 
     try:
         parse_duration(args.timeout)
@@ -110,18 +110,13 @@ def _check_options(args: argparse.Namespace) -> None:
             re.compile(args.run)
         except re.error as exc:
             raise ConvlabError(f"--run: invalid regex {args.run!r}: {exc}") from None
-    if args.output and is_experiment(args):
-        from convlab.analysis.experiment_io import EXPERIMENT_SAVERS
-
-        if Path(args.output).suffix.lower() not in EXPERIMENT_SAVERS:
-            supported = ", ".join(sorted(EXPERIMENT_SAVERS))
-            raise ConvlabError(
-                f"-o: cannot write an experiment (several -n) as {args.output!r}; supported "
-                f"suffixes: {supported}"
-            )
-    elif args.output and Path(args.output).suffix.lower() not in SAVERS:
-        supported = ", ".join(sorted(SAVERS))
-        raise ConvlabError(f"-o: cannot write {args.output!r}; supported suffixes: {supported}")
+    what = "experiment" if is_experiment(args) else "run"
+    if args.output and Path(args.output).suffix.lower() not in suffixes(what):
+        supported = ", ".join(suffixes(what))
+        an = "an experiment (several -n)" if what == "experiment" else "a run"
+        raise ConvlabError(
+            f"-o: cannot write {an} as {args.output!r}; supported suffixes: {supported}"
+        )
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -209,3 +209,28 @@ def test_existing_callers_keep_working() -> None:
     ConsoleProgress(verbose=True, quiet=False)  # cli.py
     assert ConsoleProgress().stream is not None  # api.py's text progress
     assert ASCII.arrow == "->"
+
+
+def test_a_text_progress_run_computes_its_summary_once(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The end of a run with text progress, the history, the card, str() and the Markdown
+    report all read the one summary kept with the finished run: one pass over the results."""
+    import convlab.analysis.frames as frames
+
+    passes: list[int] = []
+    real = frames.case_rollup
+
+    def counted(run: Run, count_errors_as: str = "failed") -> Any:
+        passes.append(len(run.results))
+        return real(run, count_errors_as)
+
+    monkeypatch.setattr(frames, "case_rollup", counted)
+    run, out = _run(EXAMPLES / "expense", "demo:expense", runs=3, quiet=False, history=True)
+    assert "Stability (3 runs per case)" in out and _summary(out)["Pass rate"] == "83.3%"
+    assert passes == [len(run.results)]  # console summary, stability table, history: one pass
+    assert run.summary["passed"] == 30 and "83.3%" in str(run)
+    assert "**83.3%**" in run.save(tmp_path / "report.md").read_text()
+    assert passes == [len(run.results)]
+    run.results = list(run.results)[:-1]  # a changed run is summed up again
+    assert run.summary["total"] == len(run.results) and len(passes) == 2

@@ -419,20 +419,23 @@ def test_the_live_tree_and_the_console_show_a_row_per_variant(base: str, tmp_pat
     assert "[bad · c1" in text and "Leaderboard" in text
 
 
-def test_start_stop_and_the_hand_on_hook(
-    base: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import convlab.api
-
-    handed: list[cl.Experiment] = []
-    monkeypatch.setattr(convlab.api, "experiment_finished", handed.append)
+def test_start_stop_and_every_variant_recorded(base: str, tmp_path: Path) -> None:
+    """A started experiment (waited for, or stopped) hands each variant's Run on to the
+    history under the experiment's name, once."""
     suite = small_suite(tmp_path)
     handle = cl.start(
-        suite, {"good": agent(base, "good"), "bad": agent(base, "bad")}, progress=False
+        suite,
+        {"good": agent(base, "good"), "bad": agent(base, "bad")},
+        progress=False,
+        experiment="started-then-waited",
     )
     exp = handle.wait(60)
-    assert isinstance(exp, cl.Experiment) and handled_once(handed, exp)
-    assert handle.experiment is exp and set(handle.results) == {"good", "bad"}
+    assert isinstance(exp, cl.Experiment)
+    assert handle.run is exp and set(handle.results) == {"good", "bad"}
+    assert "good: 4" in repr(handle) and "bad: 4" in repr(handle)
+    recorded = cl.history(experiment="started-then-waited")
+    assert sorted(recorded["variant"]) == ["bad", "good"]
+    assert set(recorded["run_id"]) == {exp.runs["good"].id, exp.runs["bad"].id}
 
     def slow(messages: Any) -> str:
         import time
@@ -440,15 +443,13 @@ def test_start_stop_and_the_hand_on_hook(
         time.sleep(0.2)
         return "ok"
 
-    handle = cl.start(suite, {"s1": slow, "s2": slow}, runs=20, parallel=2, progress=False)
+    handle = cl.start(
+        suite, {"s1": slow, "s2": slow}, runs=20, parallel=2, progress=False, experiment="stopped"
+    )
     stopped = handle.stop()
     statuses = Counter(stopped.df["status"])
     assert statuses["cancelled"] > 0 and sum(statuses.values()) == 160
-    assert len(handed) == 2
-
-
-def handled_once(handed: list[Any], exp: Any) -> bool:
-    return handed == [exp]
+    assert sorted(cl.history(experiment="stopped")["variant"]) == ["s1", "s2"]
 
 
 def test_openai_grid_builds_named_variants(demos: str) -> None:

@@ -17,6 +17,7 @@ import yaml
 from conftest import DATA
 
 import convlab
+from convlab._readable import json_type
 from convlab.errors import SuiteError
 from convlab.formats import _base
 from convlab.formats._base import (
@@ -26,7 +27,6 @@ from convlab.formats._base import (
     closest_name,
     did_you_mean,
     gc_paused,
-    json_type,
     plain,
     yaml_with_lines,
 )

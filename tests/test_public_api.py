@@ -57,3 +57,65 @@ def test_import_does_not_load_ui_libraries():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def _exception_classes() -> list[type[BaseException]]:
+    """Every exception class a module of convlab defines (imported, then read off the module)."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    found: dict[type[BaseException], None] = {}
+    for info in pkgutil.walk_packages(convlab.__path__, "convlab."):
+        if info.name.endswith("__main__"):
+            continue
+        module = importlib.import_module(info.name)
+        for value in vars(module).values():
+            is_exception = inspect.isclass(value) and issubclass(value, BaseException)
+            if is_exception and value.__module__.startswith("convlab"):
+                found[value] = None
+    return list(found)
+
+
+def test_every_exception_is_defined_in_errors_py():
+    elsewhere = [
+        f"{cls.__module__}.{cls.__qualname__}"
+        for cls in _exception_classes()
+        if cls.__module__ != "convlab.errors"
+    ]
+    assert not elsewhere, f"exceptions defined outside convlab/errors.py: {elsewhere}"
+
+
+def test_every_error_a_user_meets_is_exported_and_in_the_readme():
+    from pathlib import Path
+
+    from convlab import errors
+
+    user_errors = [c for c in _exception_classes() if issubclass(c, errors.ConvlabError)]
+    assert len(user_errors) >= 18  # the walk found them (ConvlabError and its 17 subclasses)
+    missing = [c.__name__ for c in user_errors if getattr(convlab, c.__name__, None) is not c]
+    assert not missing, f"not exported from convlab: {missing}"
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    table = readme.split("## Errors", 1)[1].split("\n## ", 1)[0]
+    absent = [c.__name__ for c in user_errors if f"| `{c.__name__}`" not in table]
+    assert not absent, f"missing from the README's error table: {absent}"
+    tree = errors.__doc__ or ""
+    assert not [c.__name__ for c in _exception_classes() if c.__name__ not in tree]
+
+
+def test_records_a_user_reads_are_exported():
+    from convlab.model import ErrorInfo, TurnResult
+
+    assert convlab.ErrorInfo is ErrorInfo and convlab.TurnResult is TurnResult
+
+
+def test_old_import_locations_still_work():
+    from convlab import errors
+    from convlab.checks.judge import JudgeNotConfiguredError
+    from convlab.engine.store import StoreError
+    from convlab.model.codec import FormatError
+    from convlab.report.notebook import NotebookError, ReportInputError
+
+    assert JudgeNotConfiguredError is errors.JudgeNotConfiguredError
+    assert StoreError is errors.StoreError and FormatError is errors.FormatError
+    assert NotebookError is errors.NotebookError and ReportInputError is errors.ReportInputError

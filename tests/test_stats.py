@@ -261,8 +261,8 @@ def test_compare_flags_exactly_the_case_that_broke():
     )
     assert (b["class_before"], b["class_after"], b["flips"]) == ("stable", "always fails", 10)
     assert b["p_value"] == pytest.approx(2 / 184756)
-    assert "1 case got worse beyond noise: b (100% → 0%, p=1.1e-05)." in cmp.summary
-    assert "1 case changed within noise: c (50% → 40%)." in cmp.summary
+    assert "1 case got worse beyond noise: b (100.0% → 0.0%, p=1.1e-05)." in cmp.summary
+    assert "1 case changed within noise: c (50.0% → 40.0%)." in cmp.summary
     assert cmp.attrs["summary"] == cmp.summary
     assert cmp.summary in repr(cmp) and cmp.summary in str(cmp)
 

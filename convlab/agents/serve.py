@@ -36,7 +36,7 @@ from convlab.agents._transport import dumps, loads
 from convlab.agents.demos import get as demo_agent
 from convlab.agents.demos import names as demo_names
 from convlab.agents.protocol import Agent, AgentContext, as_agent
-from convlab.errors import MissingDependencyError, UnknownNameError
+from convlab.errors import BodyRejected, DemoAgentNotFound, MissingDependencyError, UnknownNameError
 from convlab.model.conversation import Message
 from convlab.model.records import Observation
 
@@ -56,23 +56,11 @@ Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 
-class _NotFound(LookupError):
-    pass
-
-
-class _BadBody(Exception):
-    """A request body that is not read: its status and message."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-
-
 def _demo_agent(name: str) -> Agent:
     try:
         return demo_agent(name)
     except UnknownNameError:
-        raise _NotFound(name) from None
+        raise DemoAgentNotFound(name) from None
 
 
 class DemoApp:
@@ -106,7 +94,7 @@ class DemoApp:
             if key in self.agents:
                 return self.agents[key]
         if not self.use_demos:
-            raise _NotFound(model)
+            raise DemoAgentNotFound(model)
         found = self.agents[name] = _demo_agent(name)
         return found
 
@@ -120,7 +108,7 @@ class DemoApp:
         if method == "POST" and path.endswith("/chat/completions"):
             try:
                 raw = await self.body(scope, receive)
-            except _BadBody as bad:  # the rest of the body is never read: close the connection
+            except BodyRejected as bad:  # the rest of the body is never read: close the connection
                 body = _error(str(bad), "invalid_request_error")
                 await _respond(send, bad.status, body, "application/json", close=True)
                 return
@@ -137,7 +125,7 @@ class DemoApp:
         """The request body, at most `max_body_bytes`, arrived within `body_timeout_s`.
 
         Raises:
-            _BadBody: 413 for a larger body (a Content-Length that says so is refused before
+            BodyRejected: 413 for a larger body (a Content-Length that says so is refused before
                 any of it is read), 408 for one that does not arrive in time.
         """
         limit = self.max_body_bytes
@@ -145,7 +133,7 @@ class DemoApp:
         for name, value in scope.get("headers") or []:
             declared = value.strip() if name.lower() == b"content-length" else b""
             if declared.isdigit() and int(declared) > limit:
-                raise _BadBody(413, too_big)
+                raise BodyRejected(413, too_big)
         chunks: list[bytes] = []
         size = 0
         try:
@@ -155,12 +143,12 @@ class DemoApp:
                     chunk = msg.get("body", b"")
                     size += len(chunk)
                     if size > limit:
-                        raise _BadBody(413, too_big)
+                        raise BodyRejected(413, too_big)
                     chunks.append(chunk)
                     if not msg.get("more_body"):
                         return b"".join(chunks)
         except TimeoutError:
-            raise _BadBody(
+            raise BodyRejected(
                 408,
                 f"request body not received within {self.body_timeout_s:g} s "
                 f"({size} bytes arrived)",
@@ -178,7 +166,7 @@ class DemoApp:
         model = str(req.get("model") or "")
         try:
             agent = self.agent(model)
-        except _NotFound:
+        except DemoAgentNotFound:
             served = ", ".join(self.models()) or "none"
             msg = f"unknown model {model!r}; served: {served}"
             return 404, _error(msg, "model_not_found"), "application/json"

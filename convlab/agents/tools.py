@@ -25,14 +25,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from convlab._util import call_user
 from convlab.agents.protocol import AgentContext
+from convlab.errors import ToolFailed
 
 __all__ = ["Tool", "ToolFailed", "as_tools", "tool", "tool_from_function"]
 
 _ARG_LINE = re.compile(r"^\s*(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.+)$")
-
-
-class ToolFailed(Exception):
-    """A tool call could not run (bad arguments) or raised; the text goes back to the model."""
 
 
 @dataclass

@@ -6,6 +6,8 @@ from typing import Any
 
 import pandas as pd
 
+from convlab._readable import visible
+
 __all__ = ["Stability", "as_stability"]
 
 
@@ -25,7 +27,7 @@ class Stability(pd.DataFrame):
         return stability_table(self)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        return {"text/plain": repr(self), "text/html": self.table()._repr_html_()}
+        return {"text/plain": visible(repr(self)), "text/html": self.table()._repr_html_()}
 
 
 def as_stability(df: pd.DataFrame) -> Stability:

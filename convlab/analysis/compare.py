@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from convlab._readable import pct, visible
 from convlab.analysis.stats import Tally, counting_mode, fisher_exact, stability_word, tally
 
 if TYPE_CHECKING:
@@ -69,7 +70,7 @@ class Comparison(pd.DataFrame):
         return pd.DataFrame.from_records(rows, columns=list(CHANGE_COLUMNS))
 
     def __repr__(self) -> str:
-        return f"{self.summary}\n\n{super().__repr__()}"
+        return visible(f"{self.summary}\n\n{super().__repr__()}")
 
     def plot(self) -> Any:  # type: ignore[override]  # the change chart, not pandas' accessor
         """Before vs after pass rate per case, changes beyond noise marked (a Plotly figure).
@@ -220,10 +221,6 @@ def _changes_sentence(changes: list[dict[str, Any]]) -> str:
     return " The agent changed: " + "; ".join(change_text(c) for c in changes) + "."
 
 
-def _pct(rate: float) -> str:
-    return "n/a" if math.isnan(rate) else f"{rate:.1f}".removesuffix(".0") + "%"
-
-
 def _names(items: list[str]) -> str:
     shown = ", ".join(items[:_LIST_CAP])
     more = len(items) - _LIST_CAP
@@ -233,7 +230,7 @@ def _names(items: list[str]) -> str:
 def _moved(df: pd.DataFrame, with_p: bool) -> list[str]:
     out = []
     for r in df.to_dict("records"):
-        move = f"{_pct(r['pass_rate_before'])} → {_pct(r['pass_rate_after'])}"
+        move = f"{pct(r['pass_rate_before'])} → {pct(r['pass_rate_after'])}"
         out.append(f"{r['case_id']} ({move}" + (f", p={r['p_value']:.2g})" if with_p else ")"))
     return out
 

@@ -8,99 +8,34 @@ readers, the leaderboard's rows (derived: dropped on reading and computed again)
      "settings", "started_at", "finished_at", "leaderboard": [{...}, ...],
      "variants": [{"name": "short", "run": {...the Run...}}, ...]}
 
-`convlab.load_experiment` reads it back. `.html` (a page that opens offline) and `.md` are
-written by convlab.report.experiment, imported on first use (it loads plotly and itables).
+`convlab.load_experiment` reads it back. Every saver is in convlab.analysis.io's one registry
+(`experiment.json` here); `.html` (a page that opens offline) and `.md` are written by
+convlab.report.experiment, imported on first use (it loads plotly and itables).
 """
 
 from __future__ import annotations
 
-import importlib
 import json
-import math
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from convlab._util import folder_for
-from convlab.analysis.io import write_atomic
+from convlab.analysis.io import register_saver, write_atomic
 from convlab.errors import SuiteError
+from convlab.model.codec import json_cell
 
 if TYPE_CHECKING:
     from convlab.model.experiment import Experiment
 
 __all__ = [
-    "EXPERIMENT_SAVERS",
     "EXPERIMENT_TYPE",
     "experiment_json",
     "is_experiment_file",
     "load_experiment",
-    "register_experiment_saver",
-    "save_experiment",
 ]
 
 EXPERIMENT_TYPE = "convlab.experiment"
 EXPERIMENT_FORMAT = 1
-ExperimentSaver = Callable[["Experiment", Path], None]
-EXPERIMENT_SAVERS: dict[str, ExperimentSaver] = {}
-_REPORTS = {".html": "experiment", ".htm": "experiment", ".md": "experiment"}
-_REPORTS[".markdown"] = "experiment"
-
-
-def register_experiment_saver(*suffixes: str) -> Callable[[ExperimentSaver], ExperimentSaver]:
-    """Register a function `(experiment, path) -> None` writing files with these suffixes."""
-
-    def deco(fn: ExperimentSaver) -> ExperimentSaver:
-        for suffix in suffixes:
-            EXPERIMENT_SAVERS[suffix.lower()] = fn
-        return fn
-
-    return deco
-
-
-def _deferred(suffix: str, module: str) -> ExperimentSaver:
-    def saver(exp: Experiment, path: Path) -> None:
-        importlib.import_module(f"convlab.report.{module}")
-        real = EXPERIMENT_SAVERS[suffix]
-        if real is saver:
-            raise RuntimeError(f"convlab.report.{module} registered no saver for {suffix}")
-        real(exp, path)
-
-    return saver
-
-
-for _suffix, _module in _REPORTS.items():
-    EXPERIMENT_SAVERS[_suffix] = _deferred(_suffix, _module)
-
-
-def save_experiment(exp: Experiment, path: str | os.PathLike[str]) -> Path:
-    """Write `exp` to `path`; the suffix picks the format. Returns the path written."""
-    target = Path(path)
-    saver = EXPERIMENT_SAVERS.get(target.suffix.lower())
-    if saver is None:
-        supported = ", ".join(sorted(EXPERIMENT_SAVERS))
-        raise ValueError(
-            f"cannot save the experiment as {str(target)!r}: unknown suffix "
-            f"{target.suffix or '(none)'!r}; supported suffixes: {supported}"
-        )
-    folder_for(target)
-    saver(exp, target)
-    return target
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if value is None or isinstance(value, str | bool | int | float):
-        return value
-    try:
-        import pandas as pd
-
-        if value is pd.NA:
-            return None
-    except ImportError:  # pragma: no cover - pandas is a dependency
-        pass
-    return value.item() if hasattr(value, "item") else str(value)
 
 
 def experiment_json(exp: Experiment) -> str:
@@ -116,7 +51,7 @@ def experiment_json(exp: Experiment) -> str:
         "started_at": exp.started_at,
         "finished_at": exp.finished_at,
         "leaderboard": [
-            {str(k): _plain(v) for k, v in row.items()} for row in board.to_dict("records")
+            {str(k): json_cell(v) for k, v in row.items()} for row in board.to_dict("records")
         ],
     }
     text = json.dumps(head, ensure_ascii=False, indent=2, default=str)
@@ -127,7 +62,7 @@ def experiment_json(exp: Experiment) -> str:
     return text[:-2] + f',\n  "variants": [\n{variants}\n  ]\n}}\n'
 
 
-@register_experiment_saver(".json")
+@register_saver(".json", what="experiment")
 def _save_json(exp: Experiment, path: Path) -> None:
     write_atomic(path, experiment_json(exp))
 

@@ -18,12 +18,12 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from convlab.engine._gc import paused_gc
 from convlab.model.records import AssertionResult, CaseResult, TurnResult
 from convlab.model.results import Results
-from convlab.model.rows import InstanceRow, instance_row, why_not_passed
+from convlab.model.rows import InstanceRow, failed_count, instance_row, why_not_passed
 from convlab.model.run import Run
 from convlab.model.suite import Suite
 
@@ -37,12 +37,15 @@ __all__ = [
     "SUITE_COLUMNS",
     "TOOL_CALL_COLUMNS",
     "TURN_COLUMNS",
+    "Rollup",
     "assertions_frame",
     "checkpoints_frame",
     "cost_line",
+    "in_run_order",
     "instances",
     "instances_frame",
     "run_pass_k_table",
+    "run_rollup",
     "run_stability",
     "run_summary",
     "suite_frame",
@@ -117,7 +120,7 @@ def instances(run: Run) -> list[CaseResult]:
     latest: dict[tuple[str, str, int, int], CaseResult] = {}
     for r in run.results:
         latest[r.key] = r
-    return _ordered(run, latest)
+    return in_run_order(run, latest)
 
 
 def instance_rows(run: Run) -> list[InstanceRow]:
@@ -128,10 +131,12 @@ def instance_rows(run: Run) -> list[InstanceRow]:
     latest: dict[tuple[str, str, int, int], InstanceRow] = {}
     for row in rows:
         latest[row.key] = row
-    return _ordered(run, latest)
+    return in_run_order(run, latest)
 
 
-def _ordered(run: Run, latest: dict[tuple[str, str, int, int], _T]) -> list[_T]:
+def in_run_order(run: Run, latest: dict[tuple[str, str, int, int], _T]) -> list[_T]:
+    """The values of `latest` (by instance key) in suite order, then variant (as first
+    seen), repetition and run index."""
     rank = {c.id: i for i, c in enumerate(run.suite.cases)} if run.suite else {}
     first_case: dict[str, int] = {}
     first_variant: dict[str, int] = {}
@@ -144,10 +149,6 @@ def _ordered(run: Run, latest: dict[tuple[str, str, int, int], _T]) -> list[_T]:
         return (rank.get(cid, len(rank)), first_case[cid], first_variant[var], rep, idx)
 
     return [latest[k] for k in sorted(latest, key=order)]
-
-
-def _failed(assertions: list[AssertionResult]) -> int:
-    return sum(a.status in ("failed", "error") for a in assertions)
 
 
 def _n_calls(t: TurnResult) -> int:
@@ -205,7 +206,7 @@ def turns_frame(run: Run) -> pd.DataFrame:
                     _n_calls(t),
                     ", ".join(c.name for c in obs.tool_calls) if obs else "",
                     len(t.assertions),
-                    _failed(t.assertions),
+                    failed_count(t.assertions),
                     t.error or (obs.error if obs else None) or "",
                     obs.usage.total_tokens if obs and obs.usage else 0,
                 )
@@ -290,9 +291,11 @@ def run_stability(
     """`Run.stability()`: convlab.analysis.stats.stability over `Run.df`, rows in suite order,
     as a `Stability` frame (an interactive table in a notebook)."""
     from convlab.analysis._stability import as_stability
+    from convlab.analysis.divergence import path_counts
     from convlab.analysis.stats import stability
 
-    frame = stability(run.df, k, count_errors_as, suite_order(run), by_variant, interval)
+    paths = path_counts(run, by_variant, count_errors_as)
+    frame = stability(run.df, k, count_errors_as, suite_order(run), by_variant, interval, paths)
     return as_stability(frame)
 
 
@@ -319,6 +322,33 @@ def case_rollup(
         ((r.case_id, r.status, r.duration_ms, r.blame) for r in latest), 1, suite_order(run)
     )
     return latest, {key[0]: case_row(t, mode) for key, t in tallies.items()}
+
+
+class Rollup(NamedTuple):
+    """A run's summary and per-case roll-up, from one pass (kept with a finished run)."""
+
+    summary: dict[str, Any]
+    """`Run.summary`'s figures."""
+    cases: dict[str, dict[str, Any]]
+    """Each case's `case_row` (counts, pass rate, class), in suite order."""
+    reasons: dict[str, tuple[str, str]]
+    """Each case's first failure blamed on the agent: its error, and where the user's code
+    raised it ('' when none did)."""
+
+
+def run_rollup(run: Run) -> Rollup:
+    """The summary and the per-case roll-up every view of `run` reads: computed once for a
+    finished run and kept with it (`Run.kept`), on each call for a run in progress."""
+
+    def compute() -> Rollup:
+        latest, rows = case_rollup(run)
+        reasons: dict[str, tuple[str, str]] = {}
+        for r in latest:  # the pass rate counts the agent's failures: so do the reasons
+            if r.blame == "agent" and r.case_id not in reasons:
+                reasons[r.case_id] = (r.error, r.error_location)
+        return Rollup(summary_from(run, latest, rows), rows, reasons)
+
+    return run.kept("_rollup", compute)
 
 
 def run_summary(run: Run, count_errors_as: str = "failed") -> dict[str, Any]:

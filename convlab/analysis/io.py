@@ -37,7 +37,6 @@ without a `case_id` (as Yao writes them) are read too: `id` becomes the case id,
 from __future__ import annotations
 
 import json
-import math
 import os
 import uuid
 from collections.abc import Callable
@@ -47,77 +46,104 @@ from typing import TYPE_CHECKING, Any
 
 from convlab._history import note_saved
 from convlab._util import folder_for
-from convlab.model.codec import encode, wrapped
+from convlab.model.codec import encode, json_cell, wrapped
 from convlab.model.records import CaseResult
 from convlab.model.run import Run
+from convlab.registry import Registry
 
 if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
     "SAVERS",
+    "Saver",
     "json_report",
     "json_text",
     "jsonl_lines",
     "register_saver",
     "save",
+    "saver_key",
+    "suffixes",
     "write_atomic",
 ]
 
-Saver = Callable[[Run, Path], None]
-SAVERS: dict[str, Saver] = {}
-"""Writers by file suffix; report modules register more (`.md`, `.html`, `.ipynb`, `.xml`)."""
+Saver = Callable[[Any, Path], None]
+"""A writer `(what, path) -> None` of a Run, an Experiment or a Comparison."""
+SAVERS: Registry[Saver] = Registry("file format")
+"""Every writer, keyed by what it saves and the file suffix (`saver_key`): `run.json`,
+`run.html`, `experiment.md`, ... Report modules register theirs (`.md`, `.html`, `.ipynb`,
+`.xml`) when first used."""
 _REPORTS = {".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html"}
 _REPORTS |= {".ipynb": "notebook", ".xml": "junit"}
-"""Suffix -> the convlab.report module that registers its saver, imported on first use: the
-report modules pull in plotly, itables and nbclient, which `import convlab` must not."""
+_DEFERRED = {("run", suffix): f"convlab.report.{module}" for suffix, module in _REPORTS.items()}
+_DEFERRED |= {
+    ("experiment", s): "convlab.report.experiment" for s in (".html", ".htm", ".md", ".markdown")
+}
+_DEFERRED[("experiment", ".json")] = "convlab.analysis.experiment_io"
+"""(what, suffix) -> the module that registers its saver, imported on first use: the report
+modules pull in plotly, itables and nbclient, which `import convlab` must not."""
 _LOSSLESS = (".json", ".jsonl")
 """Saves `load_run` reads back whole: a recorded run's history entry notes them."""
 
 
-def register_saver(*suffixes: str) -> Callable[[Saver], Saver]:
-    """Register a function `(run, path) -> None` that writes files with these suffixes."""
+def saver_key(what: str, suffix: str) -> str:
+    """The registry key of the writer of `what` ("run", "experiment", "comparison") as
+    files with `suffix`: `run.json`."""
+    return f"{what}{suffix.lower()}"
+
+
+def suffixes(what: str) -> list[str]:
+    """The suffixes `what` can be saved as, sorted."""
+    return sorted(name[len(what) :] for name in SAVERS if name.startswith(f"{what}."))
+
+
+def register_saver(*suffixes: str, what: str = "run") -> Callable[[Saver], Saver]:
+    """Register a function `(obj, path) -> None` that writes `what` ("run", "experiment",
+    "comparison") as files with these suffixes."""
 
     def deco(fn: Saver) -> Saver:
-        for s in suffixes:
-            SAVERS[s.lower()] = fn
+        for suffix in suffixes:
+            SAVERS.add(saver_key(what, suffix), fn)
         return fn
 
     return deco
 
 
-def _deferred(suffix: str, module: str) -> Saver:
+def _deferred(key: str, module: str) -> Saver:
     """A placeholder saver that imports its report module, which registers the real one."""
 
-    def saver(run: Run, path: Path) -> None:
+    def saver(obj: Any, path: Path) -> None:
         import importlib
 
-        importlib.import_module(f"convlab.report.{module}")
-        real = SAVERS[suffix]
+        importlib.import_module(module)
+        real = SAVERS.get(key)
         if real is saver:
-            raise RuntimeError(f"convlab.report.{module} registered no saver for {suffix}")
-        real(run, path)
+            raise RuntimeError(f"{module} registered no saver for {key}")
+        real(obj, path)
 
     return saver
 
 
-for _suffix, _module in _REPORTS.items():
-    SAVERS[_suffix] = _deferred(_suffix, _module)
+for (_what, _suffix), _module in _DEFERRED.items():
+    SAVERS.add(saver_key(_what, _suffix), _deferred(saver_key(_what, _suffix), _module))
 
 
-def save(run: Run, path: str | os.PathLike[str]) -> Path:
-    """Write `run` to `path`; the suffix picks the format. Returns the path written."""
+def save(obj: Any, path: str | os.PathLike[str], what: str = "run") -> Path:
+    """Write `obj` (a Run, or the `what` it is: "experiment", "comparison") to `path`; the
+    suffix picks the format. Returns the path written."""
     target = Path(path)
     suffix = target.suffix.lower()
-    saver = SAVERS.get(suffix)
+    saver = SAVERS.find(saver_key(what, suffix))
     if saver is None:
-        supported = ", ".join(sorted(SAVERS))
+        supported = ", ".join(suffixes(what))
         reason = f"unknown suffix {suffix or '(none)'!r}"
-        raise ValueError(f"cannot save {str(target)!r}: {reason}; supported suffixes: {supported}")
+        raise ValueError(
+            f"cannot save the {what} as {str(target)!r}: {reason}; supported suffixes: {supported}"
+        )
     folder_for(target)
-    saver(run, target)
-    if suffix in _LOSSLESS:  # the history reads a recorded run back from here too
-        note_saved(run, target)
+    saver(obj, target)
+    if what == "run" and suffix in _LOSSLESS:  # the history reads a recorded run back from here
+        note_saved(obj, target)
     return target
 
 
@@ -205,11 +231,6 @@ def json_report(run: Run) -> dict[str, Any]:
     }
 
 
-def _plain(value: Any) -> Any:
-    """NaN becomes None (JSON has no NaN)."""
-    return None if isinstance(value, float) and math.isnan(value) else value
-
-
 def _output(r: CaseResult) -> Any:
     """The last reply of an instance, as Yao's `output` (text, else data)."""
     for t in reversed(r.turns):
@@ -231,7 +252,7 @@ def _stability_record(row: dict[Any, Any]) -> dict[str, Any]:
         "avg_duration_ms": row["duration_mean_ms"],
     }
     extra = {k: v for k, v in row.items() if k not in ("case_id", "passed", "runs", "pass_rate")}
-    return {k: _plain(v) for k, v in {**seed, **extra, "failed_status": row["failed"]}.items()}
+    return {k: json_cell(v) for k, v in {**seed, **extra, "failed_status": row["failed"]}.items()}
 
 
 def _wall_ms(run: Run, df: pd.DataFrame) -> float:

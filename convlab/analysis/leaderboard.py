@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from convlab.analysis._intervals import interval_kind, interval_of
-from convlab.analysis.stats import STABILITY, counting_mode, fisher_exact
+from convlab.analysis.stats import STABILITY, counting_mode, fisher_exact, holm
 from convlab.model.experiment import VARIANT_COLUMN
 
 if TYPE_CHECKING:
@@ -104,20 +104,6 @@ def experiment_frame(exp: Experiment) -> pd.DataFrame:
     frames = [run.df.assign(**{VARIANT_COLUMN: name}) for name, run in exp.runs.items()]
     out = pd.concat(frames, ignore_index=True)
     return out[[VARIANT_COLUMN, *[c for c in out.columns if c != VARIANT_COLUMN]]]
-
-
-def holm(pvalues: Sequence[float]) -> list[float]:
-    """Holm-Bonferroni adjusted p-values, in the order given (NaN stays NaN and is not
-    counted): the i-th smallest of m is multiplied by m - i + 1, kept monotone and at most 1.
-    """
-    tested = sorted((p, i) for i, p in enumerate(pvalues) if not math.isnan(p))
-    m = len(tested)
-    out = [math.nan] * len(pvalues)
-    running = 0.0
-    for rank, (p, i) in enumerate(tested):
-        running = max(running, min(1.0, (m - rank) * p))
-        out[i] = running
-    return out
 
 
 def pareto_front(costs: Sequence[float], rates: Sequence[float]) -> list[bool]:

@@ -44,6 +44,7 @@ from convlab.analysis._intervals import (
     prob_in_zone,
     wilson,
 )
+from convlab.analysis.significance import fisher_exact, holm
 from convlab.model.blame import BLAMED_STATUSES, blame_text, count_by_blame
 
 if TYPE_CHECKING:
@@ -62,7 +63,9 @@ __all__ = [
     "case_row",
     "classify",
     "counting_mode",
+    "counts_as_run",
     "fisher_exact",
+    "holm",
     "interval_of",
     "jeffreys",
     "pass_at_k",
@@ -104,6 +107,8 @@ STABILITY_COLUMNS = (
     "verdict",
     "stability",
     "flaky",
+    "paths",
+    "main_path_share",
     "k",
     "pass_hat_k",
     "pass_pow_k",
@@ -151,22 +156,6 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     """Chance that at least one of k trials passes: 1 - C(n-c,k)/C(n,k); NaN when k > n."""
     _check_k(n, c, k)
     return math.nan if k > n else 1 - math.comb(n - c, k) / math.comb(n, k)
-
-
-def fisher_exact(a: int, b: int, c: int, d: int) -> float:
-    """Two-sided p-value of Fisher's exact test on the table [[a, b], [c, d]].
-
-    Sums the hypergeometric probabilities of every table with the same margins that is no more
-    likely than the one observed. Weights are exact integers, so no tolerance is needed.
-    """
-    if min(a, b, c, d) < 0:
-        raise ValueError("a contingency table needs non-negative counts")
-    row1, row2, col1 = a + b, c + d, a + c
-    lo, hi = max(0, col1 - row2), min(row1, col1)
-    weights = {x: math.comb(row1, x) * math.comb(row2, col1 - x) for x in range(lo, hi + 1)}
-    observed = weights[a]
-    tail = sum(w for w in weights.values() if w <= observed)
-    return min(1.0, tail / math.comb(row1 + row2, col1))
 
 
 class Tally:
@@ -221,6 +210,14 @@ class Tally:
         if count_errors_as == "excluded":
             left_out.add("error")
         return [d for s, d in self.durations if s not in left_out]
+
+
+def counts_as_run(status: str, blame: Any, mode: CountErrorsAs) -> bool:
+    """Whether an instance is one of its case's runs (`Tally.runs`): a verdict of the agent's
+    (a non-pass blamed on anything else is not), an error only when errors count as failed."""
+    if status in BLAMED_STATUSES and isinstance(blame, str) and blame != "agent":
+        return False
+    return status in ("passed", "failed", "timeout") or (status == "error" and mode == "failed")
 
 
 def counting_mode(count_errors_as: str) -> CountErrorsAs:
@@ -330,6 +327,7 @@ def stability(
     order: Iterable[str] | None = None,
     by_variant: bool = False,
     interval: str = "wilson",
+    paths: Mapping[tuple[str, ...], tuple[int, float]] | None = None,
 ) -> pd.DataFrame:
     """One row per case (per case and variant with `by_variant`): Yao's stability table,
     with thinkingbox's figures beside it.
@@ -341,7 +339,11 @@ def stability(
     (unbiased C(c,k)/C(n,k)), `pass_pow_k` (thinkingbox's (c/n)^k) and `pass_at_k` use `k`
     (default: the case's runs, so pass^k is 1 only when every run passed). `p_in_zone` is
     thinkingbox's P(0.0625 < p < 0.9375 | data), `in_goldilocks_zone` when it is >= 0.95.
-    `flaky` marks cases whose runs disagree; durations cover the counted runs.
+    `flaky` marks cases whose runs disagree; durations cover the counted runs. `paths` (the
+    distinct trajectories of a case's runs) and `main_path_share` (the share of its runs on
+    the most common one) come from `paths`, keyed like the rows (convlab.analysis.divergence
+    computes them from the records); without it, or for a case with no counted run, they
+    are 0 and NaN.
     """
     import pandas as pd
 
@@ -350,8 +352,13 @@ def stability(
     if k is not None and k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
     by = ("case_id", "variant") if by_variant else ("case_id",)
+    ways = paths or {}
     rows = [
-        {**dict(zip(by, key, strict=True)), **stability_row(t, k, mode, kind)}
+        {
+            **dict(zip(by, key, strict=True)),
+            **stability_row(t, k, mode, kind),
+            **dict(zip(("paths", "main_path_share"), ways.get(key, (0, math.nan)), strict=True)),
+        }
         for key, t in tally(df, by, order).items()
     ]
     columns = [*by, *STABILITY_COLUMNS[1:]]

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from convlab._util import elapsed_ms
+from convlab.errors import NO_JUDGE
 from convlab.model.assertions import EVALUATORS
 from convlab.model.blame import Blame, blame_of
 from convlab.model.conversation import Message
@@ -37,13 +38,6 @@ __all__ = [
     "result",
     "skipped_result",
 ]
-
-NO_JUDGE = (
-    "no judge is configured: pass one to run(..., judge=...) (or convlab.check(..., judge=...)),"
-    " e.g. judge='openai:gpt-4o-mini' for an OpenAI-compatible model, or a function"
-    " judge(messages) -> str"
-)
-"""The error message of every judge-based check when no judge is configured."""
 
 CheckFn = Callable[["Any", "CheckContext"], AssertionResult | Awaitable[AssertionResult]]
 Outcome = tuple[bool, str, Any, Any, "dict[str, Any] | None"]

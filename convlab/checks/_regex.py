@@ -7,7 +7,7 @@ timeout could fire while it runs. Python's `re` cannot be stopped; the `regex` p
 `re` refuses is an error exactly as before, and one that only `re` reads (none is known)
 is searched by `re`, without a limit.
 
-A search that runs past `REGEX_TIMEOUT_S` raises `RegexTimeout`, which the checks' runner
+A search that runs past `REGEX_TIMEOUT_S` raises `RegexTimeoutError`, which the checks' runner
 turns into an `error` result blamed on `suite`: the pattern is the suite's.
 """
 
@@ -20,31 +20,16 @@ from typing import Any
 
 import regex
 
-from convlab.errors import ConvlabError
+from convlab.errors import RegexTimeoutError
 
-__all__ = ["REGEX_TIMEOUT_S", "RegexTimeout", "compiled", "fullmatch", "search"]
+__all__ = ["REGEX_TIMEOUT_S", "RegexTimeoutError", "compiled", "fullmatch", "search"]
 
 REGEX_TIMEOUT_S = 1.0
 """The longest one regex search of a check may take; longer is an error of the suite's."""
 
-_TIMED_OUT: OrderedDict[tuple[str, str, str], RegexTimeout] = OrderedDict()
+_TIMED_OUT: OrderedDict[tuple[str, str, str], RegexTimeoutError] = OrderedDict()
 """The latest searches that ran out of time: the same search is not run again (a check
 that raised may be evaluated twice)."""
-
-
-class RegexTimeout(ConvlabError):
-    """A check's regex search ran past `REGEX_TIMEOUT_S` (catastrophic backtracking)."""
-
-    blame = "suite"
-
-    def __init__(self, pattern: str, text: str, limit: float) -> None:
-        self.pattern, self.limit = pattern, limit
-        super().__init__(
-            f"regex {pattern!r} ran past its {limit:g} s limit on a {len(text)}-character "
-            "text and was stopped: the pattern backtracks catastrophically (nested or "
-            "overlapping repeats such as (a|aa)+ or (a+)+); rewrite it so each character "
-            "can match one way only"
-        )
 
 
 class _Pattern:
@@ -72,7 +57,7 @@ class _Pattern:
             # to get it back from a run's agent threads
             return getattr(self.limited, how)(text, timeout=REGEX_TIMEOUT_S, concurrent=False)
         except TimeoutError:
-            err = RegexTimeout(self.text, text, REGEX_TIMEOUT_S)
+            err = RegexTimeoutError(self.text, text, REGEX_TIMEOUT_S)
             _TIMED_OUT[key] = err
             while len(_TIMED_OUT) > 16:
                 _TIMED_OUT.popitem(last=False)
@@ -94,7 +79,7 @@ def search(pattern: str, text: str) -> Any:
 
     Raises:
         re.error: The pattern is not valid.
-        RegexTimeout: The search ran past the limit.
+        RegexTimeoutError: The search ran past the limit.
     """
     return compiled(pattern).run("search", text)
 

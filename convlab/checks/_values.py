@@ -30,7 +30,6 @@ __all__ = [
     "is_empty",
     "is_number",
     "json_safe",
-    "json_type",
     "output_of",
     "reply_text",
     "same_value",
@@ -74,14 +73,14 @@ def same_value(a: Any, b: Any) -> bool:
     return type(a) is type(b) and bool(a == b)
 
 
-def _plain(value: Any) -> Any:
+def _go_value(value: Any) -> Any:
     """Pydantic models and tuples as plain JSON values; integral floats as ints (Go prints 5)."""
     if hasattr(value, "model_dump"):
         value = value.model_dump(exclude_none=True)
     if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): _go_value(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
+        return [_go_value(v) for v in value]
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
         return int(value)
     return value
@@ -91,7 +90,7 @@ def go_json(value: Any) -> str:
     """JSON text as Go's encoding/json writes it: keys sorted, compact, `<>&` escaped."""
     try:
         text = json.dumps(
-            _plain(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
+            _go_value(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
         )
     except (TypeError, ValueError):
         return str(value)
@@ -103,7 +102,7 @@ def go_json(value: Any) -> str:
 def json_safe(value: Any) -> Any:
     """A copy that JSON can store (results are saved): unknown objects become their repr."""
     try:
-        return json.loads(json.dumps(_plain(value), default=repr))
+        return json.loads(json.dumps(_go_value(value), default=repr))
     except (TypeError, ValueError):
         return repr(value)
 
@@ -122,27 +121,10 @@ def to_text(value: Any) -> str:
 def show(value: Any, limit: int = MESSAGE_LIMIT) -> str:
     """A value for a failure message: JSON (strings quoted), cut at `limit` characters."""
     try:
-        text = json.dumps(_plain(value), ensure_ascii=False, default=str)
+        text = json.dumps(_go_value(value), ensure_ascii=False, default=str)
     except (TypeError, ValueError):
         text = repr(value)
     return cut(text, limit)
-
-
-def json_type(value: Any) -> str:
-    """The JSON type name: null, string, number, boolean, array or object."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if is_number(value):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list | tuple):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
 
 
 def go_v(value: Any) -> str:
@@ -292,5 +274,5 @@ def reply_text(obs: Observation) -> str:
     if obs.text:
         return obs.text
     if not is_empty(obs.data):
-        return json.dumps(_plain(obs.data), ensure_ascii=False, default=str)
+        return json.dumps(_go_value(obs.data), ensure_ascii=False, default=str)
     return ""

@@ -22,7 +22,7 @@ from convlab.checks._core import NO_JUDGE, CheckContext, error_result, kind, res
 from convlab.checks._extract import extract_json
 from convlab.checks._values import output_of, reply_text, to_text
 from convlab.checks.text import input_of
-from convlab.errors import ConvlabError
+from convlab.errors import JudgeNotConfiguredError
 from convlab.model.assertions import AgentValidator, Judge
 from convlab.model.blame import Blame, blame_of
 from convlab.model.conversation import Message
@@ -42,15 +42,6 @@ __all__ = [
     "resolve_judge",
     "transcript",
 ]
-
-
-class JudgeNotConfiguredError(ConvlabError):
-    """A check needs a judge and none is configured; the message says how to give one."""
-
-    blame = "judge"
-
-    def __init__(self, message: str = NO_JUDGE) -> None:
-        super().__init__(message)
 
 
 def _judge_blame(exc: BaseException) -> Blame:

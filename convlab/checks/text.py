@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from convlab._readable import json_type
 from convlab._util import call_user, import_callable
 from convlab.checks._core import CheckContext, Outcome, error_result, kind, lean_kind, result
 from convlab.checks._extract import extract_json, extract_path
@@ -21,7 +22,6 @@ from convlab.checks._values import (
     go_shown,
     go_type,
     json_safe,
-    json_type,
     output_of,
     to_text,
 )

@@ -6,9 +6,9 @@ view; `convlab.api` picks the progress view for users.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 from convlab._sync import BackgroundLoop
 from convlab._util import parse_duration
@@ -24,13 +24,14 @@ from convlab.engine.runner import Runner, Settings
 from convlab.errors import SuiteError
 from convlab.model.answer import Answer
 from convlab.model.conversation import Message
-from convlab.model.records import CaseResult
-from convlab.model.run import Run
 from convlab.model.suite import Suite
 from convlab.model.tracebacks import error_info
 from convlab.plan import count
 
-__all__ = ["RunHandle", "ask_once", "build_runner", "load_suite"]
+__all__ = ["RunHandle", "Started", "ask_once", "build_runner", "load_suite"]
+
+R = TypeVar("R")
+R_co = TypeVar("R_co", covariant=True)
 
 
 def load_suite(suite: Suite | str | Path) -> Suite:
@@ -134,25 +135,37 @@ def build_runner(opts: dict[str, Any], listeners: list[Listener]) -> Runner:
     return Runner(env, settings, listeners)
 
 
-class RunHandle:
-    """A run going on in the background: `stop()`, `wait()`, partial `results`."""
+class Started(Protocol[R_co]):
+    """What a handle drives: a run's Runner, or an experiment's ExperimentRunner."""
 
-    def __init__(self, runner: Runner, factory: Any = None) -> None:
+    def execute(self) -> Coroutine[Any, Any, R_co]:
+        """Run to the end; the result (partial if stopped)."""
+
+    def finished(self) -> Any:
+        """What finished so far."""
+
+
+class RunHandle(Generic[R]):
+    """A run (or an experiment) going on in the background: `stop()`, `wait()`, partial
+    `results`. `cl.start(suite, agent)` gives a `RunHandle[Run]`; `cl.start(suite, {name:
+    agent, ...})` a `RunHandle[Experiment]`, whose `results` are each variant's."""
+
+    def __init__(
+        self, runner: Started[R], factory: Callable[[], Coroutine[Any, Any, R]] | None = None
+    ) -> None:
         self._runner = runner
-        self._bg: BackgroundLoop[Run] = BackgroundLoop(
-            factory or runner.execute, name="convlab-run"
-        )
+        self._bg: BackgroundLoop[R] = BackgroundLoop(factory or runner.execute, name="convlab-run")
 
     def cancel(self) -> None:
         """Ask the run to stop without waiting (what a Stop button calls)."""
         self._bg.cancel()
 
-    def stop(self) -> Run:
+    def stop(self) -> R:
         """Stop the run; finished instances are kept, the rest become `cancelled`."""
         self._bg.cancel()
         return self._bg.wait()
 
-    def wait(self, timeout: float | None = None) -> Run:
+    def wait(self, timeout: float | None = None) -> R:
         """Block until the run ends and return it."""
         return self._bg.wait(timeout)
 
@@ -162,18 +175,24 @@ class RunHandle:
         return self._bg.done
 
     @property
-    def results(self) -> list[CaseResult]:
-        """Instances finished so far (a list to its reader; each is built when read)."""
-        return self._runner.finished()  # type: ignore[return-value]
+    def results(self) -> Any:
+        """Instances finished so far: a list of CaseResults for a run (each built when read),
+        a dict of such lists by variant for an experiment."""
+        return self._runner.finished()
 
     @property
-    def run(self) -> Run | None:
-        """The Run once it has ended (partial if stopped), else None."""
+    def run(self) -> R | None:
+        """The Run (or Experiment) once it has ended (partial if stopped), else None."""
         return self._bg.result if self.done else None
 
     def __repr__(self) -> str:
         state = "done" if self.done else "running"
-        return f"<RunHandle {state}: {len(self.results)} finished>"
+        results = self.results
+        if isinstance(results, dict):
+            counts = ", ".join(f"{k}: {len(v)}" for k, v in results.items())
+        else:
+            counts = str(len(results))
+        return f"<RunHandle {state}: {counts} finished>"
 
 
 def _history(history: Any) -> list[Message]:

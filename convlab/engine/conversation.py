@@ -23,14 +23,14 @@ from convlab.checks import CheckContext, evaluate
 from convlab.engine.codes import error_code, turn_code
 from convlab.engine.events import ConcurrencyChanged, Event, TurnCompleted
 from convlab.engine.replies import MAX_REPLY_BYTES, cap_reply, share_reply_text
+from convlab.errors import TurnFailed
 from convlab.model._ids import case_thread, trace_of, turn_id_of
-from convlab.model.blame import Blame, blame_of
+from convlab.model.blame import blame_of
 from convlab.model.conversation import Message, Usage
 from convlab.model.records import (
     AssertionResult,
     AssertionStatus,
     CheckpointResult,
-    ErrorInfo,
     Observation,
     TurnResult,
 )
@@ -301,17 +301,6 @@ def thread_id(run_id: str, inst: Instance) -> str:
 def kernel_repetition(inst: Instance) -> int:
     """The instance's repetition as intention-kernel counts them (see `thread_id`)."""
     return inst.run * inst.case.repetitions + inst.repetition
-
-
-class TurnFailed(Exception):
-    """The conversation cannot go on (the agent or the simulator failed, a checkpoint could
-    not be evaluated); `blame` is whose fault that is, classified where it was caught, and
-    `info` the exception behind it, when one was raised."""
-
-    def __init__(self, message: str, blame: Blame, info: ErrorInfo | None = None) -> None:
-        super().__init__(message)
-        self.blame: Blame = blame
-        self.info = info
 
 
 def _agent_error(exc: BaseException, index: int) -> str:

@@ -4,9 +4,10 @@ knows none of them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from convlab.model.experiment import Experiment
@@ -30,6 +31,7 @@ __all__ = [
     "VariantEvent",
     "WorkerLog",
     "WorkersChanged",
+    "tell",
 ]
 
 
@@ -169,3 +171,40 @@ class ExperimentFinished:
 ExperimentEvent = ExperimentStarted | VariantEvent | ExperimentFinished
 ExperimentListener = Callable[[ExperimentEvent], None]
 """A listener of an experiment: its start, every variant's events, its end."""
+
+
+E = TypeVar("E")
+
+
+def tell(
+    listeners: Sequence[Callable[[E], None]],
+    event: E,
+    warned: set[int],
+    stop: Callable[[], object] | None = None,
+) -> None:
+    """Hand `event` to every listener (a run's or an experiment's). A broken listener never
+    breaks the run, but says so once (`warned` holds who has). A listener that raises what
+    is not an Exception (KeyboardInterrupt, SystemExit, ...) stops the run as a stop does
+    (`stop`; None when the run has already ended): the finished results are kept."""
+    for listener in listeners:
+        try:
+            listener(event)
+        except BaseException as exc:  # consumers must not affect results
+            stops = not isinstance(exc, Exception)
+            if stops and stop is not None:
+                stop()
+            if id(listener) in warned:
+                continue
+            warned.add(id(listener))
+            name = getattr(listener, "__qualname__", None) or type(listener).__name__
+            then = (
+                "the run stops, keeping what finished"
+                if stops
+                else "its later errors are not reported"
+            )
+            warnings.warn(
+                f"convlab event listener {name} raised {type(exc).__name__}: {exc} "
+                f"(on {type(event).__name__}; {then})",
+                RuntimeWarning,
+                stacklevel=3,
+            )

@@ -14,12 +14,10 @@ from __future__ import annotations
 import asyncio
 import re
 import uuid
-import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from convlab._sync import BackgroundLoop
 from convlab.engine._clock import now as _now
 from convlab.engine.api import build_runner, load_suite
 from convlab.engine.events import (
@@ -29,6 +27,7 @@ from convlab.engine.events import (
     ExperimentListener,
     ExperimentStarted,
     VariantEvent,
+    tell,
 )
 from convlab.engine.lanes import Lanes
 from convlab.engine.runner import Runner
@@ -39,7 +38,6 @@ from convlab.model.run import Run
 from convlab.plan import count
 
 __all__ = [
-    "ExperimentHandle",
     "ExperimentRunner",
     "build_experiment",
     "check_variants",
@@ -104,6 +102,7 @@ class ExperimentRunner:
         self.name = name or " vs ".join(runners)
         self.settings = settings
         self._warned: set[int] = set()
+        self._main: asyncio.Task[Any] | None = None
         for variant, runner in runners.items():
             runner.listeners.append(self._relay(variant))
 
@@ -115,22 +114,12 @@ class ExperimentRunner:
         return relay
 
     def emit(self, event: ExperimentEvent) -> None:
-        """Tell every listener; one that raises never breaks the experiment (said once). A
-        variant's run does the same for its own events, and stops as a stop does when a
-        listener raises what is not an Exception."""
-        for listener in self.listeners:
-            try:
-                listener(event)
-            except Exception as exc:
-                if id(listener) not in self._warned:
-                    self._warned.add(id(listener))
-                    name = getattr(listener, "__qualname__", None) or type(listener).__name__
-                    warnings.warn(
-                        f"convlab experiment listener {name} raised {type(exc).__name__}: "
-                        f"{exc} (on {type(event).__name__}; its later errors are not reported)",
-                        RuntimeWarning,
-                        stacklevel=2,
-                    )
+        """Tell every listener, as a run does (convlab.engine.events.tell): a broken one never
+        breaks the experiment; one that raises what is not an Exception stops every
+        variant, keeping what finished."""
+        main = self._main
+        stop = None if main is None or isinstance(event, ExperimentFinished) else main.cancel
+        tell(self.listeners, event, self._warned, stop)
 
     def finished(self) -> dict[str, list[CaseResult]]:
         """Each variant's instances finished so far."""
@@ -144,6 +133,7 @@ class ExperimentRunner:
 
     async def execute(self) -> Experiment:
         """Run every variant; a stop (or an interrupt) stops them all, keeping what finished."""
+        self._main = asyncio.current_task()
         first = next(iter(self.runners.values()))
         total = count(first.env.suite, first.settings.runs)
         agents = {name: r.env.agent.describe() for name, r in self.runners.items()}
@@ -220,46 +210,3 @@ def _check_stores(stores: dict[str, str | None], resume: bool, overwrite: bool) 
                 f"{path} already exists: pass resume=True (CLI: --resume) to go on with the "
                 "run it holds, or overwrite=True (--overwrite) to replace it"
             )
-
-
-class ExperimentHandle:
-    """An experiment going on in the background: `stop()`, `wait()`, partial `results`."""
-
-    def __init__(self, runner: ExperimentRunner, factory: Any = None) -> None:
-        self._runner = runner
-        self._bg: BackgroundLoop[Experiment] = BackgroundLoop(
-            factory or runner.execute, name="convlab-experiment"
-        )
-
-    def cancel(self) -> None:
-        """Ask every variant to stop without waiting (what a Stop button calls)."""
-        self._bg.cancel()
-
-    def stop(self) -> Experiment:
-        """Stop every variant; finished instances are kept, the rest become `cancelled`."""
-        self._bg.cancel()
-        return self._bg.wait()
-
-    def wait(self, timeout: float | None = None) -> Experiment:
-        """Block until every variant has ended and return the Experiment."""
-        return self._bg.wait(timeout)
-
-    @property
-    def done(self) -> bool:
-        """Whether the experiment has ended."""
-        return self._bg.done
-
-    @property
-    def results(self) -> dict[str, list[CaseResult]]:
-        """Each variant's instances finished so far."""
-        return self._runner.finished()
-
-    @property
-    def experiment(self) -> Experiment | None:
-        """The Experiment once it has ended (partial if stopped), else None."""
-        return self._bg.result if self.done else None
-
-    def __repr__(self) -> str:
-        state = "done" if self.done else "running"
-        counts = ", ".join(f"{k}: {len(v)}" for k, v in self.results.items())
-        return f"<ExperimentHandle {state}: {counts} finished>"

@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from convlab.engine.codes import code_in
-from convlab.engine.conversation import Conversation, TurnFailed, status_of
+from convlab.engine.conversation import Conversation, status_of
 from convlab.engine.events import CheckpointReached
+from convlab.errors import TurnFailed
 from convlab.model.blame import Blame, assertion_blame, blame_of
 from convlab.model.conversation import Message
 from convlab.model.records import AssertionResult, CheckpointResult, ErrorInfo

@@ -26,6 +26,7 @@ from convlab.engine.events import (
     Listener,
     RunFinished,
     RunStarted,
+    tell,
 )
 from convlab.engine.finished import closed, error_text, kept, result_of, timed_out
 from convlab.engine.hooks import call_hook, resolve_hook
@@ -34,6 +35,7 @@ from convlab.engine.modes import MODES, Outcome
 from convlab.engine.replies import MAX_REPLY_BYTES
 from convlab.engine.store import ResultStore
 from convlab.engine.suite_checks import suite_checks
+from convlab.errors import HookFailed
 from convlab.model.blame import Blame, blame_of
 from convlab.model.records import CaseResult, ErrorInfo
 from convlab.model.results import Results
@@ -147,31 +149,11 @@ class Runner:
         return self.kept.reordered(kept)
 
     def emit(self, event: Event) -> None:
-        """Tell every listener; a broken listener never breaks the run, but says so once. A
-        listener that raises what is not an Exception (KeyboardInterrupt, SystemExit, ...)
-        stops the run as a stop does: the finished results are kept and stored."""
-        for listener in self.listeners:
-            try:
-                listener(event)
-            except BaseException as exc:  # consumers must not affect results
-                stops = not isinstance(exc, Exception)
-                if stops and self._main is not None and not isinstance(event, RunFinished):
-                    self._main.cancel()
-                if id(listener) in self._warned:
-                    continue
-                self._warned.add(id(listener))
-                name = getattr(listener, "__qualname__", None) or type(listener).__name__
-                then = (
-                    "the run stops, keeping what finished"
-                    if stops
-                    else ("its later errors are not reported")
-                )
-                warnings.warn(
-                    f"convlab event listener {name} raised {type(exc).__name__}: {exc} "
-                    f"(on {type(event).__name__}; {then})",
-                    RuntimeWarning,
-                    stacklevel=2,
-                )
+        """Tell every listener (convlab.engine.events.tell: a broken one never breaks the
+        run; one that raises what is not an Exception stops it, keeping what finished)."""
+        main = self._main
+        stop = None if main is None or isinstance(event, RunFinished) else main.cancel
+        tell(self.listeners, event, self._warned, stop)
 
     async def execute(self) -> Run:
         """Run every planned instance; Ctrl-C / stop() keeps finished results."""
@@ -399,7 +381,7 @@ class Runner:
                     if case.hooks.before is not None:
                         data = await call_hook(resolve_hook(case.hooks.before, near), case)
                 except Exception as exc:
-                    raise _HookFailed(f"before hook failed: {error_text(exc)}", exc) from exc
+                    raise HookFailed(f"before hook failed: {error_text(exc)}", exc) from exc
                 site = "agent"
                 await conv.open()
                 try:
@@ -422,7 +404,7 @@ class Runner:
                 except Exception as hook_exc:
                     conv.hook_error = f"after hook failed: {error_text(hook_exc)}"
                 raise
-        except _HookFailed as exc:
+        except HookFailed as exc:
             outcome = Outcome(
                 "error",
                 str(exc),
@@ -464,14 +446,6 @@ def _at(exc: BaseException) -> str:
     (a text: the Run has no record of the exception); '' when no frame was the user's."""
     where = error_info(exc).location
     return f" (at {where})" if where else ""
-
-
-class _HookFailed(Exception):
-    """A case's before hook raised: the instance errs with the hook's blame."""
-
-    def __init__(self, message: str, original: BaseException) -> None:
-        super().__init__(message)
-        self.original = original
 
 
 def _uncancel() -> None:

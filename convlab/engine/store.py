@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-from convlab.errors import ConvlabError
+from convlab.errors import StoreError
 
 try:
     import fcntl
@@ -55,10 +55,6 @@ short by a crash."""
 
 END_FIELDS = ("status", "finished_at", "error", "suite_assertions", "settings")
 """What a store's last line says about how its run ended (`ResultStore.close`)."""
-
-
-class StoreError(ConvlabError):
-    """The results store cannot be used (another suite's store, unreadable file)."""
 
 
 def result_line(raw: bytes, version: int) -> tuple[CaseResult, bytes]:

@@ -173,7 +173,7 @@ def _yaml_top(text: str) -> tuple[int | None, str] | None:
     document, a scalar or a tagged node; None for a plain mapping or list."""
     import yaml
 
-    from convlab._util import show_controls
+    from convlab._readable import visible
     from convlab.formats._yaml_budget import SAFE_LOADER
 
     try:
@@ -187,10 +187,10 @@ def _yaml_top(text: str) -> tuple[int | None, str] | None:
     line = node.start_mark.line + 1
     if not node.tag.startswith(_CORE_TAG):
         tag = node.tag if node.tag.startswith("!") else f"!<{node.tag}>"
-        return line, f"the top level is tagged {show_controls(tag)!r}, which no suite file uses"
+        return line, f"the top level is tagged {visible(tag)!r}, which no suite file uses"
     name = node.tag.removeprefix(_CORE_TAG)
     if isinstance(node, yaml.ScalarNode):
-        value = show_controls(str(node.value))
+        value = visible(str(node.value))
         value = value if len(value) <= 40 else value[:39] + "…"
         kind = _SCALAR_KINDS.get(name, "null" if name == "null" else name)
         shown = "an empty value" if not node.value else f"{kind} {value!r}"

@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from convlab._readable import cut
 from convlab.errors import Problem, SuiteError
 from convlab.formats._unicode import SURROGATE, YAML_ESCAPE, mask, mend
 from convlab.formats._yaml_budget import (
@@ -37,7 +38,6 @@ __all__ = [
     "did_you_mean",
     "dotted",
     "gc_paused",
-    "json_type",
     "line_of",
     "plain",
     "register_format",
@@ -340,26 +340,7 @@ def short_repr(value: Any, limit: int = 60) -> str:
     a long string) costs the same as a small one; `repr()` then slicing could take gigabytes.
     """
     shown = _SHORT.repr(value)
-    return shown if len(shown) <= limit else shown[: limit - 3] + "..."
-
-
-def json_type(value: Any) -> str:
-    """The JSON name of a value's type, for the JSON formats' messages (`got array`).
-
-    A value JSON cannot hold (only reachable through `convlab.check()` dicts) is named by its
-    Python type.
-    """
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list | tuple):
-        return "array"
-    return "object" if isinstance(value, dict) else type(value).__name__
+    return cut(shown, limit, "...")
 
 
 def closest_name(word: Any, choices: Iterable[str], *, fold: bool = False) -> str | None:

@@ -16,7 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from convlab.formats._base import Problems, did_you_mean, dotted, json_type
+from convlab._readable import json_type
+from convlab.formats._base import Problems, did_you_mean, dotted
 from convlab.model.assertions import (
     EVALUATORS,
     AgentValidator,

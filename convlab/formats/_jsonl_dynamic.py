@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from convlab.formats._base import Problems, did_you_mean, json_type, short_repr
+from convlab._readable import json_type
+from convlab.formats._base import Problems, did_you_mean, short_repr
 from convlab.formats._jsonl_assert import assertion_from, assertions_from
 from convlab.model.assertions import All, Assertion
 from convlab.model.suite import Checkpoint, SimulatorSpec

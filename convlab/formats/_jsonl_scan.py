@@ -27,7 +27,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from convlab.formats._base import Problems, dotted, json_type
+from convlab._readable import json_type
+from convlab.formats._base import Problems, dotted
 from convlab.formats._unicode import Loc, lone_json_escape, mend
 
 __all__ = ["Chunk", "decode", "scan"]

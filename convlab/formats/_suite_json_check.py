@@ -14,7 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from convlab.formats._base import did_you_mean, json_type
+from convlab._readable import json_type
+from convlab.formats._base import did_you_mean
 from convlab.formats._suite_json_lines import Loc
 
 __all__ = [

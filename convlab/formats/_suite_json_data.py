@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from convlab.errors import JSONLimit
 from convlab.formats._suite_json_check import CYCLE, LIMIT, Issue, Issues
 from convlab.formats._suite_json_lines import Loc
 
@@ -18,12 +19,6 @@ __all__ = ["MAX_DEPTH", "MAX_NODES", "bounded_json", "to_json"]
 
 MAX_NODES = 500_000
 MAX_DEPTH = 60
-
-
-class _Limit(Exception):
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.loc: list[int | str] = []
 
 
 def bounded_json(value: Any) -> Issue | None:
@@ -36,7 +31,7 @@ def bounded_json(value: Any) -> Issue | None:
         return None
     try:
         count = _size(value, 0)
-    except _Limit as exc:
+    except JSONLimit as exc:
         return Issue(tuple(reversed(exc.loc)), str(exc))
     if count > MAX_NODES:
         return Issue((), f"the suite holds {count} JSON values, more than {MAX_NODES} [{LIMIT}]")
@@ -46,7 +41,7 @@ def bounded_json(value: Any) -> Issue | None:
 def _size(item: Any, depth: int) -> int:
     values = item.values() if type(item) is dict else item
     if depth >= MAX_DEPTH and values:
-        exc = _Limit(f"JSON nested more than {MAX_DEPTH} levels deep [{LIMIT}]")
+        exc = JSONLimit(f"JSON nested more than {MAX_DEPTH} levels deep [{LIMIT}]")
         exc.loc.append(next(iter(item)) if type(item) is dict else 0)
         raise exc
     count = 1
@@ -55,7 +50,7 @@ def _size(item: Any, depth: int) -> int:
         if kind is dict or kind is list:
             try:
                 count += _size(child, depth + 1)
-            except _Limit as exc:
+            except JSONLimit as exc:
                 exc.loc.append(_key_of(item, child))
                 raise
         else:
@@ -77,7 +72,7 @@ def to_json(value: Any, loc: Loc, issues: Issues) -> Any:
     budget = [MAX_NODES]
     try:
         return _copy(value, loc, issues, 0, set(), budget)
-    except _Limit as exc:
+    except JSONLimit as exc:
         issues.add(loc, str(exc))
         return None
 
@@ -87,7 +82,7 @@ def _copy(
 ) -> Any:
     budget[0] -= 1
     if budget[0] < 0:
-        raise _Limit(f"more than {MAX_NODES} JSON values [{LIMIT}]")
+        raise JSONLimit(f"more than {MAX_NODES} JSON values [{LIMIT}]")
     if depth > MAX_DEPTH:
         issues.add(loc, f"JSON nested more than {MAX_DEPTH} levels deep [{LIMIT}]")
         return None

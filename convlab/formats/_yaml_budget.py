@@ -13,6 +13,8 @@ from typing import Any, cast
 
 import yaml
 
+from convlab.errors import YAMLBudgetError
+
 __all__ = [
     "MAX_YAML_CHARS",
     "MAX_YAML_DEPTH",
@@ -32,10 +34,6 @@ MAX_YAML_EXPANDED_CHARS = 50_000_000
 MAX_YAML_DEPTH = 200
 """The deepest nesting of mappings and sequences: building a deeper document recurses past
 Python's stack limit (a RecursionError after seconds, with no line)."""
-
-
-class YAMLBudgetError(yaml.MarkedYAMLError):
-    """A document too big once its aliases are expanded (an alias bomb), or too long."""
 
 
 def _expanded_size(root: yaml.Node) -> tuple[int, int]:

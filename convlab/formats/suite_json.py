@@ -20,13 +20,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from convlab._readable import json_type
 from convlab.errors import Problem, SuiteError
 from convlab.formats._base import (
     Problems,
     did_you_mean,
     dotted,
     gc_paused,
-    json_type,
     register_format,
 )
 from convlab.formats._suite_json_check import (

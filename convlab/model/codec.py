@@ -23,7 +23,8 @@ import msgspec
 from pydantic import BaseModel, TypeAdapter
 from pydantic_core import to_jsonable_python
 
-from convlab.errors import ConvlabError
+from convlab._readable import is_missing
+from convlab.errors import FormatError
 
 __all__ = [
     "FORMAT",
@@ -33,6 +34,7 @@ __all__ = [
     "convert",
     "decode_as",
     "encode",
+    "json_cell",
     "to_builtins",
     "valid_unicode",
     "wrapped",
@@ -44,10 +46,6 @@ FORMAT = 2
 """The version of the encoding this code writes (a run's `format_version`). 1: the compact
 lines of convlab before records were msgspec structs (read by convlab.model._legacy)."""
 KNOWN_FORMATS = (1, 2)
-
-
-class FormatError(ConvlabError, ValueError):
-    """A saved run or store written in a format this version of convlab does not read."""
 
 
 def check_format(version: Any, where: str) -> int:
@@ -144,3 +142,18 @@ def convert(data: Any, kind: type[T]) -> T:
     """The `kind` that builtins (a decoded JSON value) describe, every field checked."""
     out: T = msgspec.convert(data, kind, dec_hook=_dec_hook)
     return out
+
+
+def json_cell(value: Any) -> Any:
+    """A DataFrame cell as a JSON value: a missing one (None, NaN, NaT, NA) as null, a
+    timestamp as ISO text, a numpy or pandas scalar as the Python number; other values JSON
+    has no type for as their text."""
+    if is_missing(value):
+        return None
+    if isinstance(value, str | bool | int | float | dict | list):
+        return value
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    if hasattr(value, "item"):  # numpy and pandas scalars
+        return value.item()
+    return str(value)

@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from convlab._readable import visible
 from convlab.model.run import Run, RunStatus
 
 if TYPE_CHECKING:
@@ -174,13 +175,13 @@ class Experiment:
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write the experiment: `.json` (every run, whole; `convlab.load_experiment` reads it
         back), `.html` (a page that opens offline) or `.md`."""
-        from convlab.analysis.experiment_io import save_experiment
+        from convlab.analysis.io import save
 
-        return save_experiment(self, path)
+        return save(self, path, "experiment")
 
     def __repr__(self) -> str:
         parts = ", ".join(f"{name}: {len(run.results)} results" for name, run in self.runs.items())
-        return f"<Experiment {self.id} {self.name!r} {self.status}: {parts}>"
+        return visible(f"<Experiment {self.id} {self.name!r} {self.status}: {parts}>")
 
     def __str__(self) -> str:
         from convlab.notebook._experiment_view import experiment_text

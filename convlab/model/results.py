@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import zlib
 from array import array
-from collections.abc import Iterable, Iterator, MutableSequence
-from typing import Any, overload
+from collections.abc import Callable, Iterable, Iterator, MutableSequence
+from typing import Any, TypeVar, overload
 
 import msgspec
 
@@ -21,6 +21,8 @@ from convlab.model.records import CaseResult
 from convlab.model.rows import InstanceRow, instance_row
 
 __all__ = ["Lines", "Results"]
+
+_T = TypeVar("_T")
 
 
 class Lines:
@@ -151,10 +153,15 @@ class Results(MutableSequence[CaseResult]):
     def rows(self) -> list[InstanceRow]:
         """Every result's row; a line not yet read is decoded for it and not kept (lines
         are read in the order they were kept, each chunk once)."""
-        made: dict[int, InstanceRow] = {}
+        return self.mapped(instance_row)
+
+    def mapped(self, fn: Callable[[CaseResult], _T]) -> list[_T]:
+        """`fn` of every result, in order; a line not yet read is decoded for it and not
+        kept (lines are read in the order they were kept, each chunk once)."""
+        made: dict[int, _T] = {}
         for i in sorted(range(len(self._objs)), key=self._nos.__getitem__):
             obj = self._objs[i]
-            made[i] = instance_row(decode_as(self._line(i), CaseResult) if obj is None else obj)
+            made[i] = fn(decode_as(self._line(i), CaseResult) if obj is None else obj)
         return [made[i] for i in range(len(self._objs))]
 
     def statuses(self) -> list[str]:

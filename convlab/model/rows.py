@@ -9,7 +9,14 @@ from typing import NamedTuple
 
 from convlab.model.records import AssertionResult, CaseResult, TurnResult, Usage
 
-__all__ = ["InstanceRow", "instance_row", "tokens_of", "usage_tokens", "why_not_passed"]
+__all__ = [
+    "InstanceRow",
+    "failed_count",
+    "instance_row",
+    "tokens_of",
+    "usage_tokens",
+    "why_not_passed",
+]
 
 
 class InstanceRow(NamedTuple):
@@ -64,7 +71,7 @@ def instance_row(r: CaseResult) -> InstanceRow:
     checks = failed = calls = 0
     for t in r.turns:
         checks += len(t.assertions)
-        failed += _failed(t.assertions)
+        failed += failed_count(t.assertions)
         if t.observation is not None:
             calls += len(t.observation.tool_calls)
     prompt, completion, total = usage_tokens(r)
@@ -84,7 +91,7 @@ def instance_row(r: CaseResult) -> InstanceRow:
         error_location=r.error_info.location if r.error_info is not None else "",
         blame=r.blame,
         assertions=checks + len(r.assertions),
-        assertions_failed=failed + _failed(r.assertions),
+        assertions_failed=failed + failed_count(r.assertions),
         checkpoints=len(r.checkpoints),
         checkpoints_reached=sum(cp.reached for cp in r.checkpoints),
         tool_calls=calls,
@@ -101,7 +108,7 @@ def instance_row(r: CaseResult) -> InstanceRow:
     )
 
 
-def _failed(checks: list[AssertionResult]) -> int:
+def failed_count(checks: list[AssertionResult]) -> int:
     """How many of `checks` failed or errored."""
     return sum(a.status in ("failed", "error") for a in checks) if checks else 0
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, MutableSequence
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Callable, Collection, Iterable, MutableSequence
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import msgspec
 
+from convlab._readable import visible
 from convlab.model.codec import FORMAT, encode, to_builtins
 from convlab.model.records import AssertionResult, CaseResult
 from convlab.model.results import Results
@@ -21,14 +22,18 @@ if TYPE_CHECKING:
 __all__ = ["Run", "RunStatus", "Summary"]
 
 RunStatus = Literal["running", "completed", "cancelled", "failed"]
+T = TypeVar("T")
 
 
-class Run(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+class Run(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, dict=True):
     """A whole run: the suite, the agent, the settings and every case instance's result.
 
     Frames (`df`, `turns_df`, ...), statistics (`stability()`, `summary`) and `save()` are
     derived views, added by convlab.analysis.frames and convlab.analysis.stats. A run
     encodes (convlab.model.codec) as one JSON object, its results as their records.
+
+    What every view of a finished run reads (`summary` and its per-case roll-up) is computed
+    once and kept with the run (`kept`); a run in progress computes it on each read.
     """
 
     format_version: int = FORMAT
@@ -69,6 +74,20 @@ class Run(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     def without_results(self) -> Run:
         """A copy of the run holding no results (what a store's header says)."""
         return msgspec.structs.replace(self, results=[])
+
+    def kept(self, name: str, compute: Callable[[], T]) -> T:
+        """`compute()`, kept with a finished run under `name` (never encoded): the first
+        read of a run whose status is not "running" computes it, later reads get the same
+        object. A run in progress computes it on each read, and a kept value is computed
+        again when `results` is replaced or changes length, or the status changes."""
+        key = (id(self.results), len(self.results), self.status)
+        held = self.__dict__.get(name)
+        if held is not None and held[0] == key:
+            return held[1]  # type: ignore[no-any-return]
+        value = compute()
+        if self.status != "running":
+            self.__dict__[name] = (key, value)
+        return value
 
     # Derived views, computed from `results` on every call (the convlab.analysis package).
 
@@ -131,6 +150,31 @@ class Run(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
         return run_stability(self, k, count_errors_as, by_variant, interval)
 
+    def divergence(
+        self, case_id: str | None = None, count_errors_as: str = "failed"
+    ) -> pd.DataFrame:
+        """Where each case's repeated runs fork and which branch passes: one row per case
+        and branch (`case_id`, `branch`, `runs`, `passed`, `pass_rate`, `fork_turn` 0-based,
+        `side`, `step`, `path`, `p_value`, `p_holm`, ...); a case whose runs took one path
+        has one row (convlab.analysis.divergence).
+
+        In a notebook, for one case, it also shows a passing and a failing run side by side,
+        aligned turn by turn, the fork marked."""
+        from convlab.analysis.divergence import run_divergence
+
+        return run_divergence(self, case_id, count_errors_as)
+
+    def why(self, case_id: str | None = None, count_errors_as: str = "failed") -> str:
+        """One plain sentence on why the case is flaky: the fork that decides whether its
+        runs pass ("Runs that called lookup_policy at turn 2 passed 9 of 10; runs that
+        skipped it passed 1 of 5 (p = 0.004)."). With no case: one line per flaky case."""
+        from convlab.analysis.divergence import case_trees, known_case
+        from convlab.analysis.why import run_why
+
+        if case_id is not None:
+            known_case(self, case_id)
+        return run_why(case_trees(self, case_id, count_errors_as), case_id)
+
     def pass_k_table(
         self, ks: Iterable[int] | None = None, count_errors_as: str = "failed"
     ) -> pd.DataFrame:
@@ -142,10 +186,16 @@ class Run(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
     @property
     def summary(self) -> Summary:
-        """Totals by status, overall pass rate (mean of case rates), stable/unstable counts."""
-        from convlab.analysis.frames import run_summary
+        """Totals by status, overall pass rate (mean of case rates), stable/unstable counts,
+        tokens and cost.
 
-        return Summary(run_summary(self))
+        One pass over the results. A finished run computes it once and keeps it (`kept`):
+        the card, the console, the reports, the leaderboard and the history all read that
+        one; a run still in progress (status "running") computes it on every read. Each
+        read returns a fresh dict."""
+        from convlab.analysis.frames import run_rollup
+
+        return Summary(run_rollup(self).summary)
 
     def table(self, kind: str = "instances") -> Any:
         """An interactive table (sortable, searchable, offline) of one of the run's frames.
@@ -180,7 +230,9 @@ class Run(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         for status in statuses:
             counts[status] = counts.get(status, 0) + 1
         parts = ", ".join(f"{k}={v}" for k, v in sorted(counts.items()))
-        return f"<Run {self.id or '-'} {self.status}: {len(self.results)} results ({parts})>"
+        return visible(
+            f"<Run {self.id or '-'} {self.status}: {len(self.results)} results ({parts})>"
+        )
 
     def __str__(self) -> str:
         from convlab.notebook.display import run_text

@@ -8,11 +8,10 @@ so everything that reaches HTML goes through html.escape. Every figure on the ca
 from __future__ import annotations
 
 import html
-import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from convlab._util import shorten
+from convlab._readable import pct, shorten, visible
 from convlab.analysis.frames import cost_line
 from convlab.notebook._style import CSS, GLYPHS, STATUS_CSS
 
@@ -34,30 +33,29 @@ _COUNTS = (
 )
 
 
-def _pct(value: Any) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a"
-    return f"{float(value):.1f}%"
-
-
 Worst = list[tuple[str, float, str, str, str, str]]
-"""(case id, pass rate, stability, verdict, first reason the agent did not pass, where the
-user's code raised the exception behind it ('' when none did))"""
+"""(case id, pass rate, stability, verdict, why: for a flaky case the fork that decides it
+(`run.why`), else the first reason the agent did not pass; where the user's code raised the
+exception behind it ('' when none did))"""
 
 
 def _views(run: Run) -> tuple[dict[str, Any], Worst]:
-    """The summary and the worst cases, from one pass over the results (no DataFrame)."""
-    from convlab.analysis.frames import case_rollup, summary_from
+    """The summary and the worst cases, from the run's one roll-up (kept with a finished
+    run: convlab.analysis.frames.run_rollup); a flaky case's why is the fork that decides it."""
+    from convlab.analysis.divergence import case_trees
+    from convlab.analysis.frames import run_rollup
+    from convlab.analysis.why import case_why
 
-    latest, rows = case_rollup(run)
-    summary = summary_from(run, latest, rows)
+    rollup = run_rollup(run)
+    rows = rollup.cases
     bad = [(cid, row) for cid, row in rows.items() if row["runs"] > 0 and row["pass_rate"] < 100]
     bad = sorted(bad, key=lambda item: item[1]["pass_rate"])[:_WORST]  # stable: suite order
-    wanted = {cid for cid, _ in bad}
-    reasons: dict[str, tuple[str, str]] = {}
-    for r in latest:  # the pass rate counts the agent's failures: so do the reasons
-        if r.case_id in wanted and r.case_id not in reasons and r.blame == "agent":
-            reasons[r.case_id] = (r.error, r.error_location)
+    reasons = dict(rollup.reasons)
+    flaky = [cid for cid, row in bad if row["flaky"]]
+    if flaky:  # a flaky case's why is the fork that decides it (convlab.analysis.why)
+        mode = str(rollup.summary.get("count_errors_as", "failed"))
+        trees = case_trees(run, flaky, mode)
+        reasons |= {cid: (case_why(tree), "") for cid, tree in trees.items()}
     worst = [
         (
             cid,
@@ -68,7 +66,7 @@ def _views(run: Run) -> tuple[dict[str, Any], Worst]:
         )
         for cid, row in bad
     ]
-    return summary, worst
+    return dict(rollup.summary), worst
 
 
 def _counts_line(s: Mapping[str, Any]) -> str:
@@ -85,13 +83,13 @@ def _rate_line(s: Mapping[str, Any]) -> str:
     )
     # thinkingbox's `tb agg` figure: passes / runs with its Jeffreys 95% credible interval
     runs = (
-        f" · {_pct(s['mean_pass'])} of runs passed (95% CI {_pct(s.get('mean_pass_ci_low'))}"
-        f" to {_pct(s.get('mean_pass_ci_high'))})"
+        f" · {pct(s['mean_pass'])} of runs passed (95% CI {pct(s.get('mean_pass_ci_low'))}"
+        f" to {pct(s.get('mean_pass_ci_high'))})"
         if s.get("mean_pass") is not None
         else ""
     )
     return (
-        f"pass rate {_pct(s['pass_rate'])} (mean over {cases_rated(s)} cases; {errors}; "
+        f"pass rate {pct(s['pass_rate'])} (mean over {cases_rated(s)} cases; {errors}; "
         f"skipped not counted){stability_roll(s)}" + runs
     )
 
@@ -131,7 +129,7 @@ def _title(run: Run) -> str:
 def summary_text(s: Mapping[str, Any]) -> str:
     """The counts, the pass rate and (when something did not pass) the blame breakdown."""
     extra = [line for line in (blame_line(s), cost_line(dict(s))) if line]
-    return "\n".join([_counts_line(s), _rate_line(s), *extra])
+    return visible("\n".join([_counts_line(s), _rate_line(s), *extra]))
 
 
 def run_card(run: Run) -> tuple[str, str]:
@@ -151,10 +149,10 @@ def _run_text(run: Run, s: dict[str, Any], worst: Worst) -> str:
     if worst:
         lines.append("  worst cases:")
         for cid, rate, cls, _, why, at in worst:
-            head = f"    {cid}  {_pct(rate)} {cls}"
+            head = f"    {cid}  {pct(rate)} {cls}"
             at = f" (at {at})" if at else ""  # where the user's code raised
-            lines.append(head + (f"  {shorten(why, 100)}" if why else "") + at)
-    return "\n".join(lines)
+            lines.append(head + (f"  {shorten(why, 200)}" if why else "") + at)
+    return visible("\n".join(lines))
 
 
 def _bar(s: Mapping[str, Any]) -> str:
@@ -187,7 +185,7 @@ def summary_html(s: Mapping[str, Any], title: str = "Summary", extra: str = "") 
     return (
         f"<div class='convlab'><style>{CSS}</style><div class='cl-card'>"
         f"<div class='cl-title'>{e(title)}</div>"
-        f"<div><span class='cl-rate'>{e(_pct(s.get('pass_rate')))}</span> "
+        f"<div><span class='cl-rate'>{e(pct(s.get('pass_rate')))}</span> "
         f"<span class='cl-muted'>pass rate (mean over {cases_rated(s)} cases)</span></div>"
         f"{_bar(s)}{_counts_html(s)}"
         f"<div class='cl-muted'>{e(_rate_line(s))}</div>"
@@ -218,7 +216,7 @@ def _blame_html(s: Mapping[str, Any]) -> str:
 def _worst_table(worst: Worst) -> str:
     e = html.escape
     rows = "".join(
-        f"<tr><td><code>{e(cid)}</code></td><td>{e(_pct(rate))}</td><td>{e(cls)}</td>"
+        f"<tr><td><code>{e(cid)}</code></td><td>{e(pct(rate))}</td><td>{e(cls)}</td>"
         f"<td title='{e(why)}'>{e(shorten(why, 200))}"
         + (f" <span class='cl-muted'>at <code>{e(at)}</code></span>" if at else "")
         + "</td></tr>"

@@ -7,12 +7,12 @@ from __future__ import annotations
 import contextlib
 import html
 import json
-import math
 from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
 
+from convlab._readable import is_missing
 from convlab.notebook._style import (
     BLAME_COLORS,
     CHANGE_COLORS,
@@ -47,13 +47,9 @@ _CONTROL = str.maketrans({"\n": "&#10;", "\r": "", "\t": "&#9;"})
 # ---------------------------------------------------------------- cells (escape, then markup)
 
 
-def _missing(value: Any) -> bool:
-    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
-
-
 def _text(value: Any) -> str:
     """Any cell value as plain text: missing -> "", lists joined, dicts as JSON."""
-    if _missing(value):
+    if is_missing(value):
         return ""
     if isinstance(value, str):
         return value
@@ -97,7 +93,7 @@ def _badge(label: str, color: str | None, glyph: str = "") -> str:
 
 
 def _check(value: Any) -> str:
-    if _missing(value):
+    if is_missing(value):
         return ""
     ok = bool(value)
     key = "passed" if ok else "failed"
@@ -118,7 +114,7 @@ def _renderer(name: str, series: pd.Series[Any], limit: int) -> Callable[[Any], 
     if pd.api.types.is_bool_dtype(series.dtype):
         if name in _CHECK_COLUMNS:
             return _check
-        return lambda v: "" if _missing(v) else ("yes" if v else "no")
+        return lambda v: "" if is_missing(v) else ("yes" if v else "no")
     return lambda v: _long_text(v, limit)
 
 

@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from convlab._util import shorten
+from convlab._readable import shorten
 from convlab.notebook._style import (
     CLASS_COLORS,
     LIGHT,
@@ -55,7 +55,6 @@ __all__ = [
     "need",
     "new_figure",
     "num",
-    "pct",
     "records",
     "row_height",
     "runs_note",
@@ -102,13 +101,6 @@ def esc(value: Any) -> str:
 def short(value: Any, cap: int = _LABEL_CAP) -> str:
     """An escaped, length-capped label for an axis tick (the hover keeps the full text)."""
     return esc(shorten(str(value), cap))
-
-
-def pct(value: Any) -> str:
-    """'67%' / '66.7%' / 'n/a' for a percentage that may be NaN."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a"
-    return f"{float(value):.1f}".removesuffix(".0") + "%"
 
 
 def need(df: pd.DataFrame, columns: Iterable[str], chart: str, hint: str) -> None:
@@ -267,7 +259,7 @@ def stability_text_color(word: Any) -> str:
     return LIGHT[once] if once else STABILITY_TEXT_COLORS.get(str(word), LIGHT["muted"])
 
 
-def _plain(title: Any) -> str:
+def _title_text(title: Any) -> str:
     """A figure title without markup, for text/plain."""
     text = str(title or "").split("<br>")[0]
     while "<" in text and ">" in text.split("<", 1)[1]:
@@ -309,7 +301,7 @@ def mime_bundle(
             fallback += follow_script(div_id, built)
         bundle["text/html"] = div + fallback
     if _wanted("text/plain", include, exclude):
-        title = _plain(fig.layout.title.text) or "chart"
+        title = _title_text(fig.layout.title.text) or "chart"
         bundle["text/plain"] = f"<convlab Figure: {title} ({len(fig.data)} traces)>"
     return bundle
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from convlab._readable import pct
 from convlab.notebook._charts_base import (
     TOP_AXIS_AT,
     as_frame,
@@ -20,7 +21,6 @@ from convlab.notebook._charts_base import (
     need,
     new_figure,
     num,
-    pct,
     records,
     row_height,
     short,

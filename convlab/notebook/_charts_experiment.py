@@ -12,6 +12,7 @@ import html
 import math
 from typing import TYPE_CHECKING, Any
 
+from convlab._readable import pct
 from convlab.analysis.leaderboard import matrix_frame, pareto_front
 from convlab.model.experiment import VARIANT_COLUMN, Experiment
 from convlab.notebook._charts_base import (
@@ -22,7 +23,6 @@ from convlab.notebook._charts_base import (
     need,
     new_figure,
     num,
-    pct,
     records,
     row_height,
     short,

@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from convlab._readable import pct
 from convlab.notebook._charts_base import (
     as_frame,
     base_layout,
@@ -21,7 +22,6 @@ from convlab.notebook._charts_base import (
     need,
     new_figure,
     num,
-    pct,
     records,
 )
 

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import html
 import json
-import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from convlab._util import shorten
+from convlab._readable import pct, shorten, visible
 from convlab.analysis.agent_diff import (
     NOT_SET,
     PROMPT_KEYS,
@@ -195,7 +194,7 @@ def leaderboard_bundle(lb: Leaderboard | pd.DataFrame) -> dict[str, Any]:
     base = str(lb.attrs.get("baseline", ""))
     text = pd.DataFrame(lb).to_string(index=False, max_cols=12)
     return {
-        "text/plain": f"{lb.attrs.get('note', '')}\n\n{text}",
+        "text/plain": visible(f"{lb.attrs.get('note', '')}\n\n{text}"),
         "text/html": leaderboard_table(lb)._repr_html_() + _changes_section(changes, base),
     }
 
@@ -216,12 +215,6 @@ def matrix_table(exp: Experiment, count_errors_as: str = "failed") -> Table:
     )
 
 
-def _pct(value: Any) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a"
-    return f"{float(value):.1f}%"
-
-
 def _heading(exp: Experiment) -> tuple[str, str]:
     suite = exp.suite
     bits = [f"Experiment {exp.id}", exp.name]
@@ -239,10 +232,10 @@ def experiment_text(exp: Experiment) -> str:
     for row in lb.to_dict("records"):
         mark = " (baseline)" if row["baseline"] else ""
         lines.append(
-            f"  {row[VARIANT_COLUMN]}{mark}: pass rate {_pct(row['pass_rate'])} "
-            f"[{_pct(row['ci_low'])}, {_pct(row['ci_high'])}]  {shorten(str(row['agent']), 60)}"
+            f"  {row[VARIANT_COLUMN]}{mark}: pass rate {pct(row['pass_rate'])} "
+            f"[{pct(row['ci_low'])}, {pct(row['ci_high'])}]  {shorten(str(row['agent']), 60)}"
         )
-    return "\n".join(lines)
+    return visible("\n".join(lines))
 
 
 def experiment_card(exp: Experiment) -> tuple[str, str]:

@@ -12,35 +12,16 @@ import html
 import time
 from typing import TYPE_CHECKING, Any
 
-from convlab.engine.events import (
-    CaseFinished,
-    CaseStarted,
-    CheckpointReached,
-    ConcurrencyChanged,
-    ExperimentEvent,
-    ExperimentFinished,
-    ExperimentStarted,
-    RunFinished,
-    RunStarted,
-    TurnCompleted,
-)
+from convlab.engine import events as ev
 from convlab.notebook._style import GLYPHS, STATUS_CSS
-from convlab.notebook._tree_nodes import Key, Node
 from convlab.notebook.progress import LiveTree
 
 if TYPE_CHECKING:
-    from convlab.model.experiment import Experiment
+    pass
 
-__all__ = ["ExperimentTree", "variant_key"]
+__all__ = ["ExperimentTree"]
 
 _ROW_COUNTS = ("passed", "failed", "error", "timeout")
-
-
-def variant_key(variant: str, key: Key) -> Key:
-    """An instance's key in the experiment's tree: its variant's name before the case id (the
-    tree's title of the instance then reads `short · case-1 [run 2/3]`)."""
-    case_id, rest = key[0], key[1:]
-    return (f"{variant} · {case_id}", *rest)
 
 
 class ExperimentTree(LiveTree):
@@ -56,17 +37,12 @@ class ExperimentTree(LiveTree):
         self.done_in: set[str] = set()
         super().__init__(interval)
 
-    def __call__(self, event: ExperimentEvent) -> None:  # type: ignore[override]
-        with self._lock:
-            self._apply_experiment(event)
-            self._dirty = True
-        if isinstance(event, ExperimentStarted):
-            self._start_pump()
-        elif isinstance(event, ExperimentFinished):
-            self.close(event.experiment)
-
-    def _apply_experiment(self, event: ExperimentEvent) -> None:
-        if isinstance(event, ExperimentStarted):
+    def _apply(self, event: Any, variant: str | None = None) -> None:
+        """Take in an experiment's event; a variant's instances go to the run tree's."""
+        if variant is not None:  # one variant's instance (from below): the run tree's
+            super()._apply(event, variant)
+            return
+        if isinstance(event, ev.ExperimentStarted):
             self.variants = list(event.agents)
             self.per = {v: {} for v in self.variants}
             self.planned = event.total
@@ -75,32 +51,19 @@ class ExperimentTree(LiveTree):
             self.agent = f"{len(self.variants)} variants"
             self.t0 = time.monotonic()
             return
-        if isinstance(event, ExperimentFinished):
+        if not isinstance(event, ev.VariantEvent):
             return
         v, inner = event.variant, event.event
-        if isinstance(inner, RunStarted):
+        if isinstance(inner, ev.RunStarted):  # the experiment's totals, not one variant's
             self.resumed_in[v] = inner.resumed
             self.resumed = sum(self.resumed_in.values())
-        elif isinstance(inner, CaseStarted):
-            key = variant_key(v, inner.key)
-            self.running[key] = Node(key, inner.label)
-        elif isinstance(inner, TurnCompleted | CheckpointReached):
-            node = self.running.get(variant_key(v, inner.key))
-            if node is None:
-                return
-            if isinstance(inner, TurnCompleted):
-                node.turns.append(inner.turn)
-            else:
-                node.checkpoints[inner.checkpoint] = inner.turn
-        elif isinstance(inner, CaseFinished):
-            r = inner.result
-            self._finished(r, inner.label, variant_key(v, r.key))
-            counts = self.per.setdefault(v, {})
-            counts[r.status] = counts.get(r.status, 0) + 1
-        elif isinstance(inner, ConcurrencyChanged):
-            self.limit = inner
-        elif isinstance(inner, RunFinished):
+        elif isinstance(inner, ev.RunFinished):
             self.done_in.add(v)
+        else:  # the instances: drawn by the run tree, keyed by variant
+            if isinstance(inner, ev.CaseFinished):
+                counts = self.per.setdefault(v, {})
+                counts[inner.result.status] = counts.get(inner.result.status, 0) + 1
+            self._apply(inner, v)
 
     def _header_html(self) -> str:
         return super()._header_html() + self._variants_html()
@@ -133,17 +96,13 @@ class ExperimentTree(LiveTree):
             "</div>"
         )
 
-    def final_bundle(self, run: Any) -> dict[str, Any]:
-        """The static summary left in the cell: the experiment's card and failing instances."""
+    WHAT = "experiment"
+
+    def card(self, run: Any) -> tuple[str, str]:
+        """The experiment's card (the leaderboard), which the tree gives way to."""
         from convlab.notebook._experiment_view import experiment_card
 
-        experiment: Experiment | None = run
-        if experiment is None:
-            text = "the experiment ended without a result (see the error below)"
-            head = f"<div class='convlab cl-fail'>{html.escape(text)}</div>"
-            return {"text/plain": text, "text/html": head + self.snapshot_html()}
-        text, card = experiment_card(experiment)
-        return {"text/plain": text, "text/html": card + self.failing_html("exp.df")}
+        return experiment_card(run)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         data = super()._repr_mimebundle_(include, exclude)

@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from convlab._util import shorten
+from convlab._readable import shorten
 from convlab.notebook._errors import location_html, traceback_html
 from convlab.notebook._style import GLYPHS, STATUS_CSS, css_color
 
@@ -21,6 +21,15 @@ __all__ = ["WHY", "Key", "Node", "node_html"]
 
 Key = tuple[str, str, int, int]
 WHY = 100  # characters of the reason shown on an instance's line
+
+
+def variant_key(variant: str | None, key: Key) -> Key:
+    """An instance's key in a tree: in an experiment, its variant's name before the case id
+    (the instance's title then reads `short · case-1 [run 2/3]`); else the key itself."""
+    if not variant:
+        return key
+    case_id, rest = key[0], key[1:]
+    return (f"{variant} · {case_id}", *rest)
 
 
 def _args(arguments: Any, limit: int = 80) -> str:

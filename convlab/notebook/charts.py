@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from convlab._readable import pct
 from convlab.analysis.stats import INTERVALS, stability_word
 from convlab.model.run import Run
 from convlab.notebook._charts_base import (
@@ -31,7 +32,6 @@ from convlab.notebook._charts_base import (
     need,
     new_figure,
     num,
-    pct,
     records,
     row_height,
     runs_note,
@@ -40,6 +40,7 @@ from convlab.notebook._charts_base import (
     stability_text_color,
 )
 from convlab.notebook._charts_compare import compare_figure
+from convlab.notebook._charts_divergence import divergence
 from convlab.notebook._charts_run import checkpoints, durations, turns
 from convlab.notebook._style import STABILITY_COLORS
 
@@ -53,6 +54,7 @@ __all__ = [
     "RunPlots",
     "checkpoints",
     "compare_figure",
+    "divergence",
     "durations",
     "pass_rates",
     "stability",
@@ -82,6 +84,7 @@ class RunPlots:
         "durations": "duration of every instance per case (box and points)",
         "checkpoints": "how many dynamic instances reached each checkpoint (funnel)",
         "turns": "turns taken by instances that passed vs did not",
+        "divergence": "where a case's runs fork and which branch passes (Sankey)",
     }
 
     def __init__(self, run: Run) -> None:
@@ -107,6 +110,12 @@ class RunPlots:
     def turns(self) -> Any:
         """Histogram of turns taken, passed vs not passed."""
         return turns(self.run)
+
+    def divergence(self, case_id: str) -> Any:
+        """Where the case's runs fork: a Sankey from the first turn through each branch to
+        passed / did not pass; node height = runs, colour = the branch's pass-rate band,
+        hover = its path."""
+        return divergence(self.run, case_id)
 
     def __dir__(self) -> list[str]:
         return sorted({*super().__dir__(), *self._CHARTS})

@@ -12,6 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from convlab._readable import shorten, visible
 from convlab.notebook._cards import run_card, run_html, run_text, summary_html, summary_text
 from convlab.notebook._style import CSS
 
@@ -37,7 +38,7 @@ __all__ = [
 
 def _short(value: Any, limit: int = 80) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return shorten(text, limit)
 
 
 def assertion_text(a: Assertion) -> str:
@@ -114,7 +115,8 @@ def case_html(case: Case) -> str:
 def suite_text(suite: Suite) -> str:
     """A plain-text summary of a suite."""
     head = f"Suite {suite.id}: {len(suite.cases)} case(s)"
-    return "\n".join([head, *(f"  {c.id} [{c.mode}] {c.name or ''}" for c in suite.cases[:50])])
+    lines = [head, *(f"  {c.id} [{c.mode}] {c.name or ''}" for c in suite.cases[:50])]
+    return visible("\n".join(lines))
 
 
 def _suite_card(suite: Suite) -> str:
@@ -176,7 +178,7 @@ def comparison_bundle(comparison: Any) -> dict[str, Any]:
     from convlab.notebook.tables import compare_table
 
     # the table's description is the paragraph: the card is the table itself
-    text = f"{comparison.summary}\n\n{comparison.to_string(max_rows=40)}"
+    text = visible(f"{comparison.summary}\n\n{comparison.to_string(max_rows=40)}")
     changes = changes_html(comparison.attrs.get("agent_changes") or [], "before", "after")
     if changes:
         changes = (

@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from convlab.errors import ConvlabError, SuiteError
+from convlab.errors import ConvlabError, HelpPrinted, SuiteError
 
 if TYPE_CHECKING:
     from convlab.agents.protocol import Agent
@@ -236,11 +236,7 @@ class _Parser(argparse.ArgumentParser):
         raise ValueError(message)
 
     def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
-        raise _Exit(status)
-
-
-class _Exit(Exception):
-    """`--help` was printed: nothing else to do."""
+        raise HelpPrinted(status)
 
 
 def _ask_parser() -> _Parser:
@@ -267,7 +263,7 @@ def ask_magic(namespace: dict[str, Any], line: str, cell: str | None) -> Answer 
 
     try:
         args = _ask_parser().parse_args(_split(line))
-    except _Exit:
+    except HelpPrinted:
         return None
     except ValueError as exc:
         _usage(f"%%ask: {exc}\nusage: {ASK_USAGE}")

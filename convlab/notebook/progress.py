@@ -25,20 +25,22 @@ from collections import OrderedDict, deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from convlab._util import shorten
+from convlab._readable import shorten
 from convlab.engine.events import (
     CaseFinished,
     CaseStarted,
     CheckpointReached,
     ConcurrencyChanged,
     Event,
+    ExperimentFinished,
+    ExperimentStarted,
     RunFinished,
     RunStarted,
     TurnCompleted,
     WorkersChanged,
 )
 from convlab.notebook._style import CSS, GLYPHS, STATUS_CSS, TREE_BODY_HEIGHT
-from convlab.notebook._tree_nodes import Key, Node, node_html
+from convlab.notebook._tree_nodes import Key, Node, node_html, variant_key
 
 if TYPE_CHECKING:
     from convlab.model.records import CaseResult
@@ -198,16 +200,22 @@ class LiveTree:
 
     # -- events (engine thread): state only ---------------------------------------------
 
-    def __call__(self, event: Event) -> None:
+    def __call__(self, event: Any) -> None:
+        """Take in an engine event (a run's, or an experiment's in ExperimentTree): the tree
+        starts drawing at the start and gives way to the summary at the end."""
         with self._lock:
             self._apply(event)
             self._dirty = True
-        if isinstance(event, RunStarted):
+        if isinstance(event, RunStarted | ExperimentStarted):
             self._start_pump()
         elif isinstance(event, RunFinished):
             self.close(event.run)
+        elif isinstance(event, ExperimentFinished):
+            self.close(event.experiment)
 
-    def _apply(self, event: Event) -> None:
+    def _apply(self, event: Event, variant: str | None = None) -> None:
+        """Take in one engine event: of the run, or of one `variant` of an experiment (its
+        instances keyed apart: convlab.notebook._tree_nodes.variant_key)."""
         if isinstance(event, RunStarted):
             self.total, self.resumed, self.agent = event.total, event.resumed, event.agent
             self.runs = int(event.settings.get("runs", 1) or 1)
@@ -218,20 +226,20 @@ class LiveTree:
         elif isinstance(event, WorkersChanged):
             self.workers = event
         elif isinstance(event, CaseStarted):
-            self.running[event.key] = Node(event.key, event.label, worker=event.worker)
-        elif isinstance(event, TurnCompleted):
-            node = self.running.get(event.key)
-            if node is not None:
+            key = variant_key(variant, event.key)
+            self.running[key] = Node(key, event.label, worker=event.worker)
+        elif isinstance(event, TurnCompleted | CheckpointReached):
+            node = self.running.get(variant_key(variant, event.key))
+            if node is None:
+                return
+            if isinstance(event, TurnCompleted):
                 node.turns.append(event.turn)
-        elif isinstance(event, CheckpointReached):
-            node = self.running.get(event.key)
-            if node is not None:
+            else:
                 node.checkpoints[event.checkpoint] = event.turn
         elif isinstance(event, CaseFinished):
-            self._finished(event.result, event.label)
+            self._finished(event.result, event.label, variant_key(variant, event.result.key))
 
-    def _finished(self, r: CaseResult, label: str, key: Key | None = None) -> None:
-        key = key or r.key  # an experiment's tree keys each variant's instances apart
+    def _finished(self, r: CaseResult, label: str, key: Key) -> None:
         node = self.running.pop(key, None) or Node(key, label)
         node.status, node.result = r.status, r
         if not node.turns:
@@ -389,12 +397,13 @@ class LiveTree:
                 while len(_ENDED) > _ENDED_KEPT:
                     _ENDED.popitem(last=False)
 
-    def failing_html(self, where: str = "run.df") -> str:
+    def failing_html(self) -> str:
         """The instances that did not pass, as the tree showed them ('' when all passed)."""
         failing = "".join(node_html(n, False, self.runs) for n in list(self.failed)[::-1])
         older = self.failed_total - len(self.failed)
         if older:
-            failing += f"<div class='cl-muted'>… and {older} more (see {where})</div>"
+            name = "exp" if self.WHAT == "experiment" else self.WHAT
+            failing += f"<div class='cl-muted'>… and {older} more (see {name}.df)</div>"
         if not failing:
             return ""
         return (
@@ -402,15 +411,22 @@ class LiveTree:
             f"</div>{failing}</div>"
         )
 
-    def final_bundle(self, run: Any) -> dict[str, Any]:
-        """The static summary left in the cell: the run's card and its failing instances."""
+    WHAT = "run"
+    """What the tree shows, as its final words name it (`run.df`)."""
+
+    def card(self, run: Any) -> tuple[str, str]:
+        """The summary card (text, HTML) that the tree gives way to."""
         from convlab.notebook._cards import run_card
 
+        return run_card(run)
+
+    def final_bundle(self, run: Any) -> dict[str, Any]:
+        """The static summary left in the cell: the card and the failing instances."""
         if run is None:
-            text = "the run ended without a result (see the error below)"
+            text = f"the {self.WHAT} ended without a result (see the error below)"
             head = f"<div class='convlab cl-fail'>{html.escape(text)}</div>"
             return {"text/plain": text, "text/html": head + self.snapshot_html()}
-        text, card = run_card(run)
+        text, card = self.card(run)
         return {"text/plain": text, "text/html": card + self.failing_html()}
 
     def fold(self) -> None:

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from convlab._readable import visible
 from convlab.formats._base import did_you_mean
 from convlab.notebook._bundle import (
     bundle_html,
@@ -83,6 +84,8 @@ STABILITY_VIEW = (
     "timeouts",
     "pass_rate",
     "stability",
+    "paths",
+    "main_path_share",
     "k",
     "pass_hat_k",
     "ci_low",
@@ -256,14 +259,14 @@ class Table:
 
     def _text(self) -> str:
         if self.df.empty:
-            return self._header()
+            return visible(self._header())
         preview = pd.DataFrame(self.shown).to_string(
             index=False, max_rows=10, max_cols=8, max_colwidth=40
         )
         lines = [f"{self._header()} (the data: .df)", preview]
         if self.description:
             lines.insert(1, self.description)
-        return "\n".join(lines)
+        return visible("\n".join(lines))
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         return {"text/plain": self._text(), "text/html": self._repr_html_()}
@@ -274,7 +277,7 @@ class Table:
         return self.to_html(bundle=carries_bundle())
 
     def __repr__(self) -> str:
-        return f"<{self._header()}>"
+        return visible(f"<{self._header()}>")
 
     def __len__(self) -> int:
         return len(self.df)

@@ -16,7 +16,7 @@ import html
 import json
 from typing import TYPE_CHECKING, Any
 
-from convlab._util import cut_noted
+from convlab._readable import cut_noted, millis, visible
 from convlab.notebook._errors import location_html
 from convlab.notebook._style import CSS, GLYPHS, STATUS_CSS, TRANSCRIPT_CSS, css_color
 
@@ -81,12 +81,6 @@ def _show(value: Any) -> str:
         quoted = '"' + value.replace('"', '\\"').replace("\n", "\\n") + '"'
         return cut_noted(quoted, SHORT_LIMIT)
     return cut_noted(_dump(value, compact=True), SHORT_LIMIT)
-
-
-def _duration(ms: float) -> str:
-    if ms < 1:
-        return f"{ms:.2f} ms"
-    return f"{ms:.0f} ms" if ms < 1000 else f"{ms / 1000:.2f} s"
 
 
 def _verdict(answer: Answer) -> tuple[str, str]:
@@ -175,11 +169,14 @@ def _check_lines(r: AssertionResult, depth: int = 1) -> list[str]:
 
 
 def answer_text(answer: Answer) -> str:
-    """The transcript as readable lines (what `print(answer)` and the CLI show)."""
+    """The transcript as readable lines (what `print(answer)` and the CLI show), control
+    characters shown (`visible`): the agent's text never drives the terminal."""
+    return visible(_answer_lines(answer))
+
+
+def _answer_lines(answer: Answer) -> str:
     word, _ = _verdict(answer)
-    head = (
-        f"{word} · {answer.agent or 'agent'} · {_counts(answer)} · {_duration(answer.duration_ms)}"
-    )
+    head = f"{word} · {answer.agent or 'agent'} · {_counts(answer)} · {millis(answer.duration_ms)}"
     lines = [head]
     history, last = _split_messages(answer)
     for m in history:
@@ -341,7 +338,7 @@ def answer_html(answer: Answer) -> str:
     head = (
         f"<div class='cl-head'><span class='cl-verdict' style='color:{color}'>"
         f"{e(glyph + word)}</span><span class='cl-title'>{e(answer.agent or 'agent')}</span>"
-        f"<span class='cl-muted'>{e(_counts(answer))} · {e(_duration(answer.duration_ms))}"
+        f"<span class='cl-muted'>{e(_counts(answer))} · {e(millis(answer.duration_ms))}"
         "</span></div>"
     )
     history, last = _split_messages(answer)

@@ -14,10 +14,9 @@ import textwrap
 import time
 from typing import TYPE_CHECKING, Any, TextIO
 
+from convlab._readable import pct, shorten
 from convlab.engine.events import (
     CaseFinished,
-    CaseStarted,
-    ConcurrencyChanged,
     ExperimentEvent,
     ExperimentFinished,
     ExperimentStarted,
@@ -26,8 +25,8 @@ from convlab.engine.events import (
     VariantEvent,
 )
 from convlab.model.experiment import VARIANT_COLUMN
-from convlab.report._console_render import WIDTH, duration, instance
-from convlab.report._console_text import Glyphs, Style, clean, clip
+from convlab.report._console_render import WIDTH, duration
+from convlab.report._console_text import Glyphs, Style, clean
 from convlab.report.console import ConsoleProgress
 
 if TYPE_CHECKING:
@@ -36,14 +35,6 @@ if TYPE_CHECKING:
     from convlab.model.experiment import Experiment
 
 __all__ = ["ExperimentConsole", "leaderboard_lines"]
-
-Key = tuple[str, str, int, int]
-
-
-def _pct(value: Any) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a"
-    return f"{float(value):.1f}%"
 
 
 def _num(value: Any, fmt: str, missing: str = "n/a") -> str:
@@ -85,16 +76,16 @@ def leaderboard_lines(lb: pd.DataFrame, g: Glyphs, s: Style) -> list[str]:
     variant's agent changes against the baseline."""
     from convlab.analysis.agent_diff import change_text
 
-    versus = f"vs {clip(lb.attrs.get('baseline', ''), 20, g.ellipsis)}"
+    versus = f"vs {shorten(lb.attrs.get('baseline', ''), 20, g.ellipsis)}"
     head = ("Variant", "Pass rate", "95% CI", "Stable", "Tokens", "Cost", "p50", "p95", versus)
     rows: list[tuple[str, ...]] = []
     for row in _records(lb):
         stable = f"{row['stable']}/{row['cases']}"
         rows.append(
             (
-                clip(row[VARIANT_COLUMN], 24, g.ellipsis),
-                _pct(row["pass_rate"]),
-                f"{_pct(row['ci_low'])}-{_pct(row['ci_high'])}",
+                shorten(row[VARIANT_COLUMN], 24, g.ellipsis),
+                pct(row["pass_rate"]),
+                f"{pct(row['ci_low'])}-{pct(row['ci_high'])}",
                 stable,
                 _num(row["total_tokens"], ",.0f", "-"),
                 _usd(row["cost_usd"]),
@@ -121,7 +112,7 @@ def leaderboard_lines(lb: pd.DataFrame, g: Glyphs, s: Style) -> list[str]:
     if by_variant:
         lines.append(f"  What changed in the agent against {clean(lb.attrs.get('baseline'))}:")
         for name, texts in by_variant.items():
-            lines.append(f"    {clip(name, 24, g.ellipsis)}: " + clip("; ".join(texts), 200))
+            lines.append(f"    {shorten(name, 24, g.ellipsis)}: " + shorten("; ".join(texts), 200))
     return lines
 
 
@@ -159,10 +150,12 @@ class ExperimentConsole(ConsoleProgress):
                 ]
             )
             return
-        title = f"Experiment: {clip(event.name, 40, g.ellipsis)} (Parallel: {parallel}, shared)"
+        title = f"Experiment: {shorten(event.name, 40, g.ellipsis)} (Parallel: {parallel}, shared)"
         lines = [g.heavy * WIDTH, " " + s(title, "bold"), g.heavy * WIDTH]
         for name, agent in event.agents.items():
-            lines.append(f"{s(g.info, 'blue')} {clip(name, 24, g.ellipsis)}: {clip(agent, 60)}")
+            lines.append(
+                f"{s(g.info, 'blue')} {shorten(name, 24, g.ellipsis)}: {shorten(agent, 60)}"
+            )
         if self.source:
             lines.append(f"{s(g.info, 'blue')} Input: {clean(self.source)}")
         lines.append(
@@ -173,44 +166,26 @@ class ExperimentConsole(ConsoleProgress):
 
     def _variant_event(self, event: VariantEvent) -> None:
         v, inner = event.variant, event.event
-        if isinstance(inner, RunStarted):
+        if isinstance(inner, RunStarted):  # the experiment's header said it all
             self.done += inner.resumed
             self.done_in[v] = self.done_in.get(v, 0) + inner.resumed
             self._emit([])
-        elif isinstance(inner, CaseStarted):
-            key = (f"{v} · {inner.key[0]}", *inner.key[1:])
-            self._modes[key] = (inner.mode, inner.name)  # type: ignore[index]
-            self._running.add(key)  # type: ignore[arg-type]
-            self._emit([])
-        elif isinstance(inner, CaseFinished):
-            self._variant_finished(v, inner)
-        elif isinstance(inner, ConcurrencyChanged):
-            self._concurrency(inner)
         elif isinstance(inner, RunFinished):
             self._run_finished(v, inner)
-
-    def _variant_finished(self, v: str, event: CaseFinished) -> None:
-        r = event.result
-        key: Key = (f"{v} · {r.key[0]}", *r.key[1:])  # type: ignore[assignment]
-        self.done += 1
-        self.done_in[v] = self.done_in.get(v, 0) + 1
-        self._running.discard(key)
-        mode, name = self._modes.pop(key, (None, None))
-        if self.quiet and r.status in ("passed", "skipped"):
-            self._emit([])
-            return
-        label = f"{v} · {event.label or r.case_id}"
-        self._emit(instance(r, label, mode, name, self.glyphs, self.style, self.verbose))
+        else:  # the instances: printed as the run console prints them, by variant
+            if isinstance(inner, CaseFinished):
+                self.done_in[v] = self.done_in.get(v, 0) + 1
+            self._instance_event(inner, v)
 
     def _run_finished(self, v: str, event: RunFinished) -> None:
         sm = event.run.summary
         line = (
-            f"{self.style(self.glyphs.info, 'blue')} {clip(v, 24, self.glyphs.ellipsis)} ended "
+            f"{self.style(self.glyphs.info, 'blue')} {shorten(v, 24, self.glyphs.ellipsis)} ended "
             f"({event.run.status}): {sm['passed']}/{sm['total']} passed, pass rate "
-            f"{_pct(sm['pass_rate'])}"
+            f"{pct(sm['pass_rate'])}"
         )
         if event.run.error:
-            line += f"; {clip(event.run.error, 160, self.glyphs.ellipsis)}"
+            line += f"; {shorten(event.run.error, 160, self.glyphs.ellipsis)}"
         self._emit([] if self.quiet else [line])
 
     def _experiment_finished(self, exp: Experiment) -> None:
@@ -228,14 +203,14 @@ class ExperimentConsole(ConsoleProgress):
         if not bad:
             verdict = s(f"{g.cheer} EVERY VARIANT PASSED EVERYTHING {g.cheer}", "bold", "green")
         else:
-            names = ", ".join(clip(n, 24, g.ellipsis) for n in bad)
+            names = ", ".join(shorten(n, 24, g.ellipsis) for n in bad)
             verdict = s(f"{g.bad} NOT EVERYTHING PASSED IN: {names}", "bold", "red")
         self._live = False
         self._emit([*lines, g.heavy * WIDTH, " " + verdict, g.heavy * WIDTH])
 
     def _progress_line(self) -> str:
         per = ", ".join(
-            f"{clip(v, 16, self.glyphs.ellipsis)} {self.done_in.get(v, 0)}/{self.planned}"
+            f"{shorten(v, 16, self.glyphs.ellipsis)} {self.done_in.get(v, 0)}/{self.planned}"
             for v in self.variants
         )
         running = f", {len(self._running)} running" if self._running else ""

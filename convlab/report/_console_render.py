@@ -7,13 +7,13 @@ to print; every number in the summary comes from `Run.summary` (never recounted 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping, Sequence
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
 
+from convlab._readable import pct, shorten
 from convlab.analysis.frames import cost_line
-from convlab.report._console_text import Glyphs, Style, clean, clip
+from convlab.report._console_text import Glyphs, Style, clean
 
 if TYPE_CHECKING:
     from convlab.model.records import AssertionResult, CaseResult, ErrorInfo, TurnResult
@@ -81,7 +81,7 @@ def _said(turn: TurnResult) -> str:
 
 def _files(turn: TurnResult, g: Glyphs) -> str:
     names = [PurePath(f.path).name or f.path for f in turn.input.files] if turn.input else []
-    return "".join(f" + [{clip(n, 30, g.ellipsis)}]" for n in names)
+    return "".join(f" + [{shorten(n, 30, g.ellipsis)}]" for n in names)
 
 
 def _reply(turn: TurnResult) -> str:
@@ -92,15 +92,15 @@ def _reply(turn: TurnResult) -> str:
 
 
 def _quote(text: str, limit: int, g: Glyphs) -> str:
-    return f'"{clip(text, limit, g.ellipsis)}"' if text else "(nothing)"
+    return f'"{shorten(text, limit, g.ellipsis)}"' if text else "(nothing)"
 
 
 def _check(a: AssertionResult, g: Glyphs, s: Style) -> str:
     mark = s(g.ok, "green") if a.passed else s(g.bad, "red")
     name = a.label or a.id or a.kind
     why = a.error or a.message
-    return f"{mark} {clip(name, 40, g.ellipsis)}" + (
-        f": {clip(why, 120, g.ellipsis)}{_at(a.error_info)}" if why else ""
+    return f"{mark} {shorten(name, 40, g.ellipsis)}" + (
+        f": {shorten(why, 120, g.ellipsis)}{_at(a.error_info)}" if why else ""
     )
 
 
@@ -121,7 +121,9 @@ def _args(arguments: Any) -> str:
 def _turn_node(r: CaseResult, t: TurnResult, g: Glyphs, s: Style, verbose: bool) -> Node:
     n = t.index + 1
     step = (
-        f" [{clip(t.step_id, 20, g.ellipsis)}]" if t.step_id and t.step_id != str(t.index) else ""
+        f" [{shorten(t.step_id, 20, g.ellipsis)}]"
+        if t.step_id and t.step_id != str(t.index)
+        else ""
     )
     line = (
         f"Turn {n}{step}: {_quote(_said(t), 40, g)}{_files(t, g)} {g.arrow} "
@@ -129,17 +131,19 @@ def _turn_node(r: CaseResult, t: TurnResult, g: Glyphs, s: Style, verbose: bool)
     )
     kids: list[str] = []
     for call in t.observation.tool_calls if t.observation else []:
-        tail = f" {s(g.bad, 'red')} {clip(call.error, 60, g.ellipsis)}" if call.error else ""
+        tail = f" {s(g.bad, 'red')} {shorten(call.error, 60, g.ellipsis)}" if call.error else ""
         kids.append(
-            f"tool: {clip(call.name, 40, g.ellipsis)}"
-            f"({clip(_args(call.arguments), 60, g.ellipsis)}){tail}"
+            f"tool: {shorten(call.name, 40, g.ellipsis)}"
+            f"({shorten(_args(call.arguments), 60, g.ellipsis)}){tail}"
         )
     kids += [_check(a, g, s) for a in t.assertions if verbose or not a.passed]
     if t.error and not (t.observation and t.observation.error == t.error):
-        kids.append(f"{s(g.bad, 'red')} error: {clip(t.error, 160, g.ellipsis)}{_at(t.error_info)}")
+        kids.append(
+            f"{s(g.bad, 'red')} error: {shorten(t.error, 160, g.ellipsis)}{_at(t.error_info)}"
+        )
     for cp in r.checkpoints:
         if cp.reached and cp.reached_at_turn == n:
-            kids.append(f"{s(g.ok, 'green')} checkpoint: {clip(cp.id, 60, g.ellipsis)}")
+            kids.append(f"{s(g.ok, 'green')} checkpoint: {shorten(cp.id, 60, g.ellipsis)}")
     return line, kids
 
 
@@ -160,11 +164,11 @@ def _tail_nodes(r: CaseResult, g: Glyphs, s: Style, verbose: bool) -> list[Node]
     nodes: list[Node] = []
     for cp in r.checkpoints:
         if not cp.reached:
-            why = f" ({clip(cp.message, 100, g.ellipsis)})" if cp.message else ""
+            why = f" ({shorten(cp.message, 100, g.ellipsis)})" if cp.message else ""
             opt = "" if cp.required else " (optional)"
             nodes.append(
                 (
-                    f"{s(g.bad, 'red')} checkpoint: {clip(cp.id, 60, g.ellipsis)} "
+                    f"{s(g.bad, 'red')} checkpoint: {shorten(cp.id, 60, g.ellipsis)} "
                     f"not reached{opt}{why}",
                     [],
                 )
@@ -178,7 +182,7 @@ def _tail_nodes(r: CaseResult, g: Glyphs, s: Style, verbose: bool) -> list[Node]
 
 def _error_line(r: CaseResult, g: Glyphs, s: Style) -> str:
     """The instance's error, and where the user's code raised it."""
-    return f"{s(g.bad, 'red')} {clip(r.error or '', 200, g.ellipsis)}{_at(r.error_info)}"
+    return f"{s(g.bad, 'red')} {shorten(r.error or '', 200, g.ellipsis)}{_at(r.error_info)}"
 
 
 def _adds(
@@ -217,16 +221,16 @@ def instance(
 ) -> list[str]:
     """One finished instance: a line (standard, code), or a tree (turn-based, dynamic)."""
     took = f" ({duration(r.duration_ms / 1000)})" if r.duration_ms else ""
-    head = f"{s(g.case, 'cyan')} [{clip(label or r.case_id, 60, g.ellipsis)}]"
+    head = f"{s(g.case, 'cyan')} [{shorten(label or r.case_id, 60, g.ellipsis)}]"
     tree = mode in TREE_MODES or (mode is None and (bool(r.checkpoints) or len(r.turns) > 1))
     if tree or (verbose and r.turns):
-        title = f" {clip(name, 60, g.ellipsis)}" if name and name != r.case_id else ""
+        title = f" {shorten(name, 60, g.ellipsis)}" if name and name != r.case_id else ""
         items = [_turn_node(r, t, g, s, verbose) for t in r.turns] + _tail_nodes(r, g, s, verbose)
         return [head + title, *_tree(items, g), f"  {s.status(r.status)}{took}{_status_tail(r)}"]
     preview = _said(r.turns[0]) if r.turns else ""
     if mode == "code" and not preview:
         preview = name or "(code test)"
-    shown = f" {clip(preview, 48, g.ellipsis)}" if preview else ""
+    shown = f" {shorten(preview, 48, g.ellipsis)}" if preview else ""
     lines = [f"{head}{shown} {s.status(r.status)}{took}{_blamed(r)}"]
     if r.status != "passed" or verbose:
         checks = [a for t in r.turns for a in t.assertions] + list(r.assertions)
@@ -235,12 +239,6 @@ def instance(
             nodes.append((_error_line(r, g, s), []))
         lines += _tree(nodes, g)
     return lines
-
-
-def _rate(value: Any) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a"
-    return f"{float(value):.1f}%"
 
 
 def summary_block(
@@ -254,7 +252,7 @@ def summary_block(
     for key in ("errors", "timeouts", "skipped", "cancelled", "blocked"):
         if sm[key]:
             rows.append((key.capitalize(), str(sm[key])))
-    rows.append(("Pass rate", _rate(sm["pass_rate"])))
+    rows.append(("Pass rate", pct(sm["pass_rate"])))
     blamed = {b: n for b, n in (sm.get("blame") or {}).items() if n}
     if blamed:  # the pass rate counts the agent's failures only: say what it left out
         text = ", ".join(f"{b} {n}" for b, n in blamed.items())
@@ -267,8 +265,8 @@ def summary_block(
     runs = int(run.settings.get("runs") or 1)
     if runs > 1 and sm.get("mean_pass") is not None:
         # thinkingbox's `tb agg` "Mean per-sample accuracy" with its Jeffreys interval
-        ci = f"{_rate(sm['mean_pass_ci_low'])} to {_rate(sm['mean_pass_ci_high'])}"
-        rows.append(("Mean pass", f"{_rate(sm['mean_pass'])} of runs (95% CI {ci})"))
+        ci = f"{pct(sm['mean_pass_ci_low'])} to {pct(sm['mean_pass_ci_high'])}"
+        rows.append(("Mean pass", f"{pct(sm['mean_pass'])} of runs (95% CI {ci})"))
     if runs > 1 or sm["cases"] != sm["total"]:
         rows.append(
             (
@@ -289,7 +287,7 @@ def summary_block(
     bad_suite = [a for a in run.suite_assertions if not a.passed]
     lines += [f"  Suite check {_check(a, g, s)}" for a in bad_suite]
     if run.error:
-        lines.append(f"  {s(g.bad, 'red')} {clip(run.error, 200, g.ellipsis)}")
+        lines.append(f"  {s(g.bad, 'red')} {shorten(run.error, 200, g.ellipsis)}")
     if run.status == "cancelled":
         lines.append(f"  {s(g.bad, 'yellow')} run cancelled: unfinished instances are 'cancelled'")
     return lines + _verdict(run, sm, bad_suite, g, s)
@@ -323,18 +321,20 @@ def _verdict(
 def stability_table(run: Run, g: Glyphs, s: Style) -> list[str]:
     """Yao's per-case stability table: case, runs, passed, pass rate and `stability` (Yao's
     class for a flaky case; `stable`, `always fails` or `one run` otherwise)."""
-    df = run.stability(count_errors_as=str(run.summary.get("count_errors_as", "failed")))
+    from convlab.analysis.frames import run_rollup
+
+    cases = run_rollup(run).cases  # the same figures as run.stability(), kept with the run
     head: tuple[str, ...] = ("Case", "Runs", "Passed", "Pass rate", "Stability")
     rows: list[tuple[str, ...]] = [
         (
-            clip(rec["case_id"], 40, g.ellipsis),
+            shorten(case_id, 40, g.ellipsis),
             str(rec["runs"]),
             str(rec["passed"]),
-            _rate(rec["pass_rate"]),
+            pct(rec["pass_rate"]),
             str(rec["stability"] or "-"),
             str(rec.get("not_agent_blame") or ""),
         )
-        for rec in df.to_dict("records")
+        for case_id, rec in cases.items()
     ]
     right: tuple[bool, ...] = (False, True, True, True, False)
     if any(row[-1] for row in rows):  # failures left out of the pass rate, by blame

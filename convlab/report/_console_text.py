@@ -1,4 +1,4 @@
-"""Safe, styled text for the console: escaping, clipping, glyph sets and colours.
+"""Safe, styled text for the console: escaping, glyph sets and colours.
 
 Agent replies and case ids are untrusted: a reply holding `ESC[2J` or an OSC title sequence
 must not clear or retitle the user's terminal, so every piece of such text goes through
@@ -11,26 +11,15 @@ import os
 from dataclasses import dataclass
 from typing import TextIO
 
-from convlab._util import show_controls
+from convlab._readable import visible
 
-__all__ = ["ASCII", "UNICODE", "Glyphs", "Style", "clean", "clip", "one_line", "pick_glyphs"]
+__all__ = ["ASCII", "UNICODE", "Glyphs", "Style", "clean", "pick_glyphs"]
 
 
 def clean(text: object) -> str:
     """`text` with every control character but tab and newline (the layout's) shown as
     `\\xNN`, so none reaches the terminal."""
-    return show_controls(str(text), keep_cr=False)
-
-
-def one_line(text: object) -> str:
-    """`clean(text)` with runs of whitespace (newlines too) folded to one space."""
-    return " ".join(clean(text).split())
-
-
-def clip(text: object, limit: int, ellipsis: str = "…") -> str:
-    """`one_line(text)` cut to `limit` characters, ending in `ellipsis` when cut."""
-    flat = one_line(text)
-    return flat if len(flat) <= limit else flat[: max(0, limit - len(ellipsis))] + ellipsis
+    return visible(text, keep_cr=False)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from typing import TextIO
+from typing import Any, TextIO
 
 from convlab.engine.events import (
     CaseFinished,
@@ -79,16 +79,6 @@ class ConsoleProgress:
     def __call__(self, event: Event) -> None:
         if isinstance(event, RunStarted):
             self._started(event)
-        elif isinstance(event, CaseStarted):
-            self._modes[event.key] = (event.mode, event.name)
-            self._running.add(event.key)
-            self._emit([])
-        elif isinstance(event, CaseFinished):
-            self._finished(event)
-        elif isinstance(event, ConcurrencyChanged):
-            self._concurrency(event)
-        elif isinstance(event, WorkersChanged) and not self.quiet:  # where the instances run
-            self._emit([f"  Running {clean(event.text)}"])
         elif isinstance(event, RunFinished):
             run, g, s = event.run, self.glyphs, self.style
             lines = summary_block(run, time.perf_counter() - self.t0, g, s, self.output)
@@ -98,6 +88,23 @@ class ConsoleProgress:
                 lines = stability_table(run, g, s) + lines
             self._live = False
             self._emit(lines)
+        else:
+            self._instance_event(event)
+
+    def _instance_event(self, event: Event, variant: str | None = None) -> None:
+        """An instance starting or finishing, or where and how fast instances run: of the
+        run, or of one `variant` of an experiment (its name before each case id)."""
+        if isinstance(event, CaseStarted):
+            key = _keyed(variant, event.key)
+            self._modes[key] = (event.mode, event.name)
+            self._running.add(key)
+            self._emit([])
+        elif isinstance(event, CaseFinished):
+            self._finished(event, variant)
+        elif isinstance(event, ConcurrencyChanged):
+            self._concurrency(event)
+        elif isinstance(event, WorkersChanged) and not self.quiet:  # where the instances run
+            self._emit([f"  Running {clean(event.text)}"])
 
     def _started(self, event: RunStarted) -> None:
         self.total, self.done = event.total, event.resumed
@@ -139,15 +146,16 @@ class ConsoleProgress:
             now += " (adaptive: it grows back as requests succeed)"
         return self.style(f"{where}: {now}", "yellow")
 
-    def _finished(self, event: CaseFinished) -> None:
+    def _finished(self, event: CaseFinished, variant: str | None = None) -> None:
         r = event.result
+        key = _keyed(variant, r.key)
         self.done += 1
-        self._running.discard(r.key)
-        mode, name = self._modes.pop(r.key, (None, None))
+        self._running.discard(key)
+        mode, name = self._modes.pop(key, (None, None))
         if self.quiet and r.status in _QUIET_HIDES:
             self._emit([])
             return
-        label = event.label or r.case_id
+        label = _keyed(variant, (event.label or r.case_id,))[0]
         self._emit(instance(r, label, mode, name, self.glyphs, self.style, self.verbose))
 
     def _emit(self, lines: list[str]) -> None:
@@ -186,3 +194,8 @@ class ConsoleProgress:
             return bool(isatty and isatty())
         except (ValueError, OSError):
             return False
+
+
+def _keyed(variant: str | None, key: tuple[Any, ...]) -> Any:
+    """An instance's key (or label) in an experiment: its variant's name before the case id."""
+    return (f"{variant} · {key[0]}", *key[1:]) if variant else key

@@ -11,26 +11,17 @@ from __future__ import annotations
 
 import html
 import math
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from convlab.analysis.experiment_io import register_experiment_saver
-from convlab.analysis.io import write_atomic
+from convlab.analysis.io import register_saver, write_atomic
 from convlab.model.experiment import VARIANT_COLUMN
 from convlab.report.markdown import cell
 
 if TYPE_CHECKING:
-    from nbformat import NotebookNode
-
     from convlab.model.experiment import Experiment
 
-__all__ = [
-    "build_experiment_notebook",
-    "experiment_html_report",
-    "experiment_markdown",
-    "experiment_notebook",
-]
+__all__ = ["experiment_cells", "experiment_html_report", "experiment_markdown"]
 
 _PAGE_CSS = """
 main.convlab{max-width:1200px;margin:0 auto;padding:16px 24px 48px}
@@ -93,7 +84,7 @@ def experiment_html_report(exp: Experiment) -> str:
     )
 
 
-@register_experiment_saver(".html", ".htm")
+@register_saver(".html", ".htm", what="experiment")
 def _save_html(exp: Experiment, path: Path) -> None:
     write_atomic(path, experiment_html_report(exp))
 
@@ -147,49 +138,25 @@ def experiment_markdown(exp: Experiment) -> str:
     return "\n".join(lines) + "\n"
 
 
-@register_experiment_saver(".md", ".markdown")
+@register_saver(".md", ".markdown", what="experiment")
 def _save_markdown(exp: Experiment, path: Path) -> None:
     write_atomic(path, experiment_markdown(exp))
 
 
-def build_experiment_notebook(exp: Experiment, ref: str) -> NotebookNode:
-    """The report notebook of `exp`, unexecuted; its code loads the experiment from `ref`."""
-    import nbformat.v4 as v4
-
+def experiment_cells(exp: Experiment, ref: str) -> list[tuple[str, str]]:
+    """(kind, source) of each cell of an experiment's report notebook (built by
+    convlab.report.notebook.build_notebook); its code loads the experiment from `ref`."""
     from convlab.report.notebook import _md
 
     cells = [
-        v4.new_markdown_cell(f"# Experiment report: {_md(exp.name)}"),  # type: ignore[no-untyped-call]
-        v4.new_code_cell(  # type: ignore[no-untyped-call]
-            f"import convlab as cl\n\nexp = cl.load_experiment({ref!r})\nexp"
-        ),
-        v4.new_markdown_cell("## Pass rate per case and variant"),  # type: ignore[no-untyped-call]
-        v4.new_code_cell("exp.matrix()"),  # type: ignore[no-untyped-call]
-        v4.new_code_cell("exp.plot.matrix()"),  # type: ignore[no-untyped-call]
-        v4.new_markdown_cell("## Trade-offs"),  # type: ignore[no-untyped-call]
+        ("markdown", f"# Experiment report: {_md(exp.name)}"),
+        ("code", f"import convlab as cl\n\nexp = cl.load_experiment({ref!r})\nexp"),
+        ("markdown", "## Pass rate per case and variant"),
+        ("code", "exp.matrix()"),
+        ("code", "exp.plot.matrix()"),
+        ("markdown", "## Trade-offs"),
     ]
     if exp.leaderboard()["cost_usd"].notna().any():
-        cells.append(v4.new_code_cell('exp.plot.tradeoff(x="cost")'))  # type: ignore[no-untyped-call]
-    cells.append(v4.new_code_cell('exp.plot.tradeoff(x="latency")'))  # type: ignore[no-untyped-call]
-    nb: NotebookNode = v4.new_notebook(cells=cells)  # type: ignore[no-untyped-call]
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
-    nb.metadata["language_info"] = {"name": "python"}
-    nb.metadata["title"] = f"convlab experiment: {exp.name}"
-    return nb
-
-
-def experiment_notebook(
-    path: str | os.PathLike[str], *, timeout: float, cwd: str | os.PathLike[str]
-) -> NotebookNode:
-    """Build and execute the report notebook of a saved experiment (`.json`), in `cwd`."""
-    from convlab.analysis.experiment_io import load_experiment
-    from convlab.report.notebook import _execute
-
-    p = Path(path)
-    exp = load_experiment(p)  # a bad file fails here, not inside the kernel
-    ref = os.path.relpath(p.resolve(), Path(cwd).resolve())
-    return _execute(build_experiment_notebook(exp, ref), Path(cwd).resolve(), timeout, str(p))
+        cells.append(("code", 'exp.plot.tradeoff(x="cost")'))
+    cells.append(("code", 'exp.plot.tradeoff(x="latency")'))
+    return cells

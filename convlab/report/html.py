@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from convlab._util import cut_noted
+from convlab._readable import cut_noted, visible
 from convlab.analysis.io import register_saver, write_atomic
 from convlab.notebook._errors import location_html, traceback_html
 
@@ -179,7 +179,8 @@ class Failures:
         lines += [
             f"  {r.case_id} run {r.run + 1}: {r.status} {r.error or ''}" for r in bad[: self.limit]
         ]
-        return {"text/plain": "\n".join(lines), "text/html": failures_html(self.run, self.limit)}
+        text = visible("\n".join(lines))
+        return {"text/plain": text, "text/html": failures_html(self.run, self.limit)}
 
 
 def _charts(run: Run) -> list[Any]:

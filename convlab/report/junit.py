@@ -16,6 +16,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from convlab._readable import cut
 from convlab.analysis.io import register_saver, write_atomic
 
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ _SKIPPED = ("skipped", "blocked", "cancelled")
 def _clean(text: object, limit: int | None = None) -> str:
     """Text that XML 1.0 can hold: invalid characters become `\\xNN`, long text is cut."""
     out = _INVALID.sub(lambda m: f"\\x{ord(m.group()):02x}", "" if text is None else str(text))
-    return out if limit is None or len(out) <= limit else out[: limit - 1] + "…"
+    return out if limit is None else cut(out, limit)
 
 
 def _name(r: CaseResult, repeated: bool) -> str:

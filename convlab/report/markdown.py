@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from convlab._util import show_controls
+from convlab._readable import cut, pct, visible
 from convlab.analysis.io import register_saver, write_atomic
 from convlab.notebook._cards import cases_rated
 
@@ -26,16 +26,7 @@ _REASON_LIMIT = 300
 _FAILURES_LIMIT = 200
 """Failures listed; a CI summary with thousands of rows helps nobody (the rest are counted)."""
 _NEWLINES = re.compile(r"\r\n|\r|\n")
-_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-"""Bidirectional controls: an override (U+202E) makes text read other than it is stored
-(the "Trojan Source" trick), so they are shown as `\\uXXXX`, never written raw."""
 _TICKS = re.compile("`+")
-
-
-def _visible(text: str) -> str:
-    """Control characters as `\\xNN`, bidirectional ones as `\\uXXXX`."""
-    text = show_controls(text)  # ESC starts terminal sequences: shown, never written raw
-    return _BIDI.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def cell(value: Any, limit: int | None = None) -> str:
@@ -49,9 +40,9 @@ def cell(value: Any, limit: int | None = None) -> str:
     text = "" if value is None else str(value)
     if isinstance(value, float) and math.isnan(value):
         text = ""
-    if limit is not None and len(text) > limit:
-        text = text[: limit - 1] + "…"
-    text = _visible(text)
+    if limit is not None:
+        text = cut(text, limit)
+    text = visible(text, bidi=True)
     text = html.escape(text, quote=False).replace("\\", "\\\\").replace("|", "\\|")
     text = text.replace("$", "\\$")  # GitHub reads `$...$` as math
     text = text.replace("[", "\\[").replace("]", "\\]")  # no `[x](javascript:...)` links
@@ -66,7 +57,7 @@ def code(value: Any, in_table: bool = True) -> str:
     The fence is one backtick longer than the longest run inside; `in_table` escapes `|` as
     `\\|`, which GFM tables read back as `|` before the code span is read.
     """
-    text = _NEWLINES.sub(" ", _visible("" if value is None else str(value)))
+    text = _NEWLINES.sub(" ", visible("" if value is None else str(value), bidi=True))
     if not text:
         return ""
     if in_table:
@@ -74,12 +65,6 @@ def code(value: Any, in_table: bool = True) -> str:
     fence = "`" * (max((len(t) for t in _TICKS.findall(text)), default=0) + 1)
     pad = " " if text[0] in "` " or text[-1] in "` " else ""
     return f"{fence}{pad}{text}{pad}{fence}"
-
-
-def _pct(value: Any) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a"
-    return f"{float(value):.1f}%"
 
 
 def _table(head: list[str], rows: list[list[str]]) -> list[str]:
@@ -108,7 +93,7 @@ def _counts(s: dict[str, Any]) -> str:
 
 def run_markdown(run: Run) -> str:
     """Summary, a per-case table (pass rate, stability class) and the failures with reasons."""
-    from convlab.analysis.frames import cost_line, instances_frame, run_summary, suite_order
+    from convlab.analysis.frames import cost_line, instances_frame, suite_order
     from convlab.analysis.stats import stability, summary
 
     df = instances_frame(run)
@@ -119,13 +104,13 @@ def run_markdown(run: Run) -> str:
     meta += [f"started {cell(run.started_at)}" if run.started_at else ""]
     lines += [" · ".join(m for m in meta if m), ""]
     lines += [
-        _counts(s) + f" · pass rate **{_pct(s['pass_rate'])}** (mean over {cases_rated(s)} cases)"
+        _counts(s) + f" · pass rate **{pct(s['pass_rate'])}** (mean over {cases_rated(s)} cases)"
     ]
     blamed = {b: n for b, n in s["blame"].items() if n}
     if blamed:
         counts = ", ".join(f"{b} {n}" for b, n in blamed.items())
         lines += ["", f"**Not passed, by blame:** {counts}. {_BLAME_RULE}"]
-    spent = cost_line(run_summary(run))
+    spent = cost_line(run.summary)
     if spent:
         lines += ["", cell(spent[0].upper() + spent[1:])]
     if run.error:
@@ -136,7 +121,7 @@ def run_markdown(run: Run) -> str:
             code(r["case_id"]),
             str(r["runs"]),
             str(r["passed"]),
-            _pct(r["pass_rate"]),
+            pct(r["pass_rate"]),
             cell(r["stability"]),
             cell(r["not_agent_blame"]) or "-",
         ]

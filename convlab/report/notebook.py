@@ -26,12 +26,13 @@ from typing import TYPE_CHECKING, Any
 
 from convlab._util import folder_for
 from convlab.analysis.io import register_saver, write_atomic
-from convlab.errors import ConvlabError, MissingDependencyError
+from convlab.errors import MissingDependencyError, NotebookError, ReportInputError
 from convlab.report._nbkeep import drop_dead_widgets, local_sockets, notebook_title
 
 if TYPE_CHECKING:
     from nbformat import NotebookNode
 
+    from convlab.model.experiment import Experiment
     from convlab.model.run import Run
 
 __all__ = [
@@ -74,22 +75,6 @@ _OFFLINE_TEMPLATE = """{%- extends 'index.html.j2' -%}
 {%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
 """
 """The lab template with every CDN loader removed (require.js, widgets, MathJax, mermaid)."""
-
-
-class NotebookError(ConvlabError):
-    """Executing a notebook failed: `.cell` (1-based position), `.ename`, `.evalue`."""
-
-    def __init__(self, path: str, cell: int | None, ename: str, evalue: str) -> None:
-        self.path, self.cell, self.ename, self.evalue = path, cell, ename, evalue
-        where = f"cell {cell}" if cell is not None else "the kernel"
-        super().__init__(f"{path}: {where} failed: {ename}: {evalue}".rstrip(": "))
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.path, self.cell, self.ename, self.evalue))
-
-
-class ReportInputError(ConvlabError):
-    """The report's input or output path cannot be used (missing file, unsupported suffix)."""
 
 
 def _require(*modules: str) -> None:
@@ -293,8 +278,8 @@ def _md(text: str) -> str:
     return _MD_SPECIAL.sub(r"\\\1", html.escape(" ".join(text.split()), quote=False))
 
 
-def _report_cells(run: Run, ref: str) -> list[tuple[str, str]]:
-    """(kind, source) of each report cell; which charts appear depends on the run."""
+def run_cells(run: Run, ref: str) -> list[tuple[str, str]]:
+    """(kind, source) of each cell of a run's report; which charts appear depends on the run."""
     suite = (run.suite.name or run.suite.id) if run.suite else ""
     title = "# Run report" + (f": {_md(suite)}" if suite else "")
     meta = [f"agent **{_md(run.agent)}**" if run.agent else "", _md(run.status)]
@@ -317,14 +302,33 @@ def _report_cells(run: Run, ref: str) -> list[tuple[str, str]]:
     return cells
 
 
-def build_run_notebook(run: Run, ref: str) -> NotebookNode:
-    """The report notebook for `run`, unexecuted; its code loads the run from `ref`."""
+def report_title(saved: Run | Experiment) -> str:
+    """The report notebook's title: `convlab report: SUITE`, `convlab experiment: NAME`."""
+    from convlab.model.experiment import Experiment
+
+    if isinstance(saved, Experiment):
+        return f"convlab experiment: {saved.name}"
+    suite = (saved.suite.name or saved.suite.id) if saved.suite else ""
+    return "convlab report" + (f": {suite}" if suite else "")
+
+
+def build_notebook(saved: Run | Experiment, ref: str) -> NotebookNode:
+    """The report notebook of a run or an experiment, unexecuted; its code loads what was
+    saved from `ref` (the one builder: each kind says only its cells)."""
     _require("nbformat")
     import nbformat.v4 as v4
 
+    from convlab.model.experiment import Experiment
+
+    if isinstance(saved, Experiment):
+        from convlab.report.experiment import experiment_cells
+
+        sources = experiment_cells(saved, ref)
+    else:
+        sources = run_cells(saved, ref)
     cells = [
         v4.new_markdown_cell(src) if kind == "markdown" else v4.new_code_cell(src)  # type: ignore[no-untyped-call]
-        for kind, src in _report_cells(run, ref)
+        for kind, src in sources
     ]
     nb: NotebookNode = v4.new_notebook(cells=cells)  # type: ignore[no-untyped-call]
     nb.metadata["kernelspec"] = {
@@ -333,8 +337,7 @@ def build_run_notebook(run: Run, ref: str) -> NotebookNode:
         "language": "python",
     }
     nb.metadata["language_info"] = {"name": "python"}
-    suite = (run.suite.name or run.suite.id) if run.suite else ""
-    nb.metadata["title"] = "convlab report" + (f": {suite}" if suite else "")
+    nb.metadata["title"] = report_title(saved)
     return nb
 
 
@@ -344,22 +347,32 @@ def run_notebook(
     timeout: float = DEFAULT_TIMEOUT,
     cwd: str | os.PathLike[str] | None = None,
 ) -> NotebookNode:
-    """Build and execute the report notebook for a saved run (`.json`, `.jsonl`, a store).
+    """Build and execute the report notebook for a saved run (`.json`, `.jsonl`, a store) or
+    a saved experiment (its `.json`).
 
-    The notebook loads the run by a path relative to `cwd` (default: the run's folder), the
-    folder it runs in and is meant to be saved in, so the pair can be moved together.
+    The notebook loads what was saved by a path relative to `cwd` (default: the file's
+    folder), the folder it runs in and is meant to be saved in, so the pair can be moved
+    together.
     """
-    from convlab.analysis.load import load_run
-
     p = Path(run_path)
-    run = load_run(p)  # a bad file fails here, with every problem, not inside the kernel
+    saved = _read_saved(p)  # a bad file fails here, with every problem, not inside the kernel
     folder = Path(cwd) if cwd is not None else p.resolve().parent
     ref = os.path.relpath(p.resolve(), folder.resolve())
-    nb = build_run_notebook(run, ref)
-    return _execute(nb, folder.resolve(), timeout, str(p))
+    return _execute(build_notebook(saved, ref), folder.resolve(), timeout, str(p))
 
 
-def _check_paths(src: Path, out: Path) -> None:
+def _read_saved(path: Path) -> Run | Experiment:
+    """The run or the experiment saved at `path`."""
+    if _is_experiment(path):
+        from convlab.analysis.experiment_io import load_experiment
+
+        return load_experiment(path)
+    from convlab.analysis.load import load_run
+
+    return load_run(path)
+
+
+def _check_paths(src: Path, out: Path, experiment: bool) -> None:
     if src.suffix.lower() not in (".ipynb", *RUN_SUFFIXES):
         raise ReportInputError(
             f"{src}: cannot make a report from {src.suffix or 'a file with no suffix'}; "
@@ -368,10 +381,15 @@ def _check_paths(src: Path, out: Path) -> None:
     if not src.is_file():
         raise ReportInputError(f"{src}: no such file")
     if out.suffix.lower() not in OUTPUT_SUFFIXES:
+        what, formats = (
+            ("an experiment", ".json or .md")
+            if experiment
+            else ("a run", ".json, .jsonl, .md or .xml")
+        )
         raise ReportInputError(
             f"{out}: cannot write a report as {out.suffix or 'a file with no suffix'}; "
-            "use .html (offline page) or .ipynb (the executed notebook); a saved run also "
-            "re-renders as .json, .jsonl, .md or .xml"
+            f"use .html (offline page) or .ipynb (the executed notebook); {what} also "
+            f"re-renders as {formats}"
         )
 
 
@@ -381,10 +399,12 @@ def render_report(
     *,
     timeout: float = DEFAULT_TIMEOUT,
 ) -> Path:
-    """Execute a notebook (or build one for a saved run) and write it as `.html` or `.ipynb`.
+    """Execute a notebook (or build one for a saved run or experiment) and write it as `.html`
+    or `.ipynb`.
 
-    The output's suffix picks the format. The file appears only once the whole report is
-    ready. Returns the path written.
+    The output's suffix picks the format; a saved run or experiment written as one of its own
+    save formats (`.json`, `.md`, ...) is saved directly, with no notebook. The file appears
+    only once the whole report is ready. Returns the path written.
 
     Raises:
         ReportInputError: Missing input or an unsupported suffix (checked before any work).
@@ -393,16 +413,14 @@ def render_report(
         MissingDependencyError: The `report` extra is not installed.
     """
     src, out = Path(input_path), Path(output_path)
-    if _is_experiment(src):
-        return _experiment_report(src, out, timeout)
-    if src.suffix.lower() in RUN_SUFFIXES and out.suffix.lower() in _DATA_SUFFIXES:
+    experiment = _is_experiment(src)
+    direct = _EXPERIMENT_DATA if experiment else _DATA_SUFFIXES
+    if src.suffix.lower() in RUN_SUFFIXES and out.suffix.lower() in direct:
         # a saved run re-rendered as data (.json, .jsonl, .md, .xml): no notebook needed
         if not src.is_file():
             raise ReportInputError(f"{src}: no such file")
-        from convlab.analysis.load import load_run
-
-        return load_run(src).save(out)
-    _check_paths(src, out)
+        return _read_saved(src).save(out)
+    _check_paths(src, out, experiment)
     html_out = out.suffix.lower() != ".ipynb"
     _require("nbformat", "nbclient", "ipykernel", *(("nbconvert",) if html_out else ()))
     if src.suffix.lower() == ".ipynb":
@@ -420,6 +438,8 @@ def render_report(
 
 
 _EXPERIMENT_HEAD = re.compile(r'^\s*\{\s*"type"\s*:\s*"convlab\.experiment"')
+_EXPERIMENT_DATA = (".json", ".md", ".markdown")
+"""Formats a saved experiment re-renders into directly (`Experiment.save`)."""
 
 
 def _is_experiment(src: Path) -> bool:
@@ -429,34 +449,6 @@ def _is_experiment(src: Path) -> bool:
     with src.open("rb") as fh:
         head = fh.read(256).decode("utf-8", "replace")
     return bool(_EXPERIMENT_HEAD.match(head))
-
-
-def _experiment_report(src: Path, out: Path, timeout: float) -> Path:
-    """`convlab report` of a saved experiment: `.json`/`.md` written directly, `.html` and
-    `.ipynb` through its executed report notebook."""
-    from convlab.analysis.experiment_io import load_experiment
-
-    suffix = out.suffix.lower()
-    if suffix in (".json", ".md", ".markdown"):
-        return load_experiment(src).save(out)
-    if suffix not in OUTPUT_SUFFIXES:
-        raise ReportInputError(
-            f"{out}: cannot write an experiment's report as {out.suffix or 'no suffix'}; use "
-            ".html (offline page), .ipynb (the executed notebook), .json or .md"
-        )
-    html_out = suffix != ".ipynb"
-    _require("nbformat", "nbclient", "ipykernel", *(("nbconvert",) if html_out else ()))
-    from convlab.report.experiment import experiment_notebook
-
-    folder_for(out)
-    nb = experiment_notebook(src, timeout=timeout, cwd=out.resolve().parent)
-    if html_out:
-        write_atomic(out, export_html(nb))
-    else:
-        import nbformat
-
-        write_atomic(out, nbformat.writes(nb) + "\n")  # type: ignore[no-untyped-call]
-    return out
 
 
 @register_saver(".ipynb")
