@@ -168,6 +168,15 @@ def _report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _why(args: argparse.Namespace) -> int:
+    """Print why the run's flaky cases (or one case) are flaky; 0 (it is a report)."""
+    from convlab.analysis.load import load_run
+    from convlab.report.why import why_text
+
+    print(why_text(load_run(args.input), args.case))
+    return EXIT_OK
+
+
 class _Given(argparse.Action):
     """Store the value and remember the flag was given (it then wins over convlab.yaml)."""
 
@@ -418,6 +427,16 @@ def _parser() -> argparse.ArgumentParser:
     h.add_argument("--experiment", help="only the runs of this experiment")
     h.add_argument("--json", action="store_true", help="one JSON object per run, a line each")
     h.set_defaults(fn=history_command)
+    w = _sub(
+        sub,
+        "why",
+        "say why cases are flaky: where their runs fork, which branch passes",
+        "  convlab why runs/store.jsonl                 # every flaky case\n"
+        "  convlab why runs/store.jsonl expense-policy  # one case, its branches and paths",
+    )
+    w.add_argument("input", help="a saved run (.json, .jsonl) or a store")
+    w.add_argument("case", nargs="?", help="one case id (default: every flaky case)")
+    w.set_defaults(fn=_why)
     a = _sub(sub, "assertions", "list the assertion kinds", "  convlab assertions | grep json")
     a.set_defaults(fn=_assertions)
     s = _sub(

@@ -7,6 +7,7 @@ is shown, a system prompt word by word and escaped."""
 from __future__ import annotations
 
 import html
+import io
 import json
 import math
 import re
@@ -368,7 +369,7 @@ def test_the_cli_runs_variants_and_prints_the_leaderboard(
     )
     err = capsys.readouterr().err
     assert code == 1  # some cases fail on purpose
-    assert "Leaderboard" in err and "demo:finance" in err and "vs a" in err
+    assert "Leaderboard" in err and "demo:finance" in err and "a (baseline)" in err
     assert "[a · expense-greeting" in err
     assert cl.load_experiment(out).variants == ["a", "demo:finance"]
     ok = [
@@ -536,3 +537,38 @@ def test_arun_awaits_an_experiment() -> None:
     exp = asyncio.run(cl.arun(EXPENSE, {"a": "demo:expense", "b": "demo:finance"}, progress=False))
     assert isinstance(exp, cl.Experiment) and exp.variants == ["a", "b"]
     assert exp.status == "completed" and len(exp.df) == 24
+
+
+def test_a_leaderboard_column_declared_once_reaches_every_view(base: str, tmp_path: Path) -> None:
+    """A column added to the leaderboard's declaration (convlab.analysis.columns) shows, under
+    its title and in its format, in the notebook table, the console and the Markdown report,
+    with no other edit."""
+    from convlab.analysis.columns import LEADERBOARD, Column
+    from convlab.report._console_experiment import ExperimentConsole
+
+    failed_share = Column(
+        "failed_share",
+        "share not passed",
+        "pct",
+        brief=True,
+        derive=lambda row: 100 * (row["runs"] - row["passed"]) / row["runs"],
+    )
+    suite = small_suite(tmp_path)
+    stream = io.StringIO()
+    with LEADERBOARD.added(failed_share):
+        exp = cl.run(
+            suite,
+            {"good": agent(base, "good"), "bad": agent(base, "bad")},
+            runs=2,
+            progress=ExperimentConsole(stream=stream, quiet=False),
+        )
+        board = exp.leaderboard()
+        assert list(board["failed_share"]) == [0.0, 50.0]
+        table = board.table()
+        markdown = exp.save(tmp_path / "exp.md").read_text()
+    assert "share not passed" in table.df.columns and "share not passed" in table.to_html()
+    head = next(line for line in stream.getvalue().splitlines() if "variant  " in line)
+    assert head.split()[-3:] == ["share", "not", "passed"]
+    assert "| share not passed |" in markdown
+    assert "| 50.0% |" in markdown and " 50.0%" in stream.getvalue()
+    assert "share not passed" not in exp.save(tmp_path / "after.md").read_text()

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from convlab.analysis._intervals import interval_kind, interval_of
+from convlab.analysis.columns import LEADERBOARD, ROLE_TOKENS, STABILITY_COLUMNS
 from convlab.analysis.stats import STABILITY, counting_mode, fisher_exact, holm
 from convlab.model.experiment import VARIANT_COLUMN
 
@@ -42,8 +43,6 @@ if TYPE_CHECKING:
     from convlab.model.run import Run
 
 __all__ = [
-    "LEADERBOARD_COLUMNS",
-    "ROLE_TOKENS",
     "Leaderboard",
     "experiment_frame",
     "holm",
@@ -52,40 +51,12 @@ __all__ = [
     "pareto_front",
 ]
 
-ROLE_TOKENS = ("agent_tokens", "simulator_tokens", "judge_tokens")
-_STABILITY_COLUMNS = tuple(word.replace(" ", "_") for word in STABILITY)
-"""`stable`, `mostly_stable`, ..., `always_fails`, `one_run`: cases counted by `stability`."""
-LEADERBOARD_COLUMNS = (
-    VARIANT_COLUMN,
-    "agent",
-    "baseline",
-    "pass_rate",
-    "ci_low",
-    "ci_high",
-    "runs",
-    "passed",
-    "cases",
-    *_STABILITY_COLUMNS,
-    "flaky",
-    "not_agent",
-    "total_tokens",
-    *ROLE_TOKENS,
-    "cost_usd",
-    "latency_p50_ms",
-    "latency_p95_ms",
-    "delta_pp",
-    "better",
-    "worse",
-    "p_value",
-    "p_holm",
-    "beyond_noise",
-)
-
 
 class Leaderboard(pd.DataFrame):
     """`Experiment.leaderboard()`: one row per variant, best pass rate first; `attrs` holds the
     baseline, alpha, the interval, how errors counted, the test in words (`note`) and the
-    agent settings that differ from the baseline's (`changes`)."""
+    agent settings that differ from the baseline's (`changes`). Its columns, their titles
+    and formats are declared in convlab.analysis.columns.LEADERBOARD."""
 
     def table(self) -> Any:
         """The leaderboard as an interactive table (sortable, searchable, offline)."""
@@ -175,7 +146,10 @@ def _variant_row(name: str, run: Run, mode: str, kind: str) -> tuple[dict[str, A
         "runs": runs,
         "passed": passed,
         "cases": len(stab),
-        **{c.replace(" ", "_"): int((rated["stability"] == c).sum()) for c in STABILITY},
+        **{
+            name: int((rated["stability"] == c).sum())
+            for name, c in zip(STABILITY_COLUMNS, STABILITY, strict=True)
+        },
         "flaky": int(rated["flaky"].sum()),
         "not_agent": int(stab["not_agent"].sum()),
         "total_tokens": _total(df, "total_tokens"),
@@ -249,22 +223,24 @@ def leaderboard(
         delta = {cid: tests[name][cid][1] for cid in changed} if not is_base else {}
         p_holm = adjusted.get(name, math.nan)
         records.append(
-            {
-                **row,
-                "baseline": is_base,
-                "delta_pp": row["pass_rate"] - base["pass_rate"],
-                "better": pd.NA
-                if is_base
-                else sum(p < alpha and delta[c] > 0 for c, p in changed.items()),
-                "worse": pd.NA
-                if is_base
-                else sum(p < alpha and delta[c] < 0 for c, p in changed.items()),
-                "p_value": pooled.get(name, math.nan),
-                "p_holm": p_holm,
-                "beyond_noise": bool(p_holm < alpha),
-            }
+            LEADERBOARD.derive(
+                {
+                    **row,
+                    "baseline": is_base,
+                    "delta_pp": row["pass_rate"] - base["pass_rate"],
+                    "better": pd.NA
+                    if is_base
+                    else sum(p < alpha and delta[c] > 0 for c, p in changed.items()),
+                    "worse": pd.NA
+                    if is_base
+                    else sum(p < alpha and delta[c] < 0 for c, p in changed.items()),
+                    "p_value": pooled.get(name, math.nan),
+                    "p_holm": p_holm,
+                    "beyond_noise": bool(p_holm < alpha),
+                }
+            )
         )
-    frame = pd.DataFrame.from_records(records, columns=list(LEADERBOARD_COLUMNS))
+    frame = pd.DataFrame.from_records(records, columns=list(LEADERBOARD.names()))
     frame["better"] = frame["better"].astype("Int64")
     frame["worse"] = frame["worse"].astype("Int64")
     order = frame["pass_rate"].fillna(-1).sort_values(ascending=False, kind="stable").index

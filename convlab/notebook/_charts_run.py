@@ -13,6 +13,7 @@ from statistics import median
 from typing import TYPE_CHECKING, Any
 
 from convlab.analysis.stats import EXCLUDED_STATUSES, classify
+from convlab.htmlkit import STATUS_COLORS
 from convlab.model.run import Run
 from convlab.notebook._charts_base import (
     NO_VERDICT_COLOR,
@@ -30,7 +31,6 @@ from convlab.notebook._charts_base import (
     row_height,
     short,
 )
-from convlab.notebook._style import STATUS_COLORS
 
 if TYPE_CHECKING:
     import pandas as pd

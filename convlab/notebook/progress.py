@@ -39,7 +39,7 @@ from convlab.engine.events import (
     TurnCompleted,
     WorkersChanged,
 )
-from convlab.notebook._style import CSS, GLYPHS, STATUS_CSS, TREE_BODY_HEIGHT
+from convlab.htmlkit import GLYPHS, STATUS_CSS, TREE_BODY_HEIGHT, style_html, style_tag
 from convlab.notebook._tree_nodes import Key, Node, node_html, variant_key
 
 if TYPE_CHECKING:
@@ -155,6 +155,8 @@ class LiveTree:
         """The cell execution that shows the tree (`cell_token()`), None until shown."""
         self._final: dict[str, Any] | None = None
 
+        # the stylesheet, sent once with the tree: redraws change the header and body only
+        self.style = w.HTML(style_html())
         self.header = w.HTML()
         self.bar = w.IntProgress(min=0, max=1, value=0, bar_style="info")
         self.bar.layout.width = "100%"
@@ -165,7 +167,9 @@ class LiveTree:
         # a bounded, scrolling body under a sticky header; a scrolling box would hold the header
         self.body = w.HTML(layout=w.Layout(max_height=TREE_BODY_HEIGHT, overflow="auto"))
         row = w.HBox([self.button, self.hint])
-        head = w.VBox([self.header, self.bar, row], _dom_classes=("convlab", "cl-tree-head"))
+        head = w.VBox(
+            [self.style, self.header, self.bar, row], _dom_classes=("convlab", "cl-tree-head")
+        )
         self.box = w.VBox([head, self.body], layout=w.Layout(overflow="visible"))
         self._draw()
 
@@ -288,7 +292,7 @@ class LiveTree:
 
     def _header_html(self) -> str:
         if self.t0 is None:  # before the run has planned its instances: no "0/0"
-            return f"<div class='convlab'><style>{CSS}</style><b>planning…</b></div>"
+            return "<div class='convlab'><b>planning…</b></div>"
         done = sum(self.counts.values())
         counts = dict(self.counts, running=len(self.running))
         spans = [
@@ -312,7 +316,7 @@ class LiveTree:
         agent = f" against {html.escape(shorten(self.agent, 60))}" if self.agent else ""
         agent += f" {html.escape(self.workers.text)}" if self.workers is not None else ""
         return (
-            f"<div class='convlab'><style>{CSS}</style>"
+            "<div class='convlab'>"
             f"<div><b>{done + self.resumed}/{self.total}</b> instances{resumed}{agent}"
             f" <span class='cl-muted'>· {when}</span></div>"
             f"<div class='cl-counts'>{''.join(spans)}</div>{self._limit_html()}</div>"
@@ -368,7 +372,7 @@ class LiveTree:
                 f"<div style='width:{share:.2f}%;background:{color}'></div></div></div>"
             )
             body = f"<div class='convlab'><div class='cl-scroll'>{self._body_html()}</div></div>"
-            return self._header_html() + bar + body
+            return style_tag() + self._header_html() + bar + body
 
     def close(self, run: Any = None) -> None:
         """Stop redrawing; swap the live view for the static summary. Safe to call twice."""
@@ -397,13 +401,12 @@ class LiveTree:
                 while len(_ENDED) > _ENDED_KEPT:
                     _ENDED.popitem(last=False)
 
-    def failing_html(self) -> str:
+    def failing_html(self, where: str = "run.df") -> str:
         """The instances that did not pass, as the tree showed them ('' when all passed)."""
         failing = "".join(node_html(n, False, self.runs) for n in list(self.failed)[::-1])
         older = self.failed_total - len(self.failed)
         if older:
-            name = "exp" if self.WHAT == "experiment" else self.WHAT
-            failing += f"<div class='cl-muted'>… and {older} more (see {name}.df)</div>"
+            failing += f"<div class='cl-muted'>… and {older} more (see {where})</div>"
         if not failing:
             return ""
         return (
@@ -427,12 +430,15 @@ class LiveTree:
             head = f"<div class='convlab cl-fail'>{html.escape(text)}</div>"
             return {"text/plain": text, "text/html": head + self.snapshot_html()}
         text, card = self.card(run)
-        return {"text/plain": text, "text/html": card + self.failing_html()}
+        return {"text/plain": text, "text/html": card + self.failing_html(self._df_name())}
+
+    def _df_name(self) -> str:
+        return ("exp" if self.WHAT == "experiment" else self.WHAT) + ".df"
 
     def fold(self) -> None:
         """The cell goes on to display the result itself (its card): the summary left here
         gives way to the failing instances alone, so that the card shows once."""
-        failing = self.failing_html()
+        failing = self.failing_html(self._df_name())
         folded = {"text/plain": "", "text/html": failing} if failing else {"text/plain": ""}
         with self._lock:
             self._final = folded

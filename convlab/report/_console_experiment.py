@@ -9,7 +9,6 @@ On a TTY the progress line counts each variant apart. Every figure comes from
 
 from __future__ import annotations
 
-import math
 import textwrap
 import time
 from typing import TYPE_CHECKING, Any, TextIO
@@ -37,64 +36,17 @@ if TYPE_CHECKING:
 __all__ = ["ExperimentConsole", "leaderboard_lines"]
 
 
-def _num(value: Any, fmt: str, missing: str = "n/a") -> str:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return missing
-    return missing if math.isnan(number) else format(number, fmt)
-
-
-def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
-    return [{str(k): v for k, v in r.items()} for r in df.to_dict("records")]
-
-
-def _ms(value: Any) -> str:
-    """`120ms`, `3.4ms` below 10 ms, `n/a`."""
-    text = _num(value, ".1f" if _num(value, ".1f") != "n/a" and float(value) < 10 else ",.0f")
-    return text if text == "n/a" else text + "ms"
-
-
-def _usd(value: Any) -> str:
-    """`$0.0123`, `$0.000010` below a cent, `n/a` when unknown."""
-    shown = _num(value, ",.4f")
-    if shown == "n/a":
-        return shown
-    return f"${_num(value, '.6f')}" if float(value) < 0.01 else f"${shown}"
-
-
-def _versus(row: dict[str, Any]) -> str:
-    if row["baseline"]:
-        return "baseline"
-    better, worse = row["better"], row["worse"]
-    cases = f"{int(better)} better, {int(worse)} worse"
-    return f"{cases}; p_holm {_num(row['p_holm'], '.2g')}"
-
-
 def leaderboard_lines(lb: pd.DataFrame, g: Glyphs, s: Style) -> list[str]:
-    """The leaderboard as a text table (best pass rate first), the test in words, and each
-    variant's agent changes against the baseline."""
+    """The leaderboard as a text table (best pass rate first; the brief columns of its
+    declaration), the test in words, and each variant's agent changes against the baseline."""
     from convlab.analysis.agent_diff import change_text
+    from convlab.analysis.columns import LEADERBOARD
 
-    versus = f"vs {shorten(lb.attrs.get('baseline', ''), 20, g.ellipsis)}"
-    head = ("Variant", "Pass rate", "95% CI", "Stable", "Tokens", "Cost", "p50", "p95", versus)
-    rows: list[tuple[str, ...]] = []
-    for row in _records(lb):
-        stable = f"{row['stable']}/{row['cases']}"
-        rows.append(
-            (
-                shorten(row[VARIANT_COLUMN], 24, g.ellipsis),
-                pct(row["pass_rate"]),
-                f"{pct(row['ci_low'])}-{pct(row['ci_high'])}",
-                stable,
-                _num(row["total_tokens"], ",.0f", "-"),
-                _usd(row["cost_usd"]),
-                _ms(row["latency_p50_ms"]),
-                _ms(row["latency_p95_ms"]),
-                _versus(row),
-            )
-        )
-    right = (False, True, True, True, True, True, True, True, False)
+    shown = LEADERBOARD.brief()  # the declared columns, titles and formats
+    head = tuple(c.title for c in shown)
+    records = [{str(k): v for k, v in r.items()} for r in lb.to_dict("records")]
+    rows = [tuple(shorten(c.cell(row), 40, g.ellipsis) for c in shown) for row in records]
+    right = tuple(c.right for c in shown)
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
 
     def fmt(cells: tuple[str, ...]) -> str:

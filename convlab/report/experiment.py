@@ -14,6 +14,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from convlab.analysis.columns import LEADERBOARD
 from convlab.analysis.io import register_saver, write_atomic
 from convlab.model.experiment import VARIANT_COLUMN
 from convlab.report.markdown import cell
@@ -52,10 +53,8 @@ def _tradeoffs(exp: Experiment) -> list[Any]:
 
 def experiment_html_report(exp: Experiment) -> str:
     """A standalone offline HTML page for `exp` (no kernel, no network)."""
-    from convlab.notebook._bundle import one_bundle
-    from convlab.notebook._cards import run_html
-    from convlab.notebook._experiment_view import experiment_card
-    from convlab.notebook._style import PAGE_BODY_CSS, THEME_CSS
+    from convlab.htmlkit import PAGE_BODY_CSS, one_bundle, one_style
+    from convlab.notebook.display import experiment_card, run_html
     from convlab.report.notebook import plotly_script, without_itables_links
 
     meta = [exp.status, f"started {exp.started_at}" if exp.started_at else "", f"id {exp.id}"]
@@ -72,16 +71,17 @@ def experiment_html_report(exp: Experiment) -> str:
         "<h2>Variants</h2>",
         *(f"<h3>{_e(name)}</h3>{run_html(run)}" for name, run in exp.runs.items()),
     ]
-    return (
+    page = (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         '<meta name="color-scheme" content="light dark">\n'
-        f"<title>{_e(_title(exp))}</title>\n<style>{PAGE_BODY_CSS}{THEME_CSS}{_PAGE_CSS}</style>\n"
+        f"<title>{_e(_title(exp))}</title>\n<style>{PAGE_BODY_CSS}{_PAGE_CSS}</style>\n"
         f"{plotly_script()}\n</head>\n<body>\n"
         '<main class="convlab">\n'
         + without_itables_links(one_bundle("\n".join(sections)))  # the table script, once
         + "\n</main>\n</body>\n</html>\n"
     )
+    return one_style(page)  # the stylesheet, once
 
 
 @register_saver(".html", ".htm", what="experiment")
@@ -105,24 +105,10 @@ def experiment_markdown(exp: Experiment) -> str:
     board = exp.leaderboard()
     lines = [f"# {cell(_title(exp))}", "", f"{cell(exp.status)} · id {cell(exp.id)}", ""]
     lines += ["## Leaderboard", "", cell(board.attrs.get("note", "")), ""]
-    head = ["variant", "pass rate", "95% interval", "stable", "tokens", "cost (USD)"]
-    head += ["latency p50 (ms)", "p95 (ms)", "better", "worse", "p (Holm)"]
-    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    shown = LEADERBOARD.brief()  # the declared columns, titles and formats
+    lines += ["| " + " | ".join(cell(c.title) for c in shown) + " |", "|" + "---|" * len(shown)]
     for row in board.to_dict("records"):
-        name = str(row[VARIANT_COLUMN]) + (" (baseline)" if row["baseline"] else "")
-        values = [
-            cell(name),
-            _num(row["pass_rate"], ".1f") + "%",
-            f"{_num(row['ci_low'], '.1f')}-{_num(row['ci_high'], '.1f')}%",
-            f"{row['stable']}/{row['cases']}",
-            _num(row["total_tokens"], ",.0f"),
-            _num(row["cost_usd"], ".4f") or "n/a",
-            _num(row["latency_p50_ms"], ",.1f"),
-            _num(row["latency_p95_ms"], ",.1f"),
-            "" if row["baseline"] else str(row["better"]),
-            "" if row["baseline"] else str(row["worse"]),
-            _num(row["p_holm"], ".3g"),
-        ]
+        values = [cell(c.cell({str(k): v for k, v in row.items()})) for c in shown]
         lines.append("| " + " | ".join(values) + " |")
     changes = board.attrs.get("changes") or []
     if changes:

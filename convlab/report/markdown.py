@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from convlab._readable import cut, pct, visible
 from convlab.analysis.io import register_saver, write_atomic
-from convlab.notebook._cards import cases_rated
+from convlab.notebook.display import cases_rated
 
 if TYPE_CHECKING:
     from convlab.model.run import Run
@@ -95,6 +95,7 @@ def run_markdown(run: Run) -> str:
     """Summary, a per-case table (pass rate, stability class) and the failures with reasons."""
     from convlab.analysis.frames import cost_line, instances_frame, suite_order
     from convlab.analysis.stats import stability, summary
+    from convlab.report.why import why_markdown
 
     df = instances_frame(run)
     stab = stability(df, order=suite_order(run))
@@ -129,6 +130,7 @@ def run_markdown(run: Run) -> str:
     ]
     head = ["case", "runs", "passed", "pass rate", "stability", "not the agent's"]
     lines += _table(head, rows)
+    lines += why_markdown(run)
     bad = df[df["status"] != "passed"]
     lines += ["", "## Failures", ""]
     if bad.empty:

@@ -11,7 +11,7 @@ Why the exporter is configured as it is:
 - Plotly figures ship `text/html` without plotly.js; `plotly.min.js` from the installed plotly
   package is inlined once, in the head, when the notebook has a figure.
 - itables tables need the DataTables bundle, which one table output per kernel session carries
-  (convlab.notebook._bundle); the page keeps exactly one loader, and gets one when no output
+  (convlab.htmlkit.bundle); the page keeps exactly one loader, and gets one when no output
   had it.
 """
 
@@ -192,7 +192,7 @@ def export_html(
     from nbconvert import HTMLExporter
     from traitlets.config import Config
 
-    from convlab.notebook._bundle import one_bundle
+    from convlab.htmlkit import one_bundle
 
     config = Config()
     config.NbConvertBase.display_data_priority = DISPLAY_PRIORITY
