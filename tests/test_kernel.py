@@ -279,3 +279,24 @@ def test_under_a_jupyter_server_a_chart_carries_no_html_copy() -> None:
     plotly = "application/vnd.plotly.v1+json"
     assert seen["lab"] == {plotly, "text/plain"}
     assert seen["nbclient"] == {plotly, "text/html", "text/plain"}
+
+
+@pytest.mark.slow
+def test_a_live_tree_that_carries_the_stylesheet_hands_it_to_what_replaces_it() -> None:
+    """The first convlab view of a session carries the page's stylesheet; when that view is a
+    run's live tree, the card (or the folded tree) that replaces it keeps it, or every later
+    view of the notebook would lose its styles."""
+    from jupyter_client.manager import start_new_kernel
+
+    km, kc = start_new_kernel(kernel_name="python3", cwd=str(ROOT))
+    try:
+        ran = _execute(kc, 'import convlab as cl\nr = cl.run("examples/expense", "demo:expense")')
+        both = _execute(kc, 'r2 = cl.run("examples/expense", "demo:expense")\nr2')
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    assert not _errors(ran) and not _errors(both)
+    kept = [str(o["data"].get("text/html", "")) for o in _cell_outputs(ran)]
+    assert sum(h.count("data-convlab-style") for h in kept) == 1, kept
+    later = [str(o["data"].get("text/html", "")) for o in _cell_outputs(both)]
+    assert not any("data-convlab-style" in h for h in later)  # one per page
