@@ -29,6 +29,7 @@ from convlab.report._console_text import clean
 
 if TYPE_CHECKING:
     from convlab.model.answer import Answer
+    from convlab.model.suite import Suite
 
 __all__ = [
     "CONFIG_NAME",
@@ -172,14 +173,9 @@ def read_config(folder: Path) -> dict[str, Any]:
         elif key == "ray_address" and isinstance(value, str) and value.strip():
             out[key] = value.strip()
         elif key == "prices":
-            if not isinstance(value, dict):
-                raise ConvlabError(
-                    f"{path}: prices: expected a mapping of model names to "
-                    f"{{input_mtok: ..., output_mtok: ...}}, got {value!r}"
-                )
             try:
                 out[key] = prices_from(value)
-            except ValueError as exc:
+            except ConvlabError as exc:
                 raise ConvlabError(f"{path}: {exc}") from None
         else:
             raise ConvlabError(
@@ -266,6 +262,24 @@ def set_adaptive(agent: Any, on: bool) -> None:
             set_adaptive(one, on)
     elif isinstance(agent, HTTPAgent | OpenAIAgent):
         agent.adaptive = on
+
+
+def _refuse_writing_the_suite(suite: Suite, source: Path, output: str | None) -> None:
+    """`-o` never names a file the suite was read from (as `--store` never writes over a suite
+    file): the run's results would replace its cases. Checked before anything runs."""
+    if not output or not Path(output).exists():
+        return
+    read = [source, *(Path(s.file) for s in suite.sources)]
+    for path in read:
+        try:
+            same = Path(output).samefile(path)
+        except OSError:  # a source that is not a file on this disk
+            continue
+        if same:
+            raise ConvlabError(
+                f"-o {output}: is the suite being run ({path}), so convlab does not write its "
+                "results over it: give another output path"
+            )
 
 
 def default_output(input_path: Path) -> Path:
@@ -372,6 +386,7 @@ def run_command(args: argparse.Namespace) -> int:
         raise ConvlabError(f"{args.input}: no such file or folder")
     config = read_config(source if source.is_dir() else source.parent)
     suite = cl.load(source)
+    _refuse_writing_the_suite(suite, source, args.output)
     if args.run:
         suite = suite.filter(run=args.run)
         if not suite.cases:

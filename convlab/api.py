@@ -241,8 +241,12 @@ def _runner_and_view(
     if not isinstance(opts["history"], bool):
         raise ValueError(f"history={opts['history']!r}: use True (record the run) or False")
     if _is_experiment(opts):
-        executors.local_only(opts["executor"], "an experiment (a dict of agents)")
         experiment = build_experiment(opts, [])
+        runners = list(experiment.runners.values())  # refuses what cannot travel
+        for one, executor in zip(
+            runners, executors.bind_each(opts["executor"], runners), strict=True
+        ):
+            one.executor = executor
         view = _view(opts["progress"], experiment=True)
         view.history = opts["history"]
         experiment.listeners.extend(view.listeners)

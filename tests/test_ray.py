@@ -290,9 +290,24 @@ def test_ci_runs_the_readmes_test_command_with_ray_installed() -> None:
     assert f"\n{command} || exit $?\n" in (root / ".ci" / "run").read_text(encoding="utf-8")
 
 
-def test_an_experiment_says_it_runs_here_only() -> None:
-    with pytest.raises(cl.executors.ExecutorError, match="an experiment"):
-        cl.run(_suite(1), {"a": "demo:expense", "b": "demo:expense"}, executor="ray")
+def test_an_experiment_on_ray_equals_the_local_one() -> None:
+    """Every variant's instances on the one cluster, the driver writing: the same statuses,
+    texts, checks and leaderboard figures (timings apart) as the local engine's."""
+    variants = {"a": "demo:expense", "b": "demo:finance"}
+    seen: list[Any] = []
+    local = cl.run("examples/expense", variants, runs=2, progress=False)
+    remote = cl.run("examples/expense", variants, runs=2, executor="ray", progress=seen.append)
+    assert remote.variants == local.variants == ["a", "b"]
+    for name in variants:
+        _same(local[name], remote[name])
+        assert remote[name].settings["executor"]["workers"] == 1  # the two share the 2 CPUs
+    timings = ["latency_p50_ms", "latency_p95_ms"]
+    assert (
+        local.leaderboard().drop(columns=timings).equals(remote.leaderboard().drop(columns=timings))
+    )
+    started = [e.variant for e in seen if isinstance(getattr(e, "event", None), CaseStarted)]
+    assert Counter(started) == {"a": 24, "b": 24}
+    assert ray.is_initialized()  # a joined cluster is left running
 
 
 def test_a_key_read_from_the_environment_is_not_sent(monkeypatch: pytest.MonkeyPatch) -> None:

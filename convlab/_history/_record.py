@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from convlab._history import _db
-from convlab.agents._secret import SHORTEST_SECRET
+from convlab.agents._secret import known_secrets
 from convlab.engine.store import write_run
 from convlab.errors import HistoryError
 from convlab.model.run import Run
@@ -35,8 +35,6 @@ _SECRET_KEY = re.compile(
     r"credentials?|cookie)$"
 )
 """Setting names whose values are never written (`max_tokens` is not one)."""
-_SECRET_ENV = re.compile(r"(?i)(key|token|secret|password)")
-"""Environment variables whose values are masked wherever they show up."""
 _LEVEL = 1
 """gzip level of a kept copy: level 6 writes a sixth fewer bytes in twice the time."""
 
@@ -46,17 +44,10 @@ def runs_folder() -> Path:
     return _db.home() / "runs"
 
 
-def _env_secrets() -> list[str]:
-    return sorted(
-        (v for k, v in os.environ.items() if _SECRET_ENV.search(k) and len(v) >= SHORTEST_SECRET),
-        key=len,
-        reverse=True,
-    )
-
-
 def _masked(value: Any, secrets: list[str]) -> Any:
-    """`value` with the values of secret-looking keys and of secret environment variables
-    replaced by `***` (the agent masks its own; this is the second lock)."""
+    """`value` with the values of secret-looking keys and the known secrets
+    (`convlab.agents._secret.known_secrets`, which the engine masks in the run already)
+    replaced by `***`: the second lock."""
     if isinstance(value, dict):
         return {
             k: "***" if _SECRET_KEY.match(str(k)) and v else _masked(v, secrets)
@@ -125,7 +116,7 @@ def _version() -> str:
 
 
 def _row(run: Run, experiment: str | None, variant: str | None) -> dict[str, Any]:
-    secrets = _env_secrets()
+    secrets = known_secrets()
     summary = dict(run.summary)
     agent_settings = dict(getattr(run, "agent_settings", None) or {})
     where, kind, fingerprint = _keep(run)

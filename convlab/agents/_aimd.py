@@ -25,6 +25,10 @@ per window of successful ones), so the run settles just under what the endpoint 
   that is queued (the engine's workers would otherwise starve the queue). A retry of a
   request that already held a slot is served before any new one: it is older work, and its
   case's clock is already running.
+- The retry of a request whose connection dropped without an answer is readmitted at once,
+  even over the limit (`readmit`): the endpoint never answered it, so its retry adds no load
+  the limit had not admitted, and waiting for a slot that stuck requests hold would make a
+  dropped connection time out where it fails at once with no limit.
 
 A limit belongs to one event loop (its waiters are that loop's futures); `HTTPClient` keeps
 one per loop and endpoint.
@@ -160,6 +164,14 @@ class AdaptiveLimit:
             return None
         if not retry and self._resume_at and asyncio.get_running_loop().time() < self._resume_at:
             return None
+        return self._take()
+
+    def readmit(self) -> Ticket:
+        """A slot for the retry of a request whose connection dropped: taken at once, over
+        the limit if need be (see the module docstring)."""
+        demand = self.in_flight + self._queued() + 1
+        if demand > self.peak:
+            self.peak = demand
         return self._take()
 
     async def acquire(self, retry: bool = False) -> Ticket:

@@ -7,19 +7,23 @@ of the two runs gives p < alpha. With one run per case a single flip is never be
 
 from __future__ import annotations
 
+import json
 import math
+import os
 from collections import Counter
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from convlab._readable import pct, visible
+from convlab.analysis.io import register_saver, write_atomic
 from convlab.analysis.stats import Tally, counting_mode, fisher_exact, stability_word, tally
 
 if TYPE_CHECKING:
     from convlab.model.run import Run
 
-__all__ = ["COMPARE_COLUMNS", "Comparison", "compare"]
+__all__ = ["COMPARE_COLUMNS", "Comparison", "compare", "comparison_json"]
 
 COMPARE_COLUMNS = (
     "case_id",
@@ -91,6 +95,30 @@ class Comparison(pd.DataFrame):
         from convlab.notebook.display import comparison_bundle
 
         return comparison_bundle(self)
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the comparison: `.json` (the summary, alpha, the agent's changes and one
+        object per case) or `.md` (the summary and the table); the suffix picks the format."""
+        from convlab.analysis.io import save
+
+        return save(self, path, "comparison")
+
+
+def comparison_json(cmp: Comparison) -> str:
+    """The `.json` text of a comparison: its attrs and its rows (NaN as null)."""
+    rows = json.loads(pd.DataFrame(cmp).to_json(orient="records", default_handler=str))
+    head = {k: cmp.attrs.get(k) for k in ("summary", "alpha", "count_errors_as")}
+    body = {
+        "type": "convlab.comparison",
+        **head,
+        "agent_changes": cmp.attrs.get("agent_changes") or [],
+    }
+    return json.dumps({**body, "cases": rows}, ensure_ascii=False, indent=2, default=str) + "\n"
+
+
+@register_saver(".json", what="comparison")
+def _save_json(cmp: Comparison, path: Path) -> None:
+    write_atomic(path, comparison_json(cmp))
 
 
 def _frame(run: Run | pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:

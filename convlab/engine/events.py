@@ -9,6 +9,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from convlab.model.tracebacks import error_text
+
 if TYPE_CHECKING:
     from convlab.model.experiment import Experiment
     from convlab.model.records import CaseResult, TurnResult
@@ -203,7 +205,7 @@ def tell(
                 else "its later errors are not reported"
             )
             warnings.warn(
-                f"convlab event listener {name} raised {type(exc).__name__}: {exc} "
+                f"convlab event listener {name} raised {error_text(exc)} "
                 f"(on {type(event).__name__}; {then})",
                 RuntimeWarning,
                 stacklevel=3,

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from convlab.engine.runner import Runner
     from convlab.engine.shard import Executor
 
-__all__ = ["ExecutorError", "RayExecutor", "bind", "local", "local_only", "ray"]
+__all__ = ["ExecutorError", "RayExecutor", "bind", "bind_each", "local", "ray"]
 
 
 class _Local:
@@ -71,13 +71,17 @@ def bind(executor: Any, runner: Runner) -> Executor | None:
     )
 
 
-def local_only(executor: Any, what: str) -> None:
-    """Refuse an executor other than the local engine for `what` (an ExecutorError)."""
+def bind_each(executor: Any, runners: list[Runner]) -> list[Executor | None]:
+    """The executor `run(executor=...)` names, for runs going on at once (an experiment's
+    variants): on Ray they share one cluster and its workers, the driver writing for all."""
     if executor is None or executor is local or executor == "local":
-        return
-    raise ExecutorError(
-        f"{what} runs on the local engine only, not executor={executor!r}: run each agent "
-        "on its own with that executor, or leave executor out"
+        return [None] * len(runners)
+    if isinstance(executor, str):
+        executor = _parse(executor)
+    if isinstance(executor, RayExecutor):
+        return list(executor.bind_each(runners))
+    raise TypeError(
+        f"executor={executor!r}: use None or 'local', 'ray', 'ray:ADDRESS' or cl.executors.ray()"
     )
 
 

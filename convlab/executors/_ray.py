@@ -88,9 +88,48 @@ class RayExecutor:
         import_ray()
         return _RayRun(self, payload(runner))
 
+    def bind_each(self, runners: list[Runner]) -> list[_RayRun]:
+        """This executor for runs going on at once (an experiment's variants): one cluster
+        for them all (joined or started by the first, shut down after the last when convlab
+        started it), each run on its share of the workers, `parallel` split over them all."""
+        import_ray()
+        cluster = _Cluster()
+        return [
+            _RayRun(self, payload(r), cluster=cluster, share=(i, len(runners)))
+            for i, r in enumerate(runners)
+        ]
+
     def describe(self) -> str:
         """`ray (local)`, `ray (auto)`, ...: where the run goes, as settings record it."""
         return f"ray ({self.address or LOCAL})"
+
+
+@dataclass
+class _Cluster:
+    """The cluster of runs bound together: the first to start joins it (or starts it), and
+    the last to end shuts it down when convlab started it."""
+
+    users: int = 0
+    started: bool = False
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    async def join(self, run: _RayRun, ray: Any) -> None:
+        async with self.lock:
+            if self.users == 0:
+                connecting = asyncio.ensure_future(asyncio.to_thread(run._connect, ray))
+                try:
+                    self.started = await asyncio.shield(connecting)
+                except asyncio.CancelledError:
+                    if await connecting:
+                        await asyncio.to_thread(ray.shutdown)
+                    raise
+            self.users += 1
+
+    async def leave(self, ray: Any) -> None:
+        self.users -= 1
+        if self.users == 0 and self.started:
+            self.started = False
+            await asyncio.shield(asyncio.to_thread(ray.shutdown))
 
 
 @dataclass
@@ -100,25 +139,21 @@ class _RayRun:
     config: RayExecutor
     data: bytes
     actors: list[Any] = field(default_factory=list)
+    cluster: _Cluster = field(default_factory=_Cluster)
+    share: tuple[int, int] = (0, 1)
+    """This run's place among the runs sharing the cluster, and how many there are."""
 
     async def execute(self, runner: Runner, todo: Iterator[tuple[int, Instance]]) -> None:
         """Connect, start the workers, run the plan, end the workers (and a cluster of our own)."""
         ray = import_ray()
-        connecting = asyncio.ensure_future(asyncio.to_thread(self._connect, ray))
-        try:
-            started = await asyncio.shield(connecting)
-        except asyncio.CancelledError:
-            if await connecting:
-                await asyncio.to_thread(ray.shutdown)
-            raise
+        await self.cluster.join(self, ray)
         try:
             await self._run(ray, runner, todo)
         finally:
             for actor in self.actors:
                 with contextlib.suppress(Exception):
                     ray.kill(actor)
-            if started:
-                await asyncio.shield(asyncio.to_thread(ray.shutdown))
+            await self.cluster.leave(ray)
 
     def _connect(self, ray: Any) -> bool:
         """Join or start the cluster; whether this run started it (and so shuts it down)."""
@@ -144,8 +179,12 @@ class _RayRun:
 
     async def _run(self, ray: Any, runner: Runner, todo: Iterator[tuple[int, Instance]]) -> None:
         cfg = self.config
-        n = cfg.workers or max(1, int(ray.cluster_resources().get("CPU", 1) // cfg.num_cpus))
-        per = cfg.per_worker or max(1, math.ceil(runner.settings.parallel / n))
+        wide = cfg.workers or max(1, int(ray.cluster_resources().get("CPU", 1) // cfg.num_cpus))
+        index, runs = self.share  # runs sharing the cluster split its workers and `parallel`
+        n = max(1, wide // runs + (1 if index < wide % runs else 0))
+        shared = max(wide, runs)
+        per = cfg.per_worker or max(1, math.ceil(runner.settings.parallel / shared))
+        num_cpus = cfg.num_cpus * wide / shared  # more runs than workers: each reserves less
         ref = ray.put(self.data)
         actor_class = ray.remote(_actor_class())
         listening = bool(runner.listeners)
@@ -154,7 +193,7 @@ class _RayRun:
             name = f"w{number}"
             actor = actor_class.options(
                 name=actor_name(runner.run.id, name),
-                num_cpus=cfg.num_cpus,
+                num_cpus=num_cpus,
                 max_concurrency=64,
                 runtime_env=cfg.runtime_env,
                 scheduling_strategy="SPREAD",
