@@ -60,6 +60,9 @@ TARGET_RUN_50MS = 1.05
 """convlab.run with 3 checks per case over the raw client, with latency."""
 TARGET_RUN_0MS = 1.3
 """The same at 0 ms latency, where only the CPU cost per case shows."""
+MODEL = "gpt-4o-mini"
+"""The model every client asks for. The mock answers as it (and reports usage), and
+genai-prices has its price, so convlab prices each call as it would a user's."""
 DEFAULT_PARALLEL = 4
 """run()'s default `parallel`: the replay figures are printed for it and for `-c`."""
 """A replayed run of the suite against the live run at the mock's latency."""
@@ -122,7 +125,7 @@ class MockServer:
 
 async def run_convlab(base_url: str, n: int, c: int) -> dict[str, Any]:
     """N single-turn conversations through convlab's OpenAI agent, C at a time."""
-    agent = OpenAIAgent("mock", base_url=base_url, api_key="dummy")
+    agent = OpenAIAgent(MODEL, base_url=base_url, api_key="dummy")
     sem = asyncio.Semaphore(c)
     counts = {"passed": 0, "failed": 0, "errors": 0}
 
@@ -201,7 +204,7 @@ def _no_history(cl: Any) -> dict[str, Any]:
 
 
 def _mock_agent(url: str) -> OpenAIAgent:
-    return OpenAIAgent("mock", base_url=url, api_key="dummy")
+    return OpenAIAgent(MODEL, base_url=url, api_key="dummy")
 
 
 async def _instant(messages: list[dict[str, Any]]) -> str:
@@ -252,7 +255,9 @@ def replay_figures(
 
 def measure(name: str, fn: Any, server: MockServer) -> dict[str, Any]:
     server.stats(reset=True)
+    cpu = time.process_time()
     result = asyncio.run(fn())
+    result["cpu_s"] = time.process_time() - cpu  # this process's: the mock server is apart
     result["max_in_flight"] = server.stats()["max_in_flight"]
     result["name"] = name
     return result
@@ -267,9 +272,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--httpx", action="store_true", help="also time plain httpx (default pool)")
     p.add_argument("--json", action="store_true", help="print one JSON line instead of a table")
     p.add_argument("--no-replay", action="store_true", help="skip the record/replay figures")
-    p.add_argument("--before", type=Path, help="also measure the convlab tree in this folder")
+    p.add_argument(
+        "--before",
+        type=Path,
+        help="compare with the convlab tree in this folder (a checkout of an earlier commit): "
+        "the two measured in turn, --repeat rounds, no replay figures",
+    )
     args = p.parse_args(argv)
-    before = _before(args.before, argv) if args.before else None
+    if args.before:
+        return _alternate(args.before, argv)
     n, c, latency = args.n, args.concurrency, args.latency_ms
     missing = [m for m in ("uvloop", "httptools") if importlib.util.find_spec(m) is None]
     if missing:
@@ -282,13 +293,13 @@ def main(argv: list[str] | None = None) -> int:
     clients: dict[str, Any] = {}
     with MockServer(latency) as server:
         plan = [
-            ("baseline (raw aiohttp)", lambda: anchor.run(server.url, n, c, "mock", "aiohttp")),
+            ("baseline (raw aiohttp)", lambda: anchor.run(server.url, n, c, MODEL, "aiohttp")),
             ("convlab agents.openai", lambda: run_convlab(server.url, n, c)),
             ("convlab.run (3 checks)", lambda: run_through_engine(server.url, n, c)),
         ]
         if args.httpx:
             plan.append(
-                ("httpx default pool", lambda: anchor.run(server.url, n, c, "mock", "httpx"))
+                ("httpx default pool", lambda: anchor.run(server.url, n, c, MODEL, "httpx"))
             )
         runs: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in plan}
         for _ in range(args.repeat):
@@ -300,6 +311,9 @@ def main(argv: list[str] | None = None) -> int:
             "wall_s": round(wall, 3),
             "ratio_to_ideal": round(wall / ideal, 3) if ideal else None,
             "ms_per_request": round(wall * 1000 / n, 3),
+            "cpu_ms_per_request": round(
+                statistics.median(r["cpu_s"] for r in results) * 1000 / n, 3
+            ),
             "errors": sum(r["errors"] + r["failed"] for r in results),
             "max_in_flight": max(r["max_in_flight"] for r in results),
             "runs_s": [round(r["wall_s"], 3) for r in results],
@@ -332,13 +346,14 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(f"N={n} C={c} latency={latency:g} ms ideal={ideal:.3f} s (median of {args.repeat})")
         print(
-            f"{'client':<26}{'wall s':>8}{'x ideal':>9}{'ms/req':>8}{'errors':>8}{'in flight':>11}"
+            f"{'client':<26}{'wall s':>8}{'x ideal':>9}{'ms/req':>8}{'CPU ms/req':>11}"
+            f"{'errors':>8}{'in flight':>11}"
         )
         for name, row in clients.items():
             ratio = f"{row['ratio_to_ideal']:.3f}" if row["ratio_to_ideal"] else "-"
             print(
                 f"{name:<26}{row['wall_s']:>8.3f}{ratio:>9}{row['ms_per_request']:>8.3f}"
-                f"{row['errors']:>8}{row['max_in_flight']:>11}"
+                f"{row['cpu_ms_per_request']:>11.3f}{row['errors']:>8}{row['max_in_flight']:>11}"
             )
         verdict = {True: "met", False: "MISSED", None: "n/a at 0 ms (CPU cost per request)"}[ok]
         print(
@@ -364,36 +379,69 @@ def main(argv: list[str] | None = None) -> int:
                 f"{verdict}); replay / floor = {r['replay_s'] / r['floor_s']:.2f}; every case "
                 f"passed in every run: {r['all_passed']}"
             )
-        if before is not None:
-            print(
-                f"before ({args.before}): convlab / baseline = "
-                f"{before['convlab_vs_baseline']:.3f}, convlab.run (3 checks) / baseline = "
-                f"{before['run_vs_baseline']:.3f}"
-                + "".join(
-                    f"; live / replay at parallel={r['parallel']} = {r['live_over_replay']:.1f}x"
-                    for r in before["replay"] or []
-                )
-            )
     errors = sum(row["errors"] for row in clients.values())
     errors += sum(not r["all_passed"] for r in replayed or [])
     return 1 if errors else 0
 
 
-def _before(tree: Path, argv: list[str] | None) -> dict[str, Any]:
-    """The same measurement of the convlab tree in `tree` (a child process whose `convlab`
-    is that tree's), as its JSON summary."""
+def _alternate(tree: Path, argv: list[str] | None) -> int:
+    """This tree and the convlab tree in `tree` measured in turn, `--repeat` rounds of one
+    measurement each (a child process per tree and round, each with its own mock server and
+    raw client), so both see the machine's load of the same minutes; prints each round's
+    ratios and their medians."""
     args = list(sys.argv[1:] if argv is None else argv)
     i = args.index("--before")
     del args[i : i + 2]
-    done = subprocess.run(
-        [sys.executable, __file__, *args, "--json"],
-        env={**os.environ, "PYTHONPATH": str(tree)},
-        capture_output=True,
-        text=True,
-        check=True,
+    rounds = 3
+    if "--repeat" in args:
+        i = args.index("--repeat")
+        rounds = int(args[i + 1])
+        del args[i : i + 2]
+    trees = {"this tree": ROOT, "before": tree}
+    got: dict[str, list[dict[str, Any]]] = {name: [] for name in trees}
+    for n in range(rounds):
+        for name, path in trees.items() if n % 2 == 0 else reversed(trees.items()):
+            done = subprocess.run(
+                [sys.executable, __file__, *args, "--repeat", "1", "--no-replay", "--json"],
+                env={**os.environ, "PYTHONPATH": str(path)},
+                capture_output=True,
+                text=True,
+            )
+            if done.returncode != 0:
+                print(f"{name}: FAILED\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
+                return 1
+            summary = json.loads(done.stdout.splitlines()[-1])
+            got[name].append(summary)
+            clients = summary["clients"]
+            print(
+                f"round {n + 1} {name:<9}: convlab.run (3 checks) / raw aiohttp = "
+                f"{summary['run_vs_baseline']:.3f}, agents.openai / raw = "
+                f"{summary['convlab_vs_baseline']:.3f}; CPU ms a request: raw "
+                f"{clients['baseline (raw aiohttp)']['cpu_ms_per_request']:.3f}, convlab.run "
+                f"{clients['convlab.run (3 checks)']['cpu_ms_per_request']:.3f}",
+                flush=True,
+            )
+    first = got["this tree"][0]
+    print(
+        f"N={first['n']} C={first['concurrency']} latency={first['latency_ms']:g} ms, model "
+        f"{MODEL} (usage reported and priced), {rounds} rounds alternating, medians:"
     )
-    summary: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
-    return summary
+    for name, summaries in got.items():
+        run = statistics.median(s["run_vs_baseline"] for s in summaries)
+        agent = statistics.median(s["convlab_vs_baseline"] for s in summaries)
+        cpu = statistics.median(
+            s["clients"]["convlab.run (3 checks)"]["cpu_ms_per_request"] for s in summaries
+        )
+        raw = statistics.median(
+            s["clients"]["baseline (raw aiohttp)"]["cpu_ms_per_request"] for s in summaries
+        )
+        where = ROOT if name == "this tree" else tree
+        print(
+            f"  {name} ({where}): convlab.run (3 checks) / raw aiohttp = {run:.3f} (target "
+            f"<= {TARGET_RUN_50MS}x at 50 ms), agents.openai / raw = {agent:.3f}; CPU a "
+            f"request: convlab.run {cpu:.3f} ms, raw client {raw:.3f} ms"
+        )
+    return 0
 
 
 if __name__ == "__main__":

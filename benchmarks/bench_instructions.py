@@ -45,9 +45,13 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKLOADS = ("ideal", "async", "sync")
-MORE = ("suite",)
+MORE = ("suite", "http-raw", "http")
 """Counted when named in `--only`: building the suite's models (a part of every workload's
-figure but the ideal's, which builds none)."""
+figure but the ideal's, which builds none); and a request over HTTP (`bench_http.py`'s
+workload: the mock server at 0 ms, outside valgrind, answering `gpt-4o-mini` with its usage,
+50 in flight) through the raw aiohttp client (`http-raw`) and as a `convlab.run` case with
+three checks, its usage priced (`http`): the CPU a request costs the client, which the
+wall-clock ratio of `bench_http.py` shows only through the machine's load."""
 PARTS = ("async", "async-nostore", "async-nochecks", "async-bare")
 """`--parts`: the async workload, then without the store, the checks, or either."""
 
@@ -57,6 +61,9 @@ def child(kind: str, n: int) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from bench_engine import _ideal, _suite
 
+    if kind.startswith("http"):
+        _http_child(kind, n)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         if kind == "ideal":
             _ideal(200, 16, Path(tmp) / "w.jsonl")
@@ -83,6 +90,24 @@ def child(kind: str, n: int) -> None:
             store.unlink()  # a new store (as in every tree counted)
         run = cl.run(suite(n), agent, parallel=16, store=store, progress=False, **off)
         assert run.summary["passed"] == n, run.summary
+
+
+def _http_child(kind: str, n: int) -> None:
+    """`n` requests (after 200 to warm up) through the raw client or `convlab.run`."""
+    import asyncio
+
+    import bench_http
+
+    anchor = bench_http.load_anchor()
+    with bench_http.MockServer(0) as server:
+        for size in (200, n):
+            if kind == "http-raw":
+                got = asyncio.run(anchor.run(server.url, size, 50, bench_http.MODEL, "aiohttp"))
+                assert got["passed"] == size, got
+            else:
+                agent = bench_http._mock_agent(server.url)
+                _, run = bench_http._timed_run(bench_http._suite(size), agent, 50)
+                assert run.summary["passed"] == size, run.summary
 
 
 def _no_history(cl: Any) -> dict[str, Any]:
@@ -156,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted(set(kinds) - {*WORKLOADS, *MORE, *PARTS})
     if unknown:
         p.error(f"--only: unknown workloads {unknown} (of {', '.join(WORKLOADS + MORE)})")
-    if set(kinds) - {"ideal", "suite"}:  # every other figure holds building the suite
+    if set(kinds) - {"ideal", "suite", "http-raw"}:  # the others hold building the suite
         kinds = ["suite", *[k for k in kinds if k != "suite"]]
     trees = [ROOT, *([args.compare.resolve()] if args.compare else [])]
     print(f"instructions per case (callgrind; N={args.large} minus N={args.small})")
@@ -178,8 +203,13 @@ def _line(kind: str, figures: list[float], found: dict[str, float], trees: list[
     line = f"  {kind:5} {figures[0]:>11,.0f}"
     if kind == "suite":
         return line + "  building the suite's models: part of each figure below, not the ideal's"
-    if kind == "ideal":
-        return line
+    if kind in ("ideal", "http-raw"):
+        return line + _change(figures, trees)
+    if kind == "http":
+        line += f"; {figures[0] - found['suite']:,.0f} without building the suite"
+        if "http-raw" in found:
+            line += f" = {figures[0] / found['http-raw']:.2f}x the raw client's request"
+        return line + _change(figures, trees)
     running = figures[0] - found["suite"]
     line += f"; running it {running:,.0f}"
     if "ideal" in found:
@@ -188,6 +218,12 @@ def _line(kind: str, figures: list[float], found: dict[str, float], trees: list[
         change = figures[0] / figures[1]
         line += f"; {trees[1]}: {figures[1]:,.0f} (this tree: {change:.3f}x)"
     return line
+
+
+def _change(figures: list[float], trees: list[Path]) -> str:
+    if len(figures) < 2:
+        return ""
+    return f"; {trees[1]}: {figures[1]:,.0f} (this tree: {figures[0] / figures[1]:.3f}x)"
 
 
 def _print_parts(found: dict[str, float]) -> None:

@@ -13,9 +13,16 @@ that load's own):
   folder with `os.scandir` and `json.loads` of every line, no convlab;
 - a 200 MB JSONL file (about 1,900,000 cases), its peak RSS as a multiple of the file size;
   baseline: the same Python reading it line by line with `json.loads` (nothing kept).
+- a results store of 100,000 results (`--results`; 10,000 single-turn cases with 3 checks,
+  runs=10, an instant agent), written by each tree measured: `load_run` + `Run.df` of it, in
+  a fresh process per measurement (imports before the clock), and the size of a passed line.
+  `--before DIR` measures the convlab tree in DIR (a checkout of an earlier commit: `git
+  worktree add DIR REV`) too, each tree reading the store it wrote and this tree also the
+  one DIR wrote, alternating.
 Targets: JSON <= 1.0 s, JSONL <= 3.0 s, peak RSS <= 500 MB; the folder in <= 3 s; the 200 MB
-file at <= 4x its size. Imports (convlab, pandas) are done before the clock starts and
-reported apart for the first two; the best of `--repeat` runs is printed.
+file at <= 4x its size; the store's load_run + Run.df <= 1.5 s, a passed line <= 600 B.
+Imports (convlab, pandas) are done before the clock starts and reported apart for the first
+two; the best of `--repeat` runs is printed.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ import gc
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -35,6 +43,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 TARGET_S = {"json": 1.0, "jsonl": 3.0}
 TARGET_MB = 500.0
+TARGET_STORE_S = 1.5
+"""`load_run` + `Run.df` of 100,000 stored results."""
+TARGET_LINE_B = 600
+"""A stored passed single-turn line (3 checks)."""
 OPERATORS = [("equals", "completed"), ("exists", None), ("contains", {"type": "x"}), ("gte", 1)]
 
 
@@ -247,6 +259,99 @@ def _measure(kind: str, path: Path, repeat: int, label: str) -> None:
     )
 
 
+_MAKE_STORE = """
+import sys
+sys.path.insert(0, {bench!r})
+import convlab as cl
+from bench_engine import _no_history, _suite
+async def agent(messages):
+    return "ok"
+run = cl.run(_suite({cases}), agent, runs=10, parallel=16, store={store!r}, progress=False,
+             **_no_history(cl))
+assert run.summary["passed"] == {cases} * 10, run.summary
+"""
+
+_LOAD_STORE = """
+import json, resource, time
+import pandas
+import convlab
+t0, c0 = time.perf_counter(), time.process_time()
+run = convlab.load_run({store!r})
+df = run.df
+seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({{"seconds": seconds, "cpu": cpu, "rows": len(df), "rss_mb": rss}}))
+"""
+
+
+def _in_tree(tree: Path, code: str) -> dict[str, Any] | None:
+    """Run `code` in a fresh process whose `convlab` is `tree`'s; its last JSON line."""
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "PYTHONPATH": str(tree)},
+        cwd=tempfile.gettempdir(),
+        capture_output=True,
+        text=True,
+    )
+    if proc.returncode != 0:
+        print(f"FAILED in {tree}:\n{proc.stderr[-2000:]}")
+        return None
+    lines = proc.stdout.strip().splitlines()
+    got: dict[str, Any] | None = json.loads(lines[-1]) if lines else {}
+    return got
+
+
+def _passed_line_bytes(store: Path) -> float:
+    """The median size of a passed result line (with its newline)."""
+    with store.open("rb") as lines:
+        sizes = [len(x) for x in lines if b'"status":"passed"' in x and x.startswith(b'{"type":"r')]
+    return float(statistics.median(sizes))
+
+
+def measure_store(root: Path, results: int, repeat: int, before: Path | None) -> None:
+    """`load_run` + `Run.df` of a store of `results` results, written by each tree; the
+    trees measured in turn, `repeat` rounds; and each tree's passed line."""
+    trees = {"this tree": ROOT, **({"before": before} if before else {})}
+    stores: dict[str, Path] = {}
+    for name, tree in trees.items():
+        stores[name] = root / f"{name.replace(' ', '-')}.jsonl"
+        code = _MAKE_STORE.format(
+            bench=str(Path(__file__).resolve().parent), cases=results // 10, store=str(stores[name])
+        )
+        if _in_tree(tree, code) is None:
+            return
+    plan = [(name, tree, stores[name]) for name, tree in trees.items()]
+    if before:  # stores already on users' disks: this tree reads the one `before` wrote
+        plan.append(("this tree, reading the store before wrote", ROOT, stores["before"]))
+    seconds: dict[str, list[float]] = {label: [] for label, _, _ in plan}
+    cpu: dict[str, list[float]] = {label: [] for label, _, _ in plan}
+    last: dict[str, dict[str, Any]] = {}
+    for n in range(repeat):
+        for label, tree, store in plan if n % 2 == 0 else reversed(plan):
+            got = _in_tree(tree, _LOAD_STORE.format(store=str(store)))
+            if got is None:
+                return
+            seconds[label].append(got["seconds"])
+            cpu[label].append(got["cpu"])
+            last[label] = got
+    print(f"store of {results:,} results (10 runs of single-turn cases, 3 checks each):")
+    for label, _, _ in plan:
+        best = min(seconds[label])
+        got = last[label]
+        runs = ", ".join(f"{x:.2f}" for x in seconds[label])
+        print(
+            f"  {label}: load_run + Run.df {best:.2f} s, best of {repeat} alternating ({runs}; "
+            f"target {TARGET_STORE_S} s, ratio {best / TARGET_STORE_S:.2f}); {got['rows']:,} "
+            f"rows, CPU {min(cpu[label]):.2f} s, peak RSS {got['rss_mb']:.0f} MiB"
+        )
+    for name, store in stores.items():
+        size = _passed_line_bytes(store)
+        print(
+            f"  {name}: a passed single-turn line {size:.0f} B (target {TARGET_LINE_B} B, "
+            f"ratio {size / TARGET_LINE_B:.2f}); the store {store.stat().st_size / 1e6:.1f} MB"
+        )
+
+
 def main() -> None:
     """Generate the inputs, measure each in its own process, print ratios to target."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -255,7 +360,13 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--files", type=int, default=10_000)
     parser.add_argument("--mb", type=int, default=200)
-    parser.add_argument("--only", default="json,jsonl,folder,big", help="comma-separated parts")
+    parser.add_argument("--results", type=int, default=100_000)
+    parser.add_argument(
+        "--before", type=Path, help="the store part: also measure the convlab tree in this folder"
+    )
+    parser.add_argument(
+        "--only", default="json,jsonl,folder,big,store", help="comma-separated parts"
+    )
     parser.add_argument("--child", nargs=2, metavar=("KIND", "PATH"), help=argparse.SUPPRESS)
     parser.add_argument("--child-rss", nargs=2, metavar=("KIND", "PATH"), help=argparse.SUPPRESS)
     parser.add_argument("--scan-folder", metavar="PATH", help=argparse.SUPPRESS)
@@ -295,6 +406,9 @@ def main() -> None:
             big = Path(tmp) / "big.jsonl"
             make_jsonl(big, args.mb * 2**20 // 104)  # the generated lines average ~104 bytes
             measure_big(big)
+            big.unlink()
+        if "store" in only:
+            measure_store(Path(tmp), args.results, args.repeat, args.before)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from convlab._cli_experiment import (
     is_experiment,
     variant_names,
 )
+from convlab._history import HISTORY_KEEP
 from convlab.agents.cache import CACHE_MODES
 from convlab.agents.pricing import prices_from
 from convlab.errors import ConvlabError
@@ -60,6 +61,7 @@ DEFAULTS: dict[str, Any] = {
     "cache": None,
     "cache_dir": None,
     "history": True,
+    "history_keep": HISTORY_KEEP,
     "executor": None,
     "ray_address": None,
 }
@@ -143,7 +145,7 @@ def read_config(folder: Path) -> dict[str, Any]:
     for key, value in doc.items():
         if key == "agent" and isinstance(value, str) and value.strip():
             out[key] = value.strip()
-        elif key in ("runs", "parallel"):
+        elif key in ("runs", "parallel", "history_keep"):
             try:
                 out[key] = positive_int(str(value))
             except argparse.ArgumentTypeError as exc:
@@ -351,6 +353,7 @@ def run_options(
         "cache": cache,
         "cache_dir": _setting(args, config, "cache_dir"),
         "history": _setting(args, config, "history"),
+        "history_keep": _setting(args, config, "history_keep"),
         "prices": config.get("prices"),
         "executor": _executor(args, config),
     }
@@ -416,7 +419,8 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 def notes(settings: dict[str, Any], prefix: str = "") -> None:
-    """What the cache and the adaptive concurrency did, on stderr."""
+    """What the cache and the adaptive concurrency did, and where secrets were masked, on
+    stderr."""
     counts = settings.get("cache")
     if counts:
         print(  # noqa: T201 - the CLI's output
@@ -432,6 +436,10 @@ def notes(settings: dict[str, Any], prefix: str = "") -> None:
     transport = transport_text(settings.get("transport"))
     if transport:
         print(prefix + transport, file=sys.stderr)  # noqa: T201 - the CLI's output
+    masked = settings.get("masked")
+    if masked:  # where the known secrets were replaced by ***
+        shown = "; ".join(str(m) for m in masked)
+        print(f"{prefix}secrets masked (***) in: {shown}", file=sys.stderr)  # noqa: T201
 
 
 def transport_text(status: dict[str, Any] | None) -> str:

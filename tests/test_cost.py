@@ -234,3 +234,64 @@ def test_impossible_token_usage_is_flagged_never_an_agent_error_or_priced(
     assert turn.observation is not None and turn.observation.error is not None
     assert f"prompt_tokens={prompt}" in turn.observation.error
     assert "impossible token usage" in turn.observation.error
+
+
+def test_a_model_priced_once_costs_what_genai_prices_says_for_every_call() -> None:
+    # Pricer looks a model's price up once and prices each call from it: every model of the
+    # bundled database (tiered ones too), at sizes across the tiers, gives genai-prices' own
+    # figure for the call to the last digit, and the run's own prices their exact product
+    from datetime import UTC, datetime
+    from decimal import Decimal
+
+    from genai_prices.data_snapshot import get_snapshot
+
+    from convlab.agents.pricing import Price, Pricer, Rate
+
+    now = datetime.now(UTC)
+    sizes = [(0, 0), (1, 0), (0, 1), (12, 5), (199_999, 333), (200_001, 4_321), (3_000_007, 17)]
+    checked = tiered = 0
+    for provider in get_snapshot().providers:
+        for known in provider.models:
+            price = known.get_prices(now)
+            rate = Rate.of(price)
+            tiered += any(type(v).__name__ == "TieredPrices" for v in vars(price).values())
+            for prompt, completion in sizes:
+                used = PriceUsage(input_tokens=prompt, output_tokens=completion)
+                expected = float(price.calc_price(used)["total_price"])
+                assert rate.cost(prompt, completion) == expected, (known.id, prompt, completion)
+                checked += 1
+    assert checked > 5_000 and tiered > 10  # the database is there, tiers included
+
+    pricer = Pricer({"house": Price(input_mtok=0.3, output_mtok=1.7)})
+    exact = (Decimal(1234) * Decimal("0.3") + Decimal(56) * Decimal("1.7")) / 1_000_000
+    assert pricer.cost("house", None, 1234, 56) == float(exact)
+    assert pricer.cost("gpt-4o", None, 1000, 10) == priced("gpt-4o", 1000, 10)
+    assert pricer.cost("no-such-model", None, 1, 1) is None
+    assert pricer.cost(None, None, 1, 1) is None
+
+
+def test_a_models_price_is_looked_up_off_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the first lookup loads genai-prices' database: on the event loop it would hold up
+    # every call in flight, so it runs in a thread, once per model and run
+    import threading
+
+    from convlab.agents import pricing
+
+    looked_up: list[tuple[str, bool]] = []
+    real = pricing._known_price
+
+    def known_price(model: str, endpoint: str | None) -> Any:
+        looked_up.append((model, threading.current_thread() is threading.main_thread()))
+        return real(model, endpoint)
+
+    monkeypatch.setattr(pricing, "_known_price", known_price)
+
+    def reporting(messages: list[dict[str, Any]]) -> Reply:
+        used = Usage(prompt_tokens=100, completion_tokens=10, total_tokens=110, model="gpt-4o")
+        return Reply(text="filed", usage=used)
+
+    cases = [Case(id=f"c{i}", input=[Message(content="hi")]) for i in range(5)]
+    run = cl.run(Suite(id="s", cases=cases), reporting, progress=False)
+    assert looked_up and all(model == "gpt-4o" and not main for model, main in looked_up)
+    assert len(looked_up) < 5  # once per model, but for calls that came in meanwhile
+    assert {s.cost_usd for r in run.results for s in r.spend} == {priced("gpt-4o", 100, 10)}

@@ -234,7 +234,10 @@ def test_what_a_user_said_is_escaped_in_the_chart():
 def test_in_a_notebook_one_case_shows_a_passing_and_a_failing_run_side_by_side(flaky_run):
     bundle = flaky_run.divergence("expense-policy")._repr_mimebundle_()
     page = bundle["text/html"]
-    assert "Divergence · branches" in page and html.escape(flaky_run.why("expense-policy")) in page
+    assert (
+        "Divergence of expense-policy · branches" in page
+        and html.escape(flaky_run.why("expense-policy")) in page
+    )
     table = page[page.index("<table class='cl-sxs'>") :]
     rows = table.split("<tr")
     fork = [r for r in rows if "cl-fork" in r]

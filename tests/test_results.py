@@ -308,6 +308,39 @@ def test_loads_an_engine_results_store(tmp_path):
     _same_views(run, back)
 
 
+def test_a_store_read_back_is_decoded_once_for_its_frame(tmp_path, monkeypatch):
+    # load_run checks each line by decoding it; Run.df and summary then use what that
+    # decode gave, and a result read and changed afterwards shows in them
+    from convlab.engine.store import ResultStore
+    from convlab.model import codec
+
+    run = make_run()
+    store = ResultStore(tmp_path / "store.jsonl", run.without_results(), resume=False)
+    for r in run.results:
+        store.append(r.to_json().encode())
+    store.close()
+    decoded = []
+    real = codec._decoder(CaseResult)
+
+    class Counting:
+        def decode(self, text):
+            decoded.append(text)
+            return real.decode(text)
+
+    monkeypatch.setattr(codec, "_decoder", lambda kind: Counting() if kind is CaseResult else real)
+    back = cl.load_run(tmp_path / "store.jsonl")
+    assert len(decoded) == len(run.results)
+    expected = run.df
+    pd.testing.assert_frame_equal(back.df, expected)
+    assert back.summary == run.summary
+    assert len(decoded) == len(run.results)  # the frame and the summary decoded nothing
+    latest = back.results[-1]
+    assert latest.status != "cancelled"
+    latest.status = "cancelled"
+    rows = back.df.set_index(["case_id", "variant", "repetition", "run"])
+    assert rows.loc[latest.key, "status"] == "cancelled"
+
+
 def test_load_reports_every_bad_line_with_file_line_and_path(tmp_path):
     path = tmp_path / "bad.jsonl"
     path.write_text(

@@ -28,7 +28,7 @@ import aiohttp
 import httpx
 import yarl
 
-from convlab.agents._aimd import AdaptiveLimit
+from convlab.agents._aimd import SHARED, AdaptiveLimit
 from convlab.agents._json import dumps, loads
 from convlab.agents._secret import Secret, header_secrets, safe_url, url_secrets
 from convlab.agents.cache import active, http_exchange
@@ -280,7 +280,12 @@ class HTTPClient:
             self.headers = _Headers((*self.headers, auth))
 
     def limit(self, endpoint: str) -> AdaptiveLimit:
-        """The adaptive limit of `endpoint` (as `safe_url` shows it) on the running loop."""
+        """The adaptive limit of `endpoint` (as `safe_url` shows it) on the running loop (or
+        the one the run's workers share, when the run set `SHARED`)."""
+        shared = SHARED.get()
+        if shared is not None:
+            gate: AdaptiveLimit = shared(endpoint)
+            return gate
         key = (asyncio.get_running_loop(), endpoint)
         found = self._limits.get(key)
         if found is None:

@@ -81,7 +81,7 @@ async def call_agent(
             obs.latency_ms = elapsed_ms(start)
         _drop_impossible_usage(obs)
         if obs.usage is not None and (meter := METER.get()) is not None:
-            meter.add(role, obs.usage)
+            await meter.count(role, obs.usage)
         return _as_unicode(obs)
     raise AssertionError("unreachable")
 

@@ -4,6 +4,7 @@ as it goes; the instance's result keeps the totals (`CaseResult.spend`)."""
 
 from __future__ import annotations
 
+import asyncio
 from contextvars import ContextVar
 from typing import Literal, cast
 
@@ -42,6 +43,14 @@ class Meter:
         spent.completion_tokens += usage.completion_tokens
         spent.total_tokens += usage.total_tokens
         spent.cost_usd = None if cost is None or spent.cost_usd is None else spent.cost_usd + cost
+
+    async def count(self, role: str, usage: Usage) -> None:
+        """`add`, with the model's price looked up in a thread the first time the run meets
+        it: genai-prices then loads its database (a few hundred milliseconds, the first
+        time in a process), which on the event loop would hold up every call in flight."""
+        if usage.model is not None and not self._pricer.knows(usage.model, usage.endpoint):
+            await asyncio.to_thread(self._pricer.rate, usage.model, usage.endpoint)
+        self.add(role, usage)
 
     def spend(self) -> list[Spend]:
         """The totals, agent first, then simulator, then judge."""

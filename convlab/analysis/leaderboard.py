@@ -39,6 +39,7 @@ import pandas as pd
 from convlab.analysis._intervals import interval_kind, interval_of
 from convlab.analysis.columns import LEADERBOARD, ROLE_TOKENS, STABILITY_COLUMNS
 from convlab.analysis.stats import STABILITY, counting_mode, fisher_exact, holm
+from convlab.model import faces
 from convlab.model.experiment import VARIANT_COLUMN
 
 if TYPE_CHECKING:
@@ -63,14 +64,10 @@ class Leaderboard(pd.DataFrame):
 
     def table(self) -> Any:
         """The leaderboard as an interactive table (sortable, searchable, offline)."""
-        from convlab.notebook._experiment_view import leaderboard_table
-
-        return leaderboard_table(self)
+        return faces.leaderboard_table(self)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        from convlab.notebook._experiment_view import leaderboard_bundle
-
-        return leaderboard_bundle(self)
+        return faces.leaderboard_bundle(self)
 
 
 def experiment_frame(exp: Experiment) -> pd.DataFrame:

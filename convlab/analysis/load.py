@@ -254,7 +254,7 @@ def _from_lines(path: Path, data: bytes) -> Run:
                 if n < last:  # a torn last record is a crash mid-write (the engine skips it)
                     unreadable(n, f"not JSON: {exc}")
                 continue
-            results.add_line(encoded, result.status)
+            results.add_read(encoded, result)
             continue
         try:
             rec = json.loads(raw)

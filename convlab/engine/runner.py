@@ -36,7 +36,7 @@ from convlab.engine.modes import MODES, Outcome
 from convlab.engine.replies import MAX_REPLY_BYTES
 from convlab.engine.store import ResultStore
 from convlab.engine.suite_checks import suite_checks
-from convlab.errors import HookFailed
+from convlab.errors import ExecutorError, HookFailed
 from convlab.model.blame import Blame, blame_of
 from convlab.model.records import CaseResult, ErrorInfo
 from convlab.model.results import Results
@@ -45,7 +45,7 @@ from convlab.model.tracebacks import error_info
 from convlab.plan import Instance, count, expand
 
 if TYPE_CHECKING:
-    from convlab.engine.shard import Executor
+    from convlab.engine.executor import Executor
 
 __all__ = ["Runner", "Settings"]
 
@@ -211,7 +211,10 @@ class Runner:
             if failure is None:
                 self._store, todo = store, self._planned()
                 if self.executor is not None:
-                    await self.executor.execute(self, todo)
+                    try:
+                        await self.executor.execute(self, todo)
+                    except ExecutorError as exc:  # its workers could not start: a failed run
+                        failure, self._failure_blame = str(exc), "infrastructure"
                 else:
                     await asyncio.gather(*(self._worker(todo) for _ in range(max(1, s.parallel))))
         except asyncio.CancelledError:

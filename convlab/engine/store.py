@@ -95,7 +95,7 @@ def _scan(
                     result, line = result_line(raw, version)
                     if keyed:  # a resume needs them, a reader does not
                         keys.append(result.key)
-                    results.add_line(line, result.status)
+                    results.add_read(line, result)
                     continue
                 rec = json.loads(raw)
             except (ValueError, LookupError, TypeError) as exc:  # invalid, not a result

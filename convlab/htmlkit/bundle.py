@@ -345,7 +345,7 @@ def carries_bundle() -> bool:
 
 # ---------------------------------------------------------------- the stylesheet
 
-_STYLE_RE = re.compile(r"<style data-convlab-style>.*?</style>", re.DOTALL)
+_STYLE_RE = re.compile(r"<style data-convlab-style(?:=\"\")?>.*?</style>", re.DOTALL)
 
 
 def style_html() -> str:

@@ -199,7 +199,7 @@ SIDE_BY_SIDE_CSS = """
 .convlab .cl-sxs th,.convlab .cl-sxs td{border-bottom:1px solid var(--cl-line);padding:5px 8px;
  vertical-align:top;text-align:left;overflow-wrap:anywhere}
 .convlab .cl-sxs th{font-weight:600}
-.convlab .cl-sxs td.cl-turn{width:5.5em;color:var(--cl-muted);white-space:nowrap}
+.convlab .cl-sxs td.cl-sxs-turn{width:5.5em;color:var(--cl-muted);white-space:nowrap}
 .convlab .cl-sxs tr.cl-fork>td{border-top:2px solid var(--cl-fg);
  background:var(--cl-bg2)}
 .convlab .cl-sxs .cl-forkmark{display:inline-block;margin-top:2px;padding:0 5px;
@@ -212,9 +212,10 @@ SIDE_BY_SIDE_CSS = """
  text-decoration:underline}
 .convlab .cl-sxs .cl-only-bad{background:var(--cl-del-bg);color:var(--cl-del);
  text-decoration:underline}
-.convlab .cl-sxs .cl-checks{font-size:11.5px;margin-top:2px}
+.convlab .cl-sxs .cl-sxs-checks{font-size:11.5px;margin-top:2px}
 """
-"""The side-by-side's rules (a passing and a failing run, turn by turn: the divergence view)."""
+"""A passing and a failing run side by side (convlab.notebook._side_by_side): the fork turn's
+row ruled above, what only one run did tinted and underlined (never by colour alone)."""
 
 STYLESHEET = (
     THEME_CSS

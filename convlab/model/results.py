@@ -5,6 +5,10 @@ first time it is read; the record is then kept, so it is the same object on ever
 a change to it sticks. The lines are appended to `Lines`, in chunks that are compressed once
 full: the lines of one run are alike, so a chunk takes a fraction of its lines' size, and
 reading a line back costs one chunk's decompression (the last chunk read is kept).
+
+A line that was decoded when it was read from a file (a store or a save: every line is
+checked as it is read) keeps the `InstanceRow` of its record, so `Run.df` and the summaries
+of a run read back need no second decode; the record itself is not kept.
 """
 
 from __future__ import annotations
@@ -68,7 +72,7 @@ class Results(MutableSequence[CaseResult]):
     """Case results kept as lines until read. It compares equal to the list of its results,
     pickles and deep-copies as that list, and encodes as it (its lines as they are)."""
 
-    __slots__ = ("_lines", "_nos", "_objs", "_status")
+    __slots__ = ("_lines", "_nos", "_objs", "_rows", "_status")
 
     def __init__(self, results: Iterable[CaseResult] = ()) -> None:
         self._lines = Lines()
@@ -76,6 +80,8 @@ class Results(MutableSequence[CaseResult]):
         """Each result's line number in `_lines`; -1: the result is held as a record."""
         self._status: list[str] = []
         self._objs: list[CaseResult | None] = []
+        self._rows: list[InstanceRow | None] = []
+        """The row of a line decoded when it was read (`add_read`), else None."""
         for r in results:
             self.append(r)
 
@@ -84,6 +90,13 @@ class Results(MutableSequence[CaseResult]):
         self._nos.append(self._lines.add(line))
         self._status.append(status)
         self._objs.append(None)
+        self._rows.append(None)
+
+    def add_read(self, line: bytes | memoryview, record: CaseResult) -> None:
+        """Keep a result read back as its line, with the row of `record` (the line's decode,
+        which is not kept): its frame needs no second decode."""
+        self.add_line(line, record.status)
+        self._rows[-1] = instance_row(record)
 
     def reordered(self, order: Iterable[int]) -> Results:
         """The results at the places `order` lists, in that order, sharing these lines
@@ -94,6 +107,7 @@ class Results(MutableSequence[CaseResult]):
             out._nos.append(self._nos[i])
             out._status.append(self._status[i])
             out._objs.append(self._objs[i])
+            out._rows.append(self._rows[i])
         return out
 
     def _line(self, i: int) -> bytes:
@@ -104,6 +118,7 @@ class Results(MutableSequence[CaseResult]):
         if obj is None:
             obj = self._objs[i] = decode_as(self._line(i), CaseResult)
             self._nos[i] = -1  # the record holds it now (and may be changed)
+            self._rows[i] = None
         return obj
 
     @overload
@@ -127,14 +142,16 @@ class Results(MutableSequence[CaseResult]):
             return
         j = range(len(self._objs))[i]
         self._objs[j], self._status[j], self._nos[j] = value, value.status, -1
+        self._rows[j] = None
 
     def __delitem__(self, i: int | slice) -> None:
-        del self._objs[i], self._status[i], self._nos[i]
+        del self._objs[i], self._status[i], self._nos[i], self._rows[i]
 
     def insert(self, index: int, value: CaseResult) -> None:
         self._objs.insert(index, value)
         self._status.insert(index, value.status)
         self._nos.insert(index, -1)
+        self._rows.insert(index, None)
 
     def _hold(self, items: list[CaseResult]) -> None:
         """Hold exactly `items` (records, as given)."""
@@ -142,6 +159,7 @@ class Results(MutableSequence[CaseResult]):
         self._status = [r.status for r in items]
         self._lines = Lines()
         self._nos = array("q", [-1]) * len(items)
+        self._rows = [None] * len(items)
 
     def __len__(self) -> int:
         return len(self._objs)
@@ -151,9 +169,19 @@ class Results(MutableSequence[CaseResult]):
             yield self._get(i)
 
     def rows(self) -> list[InstanceRow]:
-        """Every result's row; a line not yet read is decoded for it and not kept (lines
+        """Every result's row: a record's (once read, it may have changed), the row kept with
+        a line read back, else the row of the line decoded for it and not kept (such lines
         are read in the order they were kept, each chunk once)."""
-        return self.mapped(instance_row)
+        kept = list(zip(self._objs, self._rows, strict=True))
+        missing = [i for i, (obj, row) in enumerate(kept) if obj is None and row is None]
+        made = {
+            i: instance_row(decode_as(self._line(i), CaseResult))
+            for i in sorted(missing, key=self._nos.__getitem__)
+        }
+        return [
+            instance_row(obj) if obj is not None else made[i] if row is None else row
+            for i, (obj, row) in enumerate(kept)
+        ]
 
     def mapped(self, fn: Callable[[CaseResult], _T]) -> list[_T]:
         """`fn` of every result, in order; a line not yet read is decoded for it and not
@@ -163,6 +191,17 @@ class Results(MutableSequence[CaseResult]):
             obj = self._objs[i]
             made[i] = fn(decode_as(self._line(i), CaseResult) if obj is None else obj)
         return [made[i] for i in range(len(self._objs))]
+
+    def each_row(self) -> Iterator[InstanceRow]:
+        """Every result's row, in order, one at a time: a line not yet read is decoded for
+        its row and neither is kept (a summary of a big run holds no second form of it).
+        Safe beside a reader in another thread: the line number is read before the record
+        (`_get` sets the record before it drops the number)."""
+        for i in range(len(self._objs)):
+            no = self._nos[i]
+            record = self._objs[i] if no < 0 else decode_as(self._lines[no], CaseResult)
+            assert record is not None  # no line number: the record holds the result
+            yield instance_row(record)
 
     def statuses(self) -> list[str]:
         """Every result's status, without decoding a line."""

@@ -9,7 +9,7 @@ call the other run did not make at that turn, the words of a reply the other rep
 have (a word diff).
 
 Everything shown comes from agents and users: every piece is escaped; colours are the theme's
-variables (light and dark).
+variables (light and dark); the rules are the HTML kit's (`SIDE_BY_SIDE_CSS`, sent once).
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     from convlab.model.run import Run
 
 __all__ = ["side_by_side_html", "side_by_side_text"]
-
 
 _SAID = 300
 _REPLY = 2_000
@@ -83,7 +82,7 @@ def _checks_html(t: TurnResult | None) -> str:
         f"{GLYPHS.get(a.status, '?')} {e(a.label or a.id or a.kind)}</span>"
         for a in t.assertions
     )
-    return f"<div class='cl-checks'>{marks}</div>"
+    return f"<div class='cl-sxs-checks'>{marks}</div>"
 
 
 def _cell(t: TurnResult | None, other: TurnResult | None, side: str) -> str:
@@ -148,12 +147,11 @@ def side_by_side_html(run: Run, tree: CaseTree) -> str:
         mark = "<br><span class='cl-forkmark'>fork</span>" if n == fork else ""
         tr = "<tr class='cl-fork'>" if n == fork else "<tr>"
         rows.append(
-            f"{tr}<td class='cl-turn'>turn {n + 1}{mark}"
+            f"{tr}<td class='cl-sxs-turn'>turn {n + 1}{mark}"
             f"</td><td>{_cell(a, b, 'ok')}</td><td>{_cell(b, a, 'bad')}</td></tr>"
         )
-    rows.append(
-        f"<tr><td class='cl-turn'>outcome</td><td>{_outcome(ok)}</td><td>{_outcome(bad)}</td></tr>"
-    )
+    outcomes = f"<td>{_outcome(ok)}</td><td>{_outcome(bad)}</td>"
+    rows.append(f"<tr><td class='cl-sxs-turn'>outcome</td>{outcomes}</tr>")
     where = f"their ways part at turn {fork + 1}" if fork is not None else "they took one path"
     head = (
         f"<div class='cl-muted'>A passing and a failing run of <code>{e(tree.case_id)}</code> "

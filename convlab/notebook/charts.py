@@ -328,7 +328,7 @@ def stability(data: Any) -> Any:
         "x": names,
         "y": counts,
         "marker": {"color": [stability_color(k) for k in groups]},
-        "text": [f"{c} ({pct(100 * c / total) if total else '0%'})" for c in counts],
+        "text": [f"{c} ({pct(100 * c / total if total else 0)})" for c in counts],
         "textposition": "outside",
         "cliponaxis": False,
         "customdata": [[list_cases(v)] for v in groups.values()],

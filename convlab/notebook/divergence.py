@@ -37,13 +37,16 @@ DIVERGENCE_VIEW = (
 
 def divergence_table(frame: Divergence) -> Table:
     """The branches as an interactive table, the fork turn counted from 1."""
-    cols = [c for c in DIVERGENCE_VIEW if c in frame.columns]
+    cases = [str(c) for c in frame["case_id"].unique()] if "case_id" in frame.columns else []
+    one = len(cases) == 1
+    cols = [c for c in DIVERGENCE_VIEW if c in frame.columns and not (one and c == "case_id")]
     note = (
         "One row per case and branch: where the case's runs fork (turn, counted from 1), what "
         "each branch did there, its runs and passes, and Fisher's exact test of branch against "
         "pass, Holm-corrected over the case's forks (p_holm)."
     )
-    return Table(frame, "Divergence · branches", description=note, columns=cols,
+    caption = f"Divergence of {cases[0]} · branches" if one else "Divergence · branches"
+    return Table(frame, caption, description=note, columns=cols,
                  counted=("fork_turn",))  # fmt: skip
 
 

@@ -318,6 +318,9 @@ class LiveTree:
         resumed = f" ({self.resumed} already stored)" if self.resumed else ""
         agent = f" against {html.escape(shorten(self.agent, 60))}" if self.agent else ""
         agent += f" {html.escape(self.workers.text)}" if self.workers is not None else ""
+        if self.workers is not None and not self.workers.workers and self.t_end is None:
+            since = self.workers.since or time.monotonic()  # the start's own clock
+            agent += f" <span class='cl-muted'>{_clock(time.monotonic() - since)}</span>"
         return (
             "<div class='convlab'>"
             f"<div><b>{done + self.resumed}/{self.total}</b> instances{resumed}{agent}"

@@ -192,7 +192,7 @@ def export_html(
     from nbconvert import HTMLExporter
     from traitlets.config import Config
 
-    from convlab.htmlkit import one_bundle
+    from convlab.htmlkit import one_bundle, one_style
 
     config = Config()
     config.NbConvertBase.display_data_priority = DISPLAY_PRIORITY
@@ -215,7 +215,7 @@ def export_html(
         page_nb.metadata.pop("widgets", None)
     page_nb.metadata["title"] = notebook_title(nb, name)
     body, _ = exporter.from_notebook_node(page_nb)
-    body = one_bundle(body)  # the DataTables bundle once, wherever the outputs had it
+    body = one_style(one_bundle(body))  # the table bundle and the stylesheet, once each
     if _has_plotly(page_nb):
         body = body.replace("</head>", plotly_script() + "\n</head>", 1)
     return without_itables_links(follow_color_scheme(str(body)))
