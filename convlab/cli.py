@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from convlab._cli_given import Given, GivenFalse
 from convlab._cli_history import history_command
 from convlab._cli_run import (
     DEFAULTS,
@@ -171,34 +172,6 @@ def _report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-class _Given(argparse.Action):
-    """Store the value and remember the flag was given (it then wins over convlab.yaml)."""
-
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: Any,
-        option_string: str | None = None,
-    ) -> None:
-        setattr(namespace, self.dest, values)
-        given: set[str] = set(getattr(namespace, "given", set()))
-        namespace.given = given | {self.dest}
-
-
-class _GivenFalse(_Given):
-    """A `--no-X` switch: store False and remember it was given (it wins over convlab.yaml)."""
-
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: Any,
-        option_string: str | None = None,
-    ) -> None:
-        super().__call__(parser, namespace, False, option_string)
-
-
 _port = number_arg(int, 0, 65535, bad="expected a port number, got {text!r}", rule="0..65535")
 _non_negative = number_arg(float, 0.0, bad="expected a number, got {text!r}", rule=">= 0")
 _byte_count = number_arg(
@@ -275,20 +248,20 @@ def _parser() -> argparse.ArgumentParser:
     )
     r.add_argument("-o", "--output", help="results: .json, .jsonl, .md, .html, .xml, .ipynb")
     r.add_argument(
-        "--runs", type=positive_int, default=DEFAULTS["runs"], action=_Given, help="default 1"
+        "--runs", type=positive_int, default=DEFAULTS["runs"], action=Given, help="default 1"
     )
     r.add_argument(
         "--parallel",
         type=positive_int,
         default=DEFAULTS["parallel"],
-        action=_Given,
+        action=Given,
         help="cases in flight (default 4)",
     )
     r.add_argument(
         "--timeout",
         type=duration,
         default=DEFAULTS["timeout"],
-        action=_Given,
+        action=Given,
         help="per case: 90, 30s, 2m (default 2m)",
     )
     r.add_argument("--run", help="regex: only cases whose id matches")
@@ -316,7 +289,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument(
         "--no-adaptive",
         dest="adaptive",
-        action=_GivenFalse,
+        action=GivenFalse,
         nargs=0,
         default=DEFAULTS["adaptive"],
         help="keep --parallel requests in flight even when the endpoint answers 429/503 "
@@ -339,31 +312,31 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument(
         "--cache",
         choices=("record", "replay", "auto"),
-        action=_Given,
+        action=Given,
         help="record agent/simulator/judge calls, replay them (no network, no key), or auto",
     )
     r.add_argument(
         "--cache-dir",
         metavar="DIR",
-        action=_Given,
+        action=Given,
         help="recordings folder (default ./convlab-cache)",
     )
     r.add_argument(
         "--executor",
         choices=("local", "ray"),
-        action=_Given,
+        action=Given,
         help="where instances run: here (default) or on Ray (pip install 'convlab[ray]')",
     )
     r.add_argument(
         "--ray-address",
         metavar="ADDR",
-        action=_Given,
+        action=Given,
         help="join this Ray cluster (auto, HOST:PORT, ray://HOST:PORT); implies --executor ray",
     )
     r.add_argument(
         "--no-history",
         dest="history",
-        action=_GivenFalse,
+        action=GivenFalse,
         nargs=0,
         default=DEFAULTS["history"],
         help="do not record this run in the history database (`convlab history` lists them; "
@@ -373,7 +346,7 @@ def _parser() -> argparse.ArgumentParser:
         "--history-keep",
         type=positive_int,
         default=DEFAULTS["history_keep"],
-        action=_Given,
+        action=Given,
         metavar="N",
         help=f"keep the newest N runs in the history, deleting older ones (default "
         f"{DEFAULTS['history_keep']}; also `history_keep: N` in convlab.yaml)",
