@@ -1,238 +1,234 @@
 #!/usr/bin/env python3
-"""Ray executor benchmark: the same suite on the local engine and on 2 Ray workers, one run.
+"""Ray executor benchmark: warm runs and a rate-limited endpoint, this tree beside another.
 
-Starts a private local Ray cluster (2 CPUs, no dashboard), then runs N single-turn cases
-(3 checks each) whose agent is `await asyncio.sleep(L)`, at `--parallel` in flight:
+Each figure comes from a fresh process per tree (so each pays its own cluster start), this
+tree first, then the tree in `--before DIR` (a checkout of an earlier commit: `git worktree
+add DIR REV`), in the same run:
 
-- on the local engine (one process, `parallel` in flight), then
-- with `executor=cl.executors.ray(workers=2, per_worker=parallel / 2)`,
+- warm: `--runs` runs, one after the other in one process, of N single-turn cases whose
+  agent is `await asyncio.sleep(L)`, at `--parallel` in flight on `cl.executors.ray(
+  workers=2)`: for each run, the wall time from calling `cl.run` to its return as a
+  multiple of the ideal N x L / parallel, and the delay from calling `cl.run` to the first
+  result. Targets (issue 36): the second and later runs at most 1.3x the ideal, the first
+  result within 0.5 s.
+- limits: `--limit-n` cases against an HTTP endpoint on 127.0.0.1 that answers 429 to any
+  request beyond `--capacity` in flight (a fixed rate: capacity / latency requests a
+  second), on the local engine and on Ray (2 workers), `--limit-parallel` in flight, 3
+  retries: the share of requests answered 429 and the instances that ran out of retries.
+  Target: Ray's share within 2 points of the local engine's, and none out of retries.
 
-and prints, for each, the wall time as a multiple of the ideal N x L / parallel, the
-driver's CPU per result (this process's CPU time over the run, divided by N: for Ray it is
-the driver's bookkeeping only, the agents run in the workers), and the delay from a result
-finishing (its `started_at` + `duration_ms`, stamped where it ran) to the live tree's
-listener holding it, p50 and p99. Ray's wall time is counted from the workers being ready
-(the `WorkersChanged` event) to the last result; starting the workers is printed apart.
-
-    python benchmarks/bench_ray.py [-n 2000] [--latency-ms 50] [--parallel 200] [--repeat 3]
-                                   [--model]
-
-Target: at most 1.15x the ideal on 2 workers x 100 in flight.
-
-`--model` also runs the cases the capacity model of docs/distributed.md is checked
-against: several turns per case and fewer in flight per worker, and an HTTP endpoint that
-admits only C requests in flight (a provider limit of C / L requests a second, answered 429
-beyond it, which the workers' adaptive limits follow); it prints each measured wall time
-beside the model's prediction.
+    python benchmarks/bench_ray.py [--before DIR] [-n 2000] [--latency-ms 50]
+                                   [--parallel 200] [--runs 4] [--skip warm|limits]
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import math
+import json
 import os
-import statistics
+import subprocess
 import sys
 import time
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))  # the tests' fault server
-
-import convlab as cl  # noqa: E402
-from convlab.engine.events import CaseFinished, WorkersChanged  # noqa: E402
-from convlab.model import Case, Message, Suite, Turn  # noqa: E402
-from convlab.notebook.progress import LiveTree  # noqa: E402
-
-TARGET = 1.15
-LATENCY = 0.05
+TARGET_WARM = 1.3
+TARGET_FIRST_S = 0.5
+TARGET_POINTS = 2.0
 
 
-async def sleepy(messages: list[dict[str, Any]]) -> str:
-    """The agent: waits LATENCY seconds (an API call), answers."""
-    await asyncio.sleep(LATENCY)
-    return "ok " + str(messages[-1]["content"])
+# -- what runs in each tree's own process -----------------------------------------------------
 
 
-def suite(n: int, turns: int = 1) -> Suite:
-    checks = [
-        {"kind": "contains", "value": "ok"},
-        {"kind": "regex", "pattern": r"\w+"},
-        {"kind": "not_contains", "value": "error"},
-    ]
-    if turns == 1:
-        cases = [
-            Case(id=f"c{i}", input=[Message(content=f"m {i}")], assertions=checks) for i in range(n)
-        ]
-    else:
-        cases = [
-            Case(
-                id=f"c{i}",
-                mode="turns",
-                turns=[Turn(input={"text": f"m {i}.{t}"}, assertions=checks) for t in range(turns)],
-            )
-            for i in range(n)
-        ]
+def _suite(n: int) -> Any:
+    from convlab.model import Case, Message, Suite
+
+    checks = [{"kind": "contains", "value": "ok"}]
+    cases = [Case(id=f"c{i}", input=[Message(content=f"m {i}")], assertions=checks) for i in range(n)]
     return Suite(id="bench", cases=cases)
 
 
-class Clock:
-    """A listener: when the workers were ready, each result's delay to the tree, the end."""
+def child_warm(args: argparse.Namespace) -> dict[str, Any]:
+    import asyncio
 
-    def __init__(self) -> None:
-        self.tree = LiveTree()  # the real live tree, fed first (no kernel: state only)
-        self.ready: float | None = None
-        self.cpu_ready = self.cpu_last = 0.0
-        self.last = 0.0
-        self.delays: list[float] = []
+    import convlab as cl
+    from convlab.engine.events import CaseFinished
 
-    def __call__(self, event: Any) -> None:
-        self.tree(event)
-        now = time.time()
-        if isinstance(event, WorkersChanged) and self.ready is None:
-            self.ready, self.cpu_ready = time.perf_counter(), time.process_time()
-        elif isinstance(event, CaseFinished):
-            self.cpu_last = time.process_time()
-            r = event.result
-            started = datetime.fromisoformat(r.started_at).timestamp() if r.started_at else now
-            self.delays.append(now - started - (r.duration_ms or 0) / 1000)
-            self.last = time.perf_counter()
+    latency = args.latency_ms / 1000
+
+    async def sleepy(messages: list[dict[str, Any]]) -> str:
+        await asyncio.sleep(latency)
+        return "ok"
+
+    suite = _suite(args.n)
+    ideal = args.n * latency / args.parallel
+    runs = []
+    for _ in range(args.runs):
+        first: list[float] = []
+
+        def listener(event: Any, first: list[float] = first) -> None:
+            if isinstance(event, CaseFinished) and not first:
+                first.append(time.perf_counter())
+
+        t0 = time.perf_counter()
+        try:
+            run = cl.run(
+                suite,
+                sleepy,
+                parallel=args.parallel,
+                executor=cl.executors.ray(workers=2),
+                progress=listener,
+            )
+        except Exception as exc:  # the tree before raised on a failed start
+            runs.append({"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"})
+            continue
+        wall = time.perf_counter() - t0
+        passed = sum(r.status == "passed" for r in run.results)
+        runs.append(
+            {
+                "wall_s": wall,
+                "x_ideal": wall / ideal,
+                "first_s": (first[0] - t0) if first else None,
+                "passed": passed,
+                "status": run.status,
+                "error": run.error,
+            }
+        )
+    return {"ideal_s": ideal, "runs": runs}
 
 
-def measure(label: str, s: Suite, agent: Any, ideal: float, **options: Any) -> float:
-    clock = Clock()
-    t0, cpu0 = time.perf_counter(), time.process_time()
-    run = cl.run(s, agent, progress=clock, **options)
-    cpu = clock.cpu_last
-    n = len(run.results)
-    bad = sum(r.status != "passed" for r in run.results)
-    start = clock.ready if clock.ready is not None else t0
-    wall = clock.last - start
-    cpu_used = cpu - (clock.cpu_ready if clock.ready is not None else cpu0)
-    d = sorted(clock.delays)
-    p50, p99 = d[len(d) // 2] * 1000, d[min(len(d) - 1, int(len(d) * 0.99))] * 1000
-    workers = f", workers ready after {start - t0:.1f}s" if clock.ready is not None else ""
-    print(  # a benchmark prints its figures
-        f"{label:<34} {wall:6.2f}s = {wall / ideal:4.2f}x ideal ({ideal:.2f}s); driver CPU "
-        f"{cpu_used / n * 1000:.3f} ms/result; result->tree p50 {p50:.1f} ms, p99 {p99:.1f} ms"
-        f"{workers}{'' if not bad else f'; {bad} not passed'}"
+def child_limits(args: argparse.Namespace) -> dict[str, Any]:
+    sys.path.insert(0, str(ROOT / "tests"))  # the tests' fault server
+    from fault_server import FaultServer, limited
+
+    import convlab as cl
+
+    out: dict[str, Any] = {}
+    for label, options in (("local", {}), ("ray", {"executor": cl.executors.ray(workers=2)})):
+        endpoint = limited(args.capacity, delay=args.latency_ms / 1000, retry_after="0")
+        with FaultServer(endpoint, path="/chat") as server:
+            t0 = time.perf_counter()
+            run = cl.run(
+                _suite(args.limit_n),
+                cl.agents.http(server.url),
+                parallel=args.limit_parallel,
+                retries=3,
+                progress=False,
+                **options,
+            )
+            wall = time.perf_counter() - t0
+            log = server.counts.log
+        out[label] = {
+            "requests": len(log),
+            "rejected_pct": 100 * sum(log) / max(len(log), 1),
+            "out_of_retries": sum(r.status == "error" for r in run.results),
+            "wall_s": wall,
+            "status": run.status,
+        }
+    return out
+
+
+# -- the driver ---------------------------------------------------------------------------------
+
+
+def in_tree(tree: Path, what: str, args: argparse.Namespace) -> dict[str, Any] | str:
+    """Run `what` in a fresh process importing convlab from `tree`; its figures (or why not)."""
+    env = dict(os.environ, PYTHONPATH=str(tree), RAY_USAGE_STATS_ENABLED="0")
+    argv = [sys.executable, str(Path(__file__).resolve()), "--child", what, *sys.argv[1:]]
+    try:
+        done = subprocess.run(
+            argv, env=env, capture_output=True, text=True, timeout=args.timeout, cwd=tree
+        )
+    except subprocess.TimeoutExpired:
+        return f"gave no figure within {args.timeout:.0f} s"
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode or not lines:
+        tail = (done.stderr.strip().splitlines() or ["?"])[-1]
+        return f"failed ({tail[:200]})"
+    got: dict[str, Any] = json.loads(lines[-1])
+    return got
+
+
+def show_warm(label: str, got: dict[str, Any] | str) -> None:
+    if isinstance(got, str):
+        print(f"  {label}: {got}")
+        return
+    print(f"  {label} (ideal {got['ideal_s']:.2f} s; {got['convlab']}):")
+    for i, run in enumerate(got["runs"], 1):
+        if "wall_s" not in run:
+            print(f"    run {i}: {run['error']}")
+            continue
+        first = f"{run['first_s']:.2f} s" if run["first_s"] is not None else "none"
+        later = i > 1
+        mark = ""
+        if later:
+            ok = run["x_ideal"] <= TARGET_WARM and (run["first_s"] or 99) <= TARGET_FIRST_S
+            mark = "  ok" if ok else "  MISSED"
+        print(
+            f"    run {i}: {run['wall_s']:6.2f} s = {run['x_ideal']:5.2f}x ideal, first result "
+            f"{first} after cl.run, {run['passed']} passed{mark}"
+        )
+
+
+def show_limits(label: str, got: dict[str, Any] | str) -> None:
+    if isinstance(got, str):
+        print(f"  {label}: {got}")
+        return
+    for where in ("local", "ray"):
+        f = got[where]
+        print(
+            f"  {label}, {where:<5}: {f['requests']} requests, {f['rejected_pct']:5.1f}% got 429, "
+            f"{f['out_of_retries']} instances out of retries, {f['wall_s']:.2f} s"
+        )
+    gap = got["ray"]["rejected_pct"] - got["local"]["rejected_pct"]
+    ok = abs(gap) <= TARGET_POINTS and got["ray"]["out_of_retries"] == 0
+    print(
+        f"  {label}: Ray - local = {gap:+.1f} points of 429 (target within {TARGET_POINTS:g}, "
+        f"none out of retries): {'ok' if ok else 'MISSED'}"
     )
-    return wall
 
 
 def main() -> int:
-    global LATENCY
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[1])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--before", type=Path, help="another convlab tree to measure beside")
     ap.add_argument("-n", type=int, default=2000)
     ap.add_argument("--latency-ms", type=float, default=50)
     ap.add_argument("--parallel", type=int, default=200)
-    ap.add_argument("--repeat", type=int, default=3, help="runs of each, alternating")
-    ap.add_argument("--model", action="store_true", help="also check the capacity model")
+    ap.add_argument("--runs", type=int, default=4, help="runs one after the other, one process")
+    ap.add_argument("--limit-n", type=int, default=1000)
+    ap.add_argument("--limit-parallel", type=int, default=64)
+    ap.add_argument("--capacity", type=int, default=8, help="requests in flight before 429")
+    ap.add_argument("--skip", choices=("warm", "limits"), action="append", default=[])
+    ap.add_argument("--timeout", type=float, default=1800, help="seconds per tree and figure")
+    ap.add_argument("--child", choices=("warm", "limits"), help=argparse.SUPPRESS)
     args = ap.parse_args()
-    LATENCY = args.latency_ms / 1000
-    import logging
+    if args.child:
+        work = child_warm if args.child == "warm" else child_limits
+        import convlab
 
-    import ray
-
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    t0 = time.perf_counter()
-    ray.init(
-        address="local",
-        num_cpus=2,
-        include_dashboard=False,
-        log_to_driver=False,
-        logging_level=logging.WARNING,
-    )
-    print(f"local Ray cluster started in {time.perf_counter() - t0:.1f}s (2 CPUs, no dashboard)")
-    try:
-        s = suite(args.n)
-        ideal = args.n * LATENCY / args.parallel
-        per = math.ceil(args.parallel / 2)
-        print(f"{args.n} cases x {args.latency_ms:g} ms async agent, {args.parallel} in flight")
-        ray_ex = cl.executors.ray(workers=2, per_worker=per)
-        locals_, rays = [], []
-        for _ in range(args.repeat):  # alternating, so both meet the same load
-            locals_.append(measure("local engine", s, sleepy, ideal, parallel=args.parallel))
-            rays.append(
-                measure(
-                    f"ray, 2 workers x {per}",
-                    s,
-                    sleepy,
-                    ideal,
-                    parallel=args.parallel,
-                    executor=ray_ex,
-                )
-            )
-        local, wall = statistics.median(locals_), statistics.median(rays)
-        mark = "ok" if wall / ideal <= TARGET else "MISSED"
+        print(json.dumps(dict(work(args), convlab=convlab.__file__)))
+        return 0
+    trees = [("this tree", ROOT)]
+    if args.before is not None:
+        trees.append((f"before ({args.before})", args.before.resolve()))
+    if "warm" not in args.skip:
         print(
-            f"median of {args.repeat}: ray {wall:.2f}s = {wall / ideal:.2f}x ideal (target <= "
-            f"{TARGET}: {mark}); local {local:.2f}s = {local / ideal:.2f}x; ray / local = "
-            f"{wall / local:.2f}"
+            f"warm: {args.runs} runs in one process, {args.n} cases x {args.latency_ms:g} ms, "
+            f"parallel={args.parallel}, 2 Ray workers (targets from run 2: <= {TARGET_WARM}x "
+            f"ideal, first result <= {TARGET_FIRST_S} s)"
         )
-        if args.model:
-            model_checks(args)
-    finally:
-        ray.shutdown()
+        for label, tree in trees:
+            show_warm(label, in_tree(tree, "warm", args))
+    if "limits" not in args.skip:
+        rate = args.capacity / (args.latency_ms / 1000)
+        print(
+            f"limits: {args.limit_n} cases, an endpoint that admits {args.capacity} in flight "
+            f"({rate:.0f} requests/s), parallel={args.limit_parallel}, retries=3"
+        )
+        for label, tree in trees:
+            show_limits(label, in_tree(tree, "limits", args))
     return 0
-
-
-def cpu_per_instance(s: Suite) -> float:
-    """c_w: CPU seconds the engine spends on one instance of `s` (an agent that answers at
-    once, in this process, no listener)."""
-    global LATENCY
-    saved, LATENCY = LATENCY, 0.0
-    try:
-        cpu = time.process_time()
-        cl.run(s, sleepy, parallel=100, progress=False)
-        return (time.process_time() - cpu) / len(s.cases)
-    finally:
-        LATENCY = saved
-
-
-def model_checks(args: argparse.Namespace) -> None:
-    """Measured wall times beside the capacity model's bounds (docs/distributed.md): at least
-    max(A, B/eta, C), at most A + C, with A = N*T*L/(W*P) (the slots), B = N*T/R (the
-    provider), C = N*c_w/W (the workers' CPU)."""
-    global LATENCY
-    from fault_server import FaultServer, limited
-
-    workers = 2
-    print("capacity model (docs/distributed.md), W=2 workers:")
-    LATENCY = 0.02
-    for n, turns, per in ((600, 3, 25), (2000, 1, 50)):
-        s = suite(n, turns)
-        c_w = cpu_per_instance(s)
-        a = n * turns * LATENCY / (workers * per)
-        c = n * c_w / workers
-        ex = cl.executors.ray(workers=workers, per_worker=per)
-        wall = measure(f"N={n} T={turns} L=20ms P={per}", s, sleepy, a, executor=ex)
-        print(
-            f"  c_w {c_w * 1000:.2f} ms: model {max(a, c):.2f}-{a + c:.2f}s, measured {wall:.2f}s"
-        )
-    capacity, latency, n = 40, 0.05, 1000
-    rate = capacity / latency
-    b = n / rate
-    for label, options in (
-        ("local engine", {}),
-        ("ray, 2 workers x 50", {"executor": cl.executors.ray(workers=workers, per_worker=50)}),
-    ):
-        endpoint = limited(capacity, delay=latency, retry_after="0")
-        with FaultServer(endpoint, path="/chat") as server:
-            agent = cl.agents.http(server.url)
-            wall = measure(
-                f"N={n} R={rate:.0f}/s, {label}", suite(n), agent, b, parallel=100, **options
-            )
-            rejected = sum(server.counts.log) / max(len(server.counts.log), 1)
-        print(
-            f"  provider bound B = {b:.2f}s (R = {capacity} in flight / {latency * 1000:.0f} ms):"
-            f" measured {wall:.2f}s, eta = B / measured = {b / wall:.2f}; {rejected:.0%} of "
-            "requests got 429"
-        )
 
 
 if __name__ == "__main__":

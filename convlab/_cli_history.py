@@ -7,34 +7,14 @@ import argparse
 import json
 from typing import Any
 
-from convlab._readable import is_missing, shorten
+from convlab._history.row import CLI_TABLE, FRAME_COLUMNS, WHEN_GIVEN, title
+from convlab._readable import cost, is_missing, pct, shorten
 from convlab.model.codec import json_cell
 
 __all__ = ["history_command", "history_lines"]
 
 _WIDTHS = {"suite": 28, "agent": 32, "experiment": 16, "variant": 16}
 """The widest a text column gets (longer values are cut, ending in …)."""
-_JSON_FIELDS = (
-    "id",
-    "started_at",
-    "suite",
-    "suite_path",
-    "agent",
-    "model",
-    "experiment",
-    "variant",
-    "status",
-    "total",
-    "passed",
-    "failed",
-    "errors",
-    "pass_rate",
-    "cost_usd",
-    "run_id",
-    "results_path",
-    "saved_path",
-    "agent_settings",
-)
 
 
 def _when(value: Any) -> str:
@@ -43,12 +23,12 @@ def _when(value: Any) -> str:
 
 
 def _cell(name: str, value: Any) -> str:
-    if is_missing(value):
-        return "-" if name in ("pass_rate", "cost_usd") else ""
     if name == "pass_rate":
-        return f"{float(value):.1f}%"
+        return pct(value)
     if name == "cost_usd":
-        return f"${float(value):.4f}"
+        return cost(value)
+    if is_missing(value):
+        return ""
     if name == "started_at":
         return _when(value)
     return shorten(value, _WIDTHS.get(name, 24))
@@ -58,12 +38,9 @@ def history_lines(frame: Any) -> list[str]:
     """The text table of a history frame: a header, then a line per run."""
     if frame.empty:
         return []
-    columns = ["id", "started_at", "suite", "agent"]
-    columns += [c for c in ("experiment", "variant") if frame[c].notna().any()]
-    columns += ["status", "total", "pass_rate", "cost_usd"]
-    titles = {"started_at": "when", "pass_rate": "pass rate", "cost_usd": "cost"}
+    columns = [c for c in CLI_TABLE if c not in WHEN_GIVEN or frame[c].notna().any()]
     rows = [[_cell(c, r[c]) for c in columns] for r in frame.to_dict("records")]
-    head = [titles.get(c, c) for c in columns]
+    head = [title(c) for c in columns]
     widths = [max(len(x) for x in col) for col in zip(head, *rows, strict=True)]
     right = {"id", "total", "pass_rate", "cost_usd"}
 
@@ -78,16 +55,21 @@ def history_lines(frame: Any) -> list[str]:
 
 
 def history_command(args: argparse.Namespace) -> int:
-    """`convlab history [--suite S] [--limit N] [--experiment E] [--json]`; 0, or 2 when the
-    database cannot be read (the message names it and what to do)."""
+    """`convlab history [--suite S] [--limit N] [--experiment E] [--json]`, or `convlab
+    history --prune [--keep N]`; 0, or 2 when the database cannot be read (the message names
+    it and what to do)."""
     import sys
 
-    from convlab._history import db_path, past_runs
+    from convlab._history import db_path, past_runs, prune
 
+    if args.prune:
+        gone = prune(args.keep)
+        print(f"deleted {gone} of the oldest runs from {db_path()} (kept the newest {args.keep})")  # noqa: T201
+        return 0
     frame = past_runs(args.suite, args.limit, args.experiment)
     if args.json:
         for record in frame.to_dict("records"):
-            data = {k: json_cell(record[k]) for k in _JSON_FIELDS}
+            data = {k: json_cell(record[k]) for k in FRAME_COLUMNS}
             print(json.dumps(data, ensure_ascii=False, default=str))  # noqa: T201 - the CLI's output
         return 0
     lines = history_lines(frame)

@@ -22,6 +22,7 @@ from convlab._cli_experiment import (
     is_experiment,
     variant_names,
 )
+from convlab._history import HISTORY_KEEP
 from convlab.agents.cache import CACHE_MODES
 from convlab.agents.pricing import prices_from
 from convlab.errors import ConvlabError
@@ -29,6 +30,7 @@ from convlab.report._console_text import clean
 
 if TYPE_CHECKING:
     from convlab.model.answer import Answer
+    from convlab.model.suite import Suite
 
 __all__ = [
     "CONFIG_NAME",
@@ -59,6 +61,7 @@ DEFAULTS: dict[str, Any] = {
     "cache": None,
     "cache_dir": None,
     "history": True,
+    "history_keep": HISTORY_KEEP,
     "executor": None,
     "ray_address": None,
 }
@@ -142,7 +145,7 @@ def read_config(folder: Path) -> dict[str, Any]:
     for key, value in doc.items():
         if key == "agent" and isinstance(value, str) and value.strip():
             out[key] = value.strip()
-        elif key in ("runs", "parallel"):
+        elif key in ("runs", "parallel", "history_keep"):
             try:
                 out[key] = positive_int(str(value))
             except argparse.ArgumentTypeError as exc:
@@ -172,14 +175,9 @@ def read_config(folder: Path) -> dict[str, Any]:
         elif key == "ray_address" and isinstance(value, str) and value.strip():
             out[key] = value.strip()
         elif key == "prices":
-            if not isinstance(value, dict):
-                raise ConvlabError(
-                    f"{path}: prices: expected a mapping of model names to "
-                    f"{{input_mtok: ..., output_mtok: ...}}, got {value!r}"
-                )
             try:
                 out[key] = prices_from(value)
-            except ValueError as exc:
+            except ConvlabError as exc:
                 raise ConvlabError(f"{path}: {exc}") from None
         else:
             raise ConvlabError(
@@ -268,6 +266,24 @@ def set_adaptive(agent: Any, on: bool) -> None:
         agent.adaptive = on
 
 
+def _refuse_writing_the_suite(suite: Suite, source: Path, output: str | None) -> None:
+    """`-o` never names a file the suite was read from (as `--store` never writes over a suite
+    file): the run's results would replace its cases. Checked before anything runs."""
+    if not output or not Path(output).exists():
+        return
+    read = [source, *(Path(s.file) for s in suite.sources)]
+    for path in read:
+        try:
+            same = Path(output).samefile(path)
+        except OSError:  # a source that is not a file on this disk
+            continue
+        if same:
+            raise ConvlabError(
+                f"-o {output}: is the suite being run ({path}), so convlab does not write its "
+                "results over it: give another output path"
+            )
+
+
 def default_output(input_path: Path) -> Path:
     """Yao's default: `output-{YYYYmmddHHMMSS}.jsonl` in the input's folder."""
     folder = input_path if input_path.is_dir() else input_path.parent
@@ -337,6 +353,7 @@ def run_options(
         "cache": cache,
         "cache_dir": _setting(args, config, "cache_dir"),
         "history": _setting(args, config, "history"),
+        "history_keep": _setting(args, config, "history_keep"),
         "prices": config.get("prices"),
         "executor": _executor(args, config),
     }
@@ -372,6 +389,7 @@ def run_command(args: argparse.Namespace) -> int:
         raise ConvlabError(f"{args.input}: no such file or folder")
     config = read_config(source if source.is_dir() else source.parent)
     suite = cl.load(source)
+    _refuse_writing_the_suite(suite, source, args.output)
     if args.run:
         suite = suite.filter(run=args.run)
         if not suite.cases:
@@ -401,7 +419,8 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 def notes(settings: dict[str, Any], prefix: str = "") -> None:
-    """What the cache and the adaptive concurrency did, on stderr."""
+    """What the cache and the adaptive concurrency did, and where secrets were masked, on
+    stderr."""
     counts = settings.get("cache")
     if counts:
         print(  # noqa: T201 - the CLI's output
@@ -417,6 +436,10 @@ def notes(settings: dict[str, Any], prefix: str = "") -> None:
     transport = transport_text(settings.get("transport"))
     if transport:
         print(prefix + transport, file=sys.stderr)  # noqa: T201 - the CLI's output
+    masked = settings.get("masked")
+    if masked:  # where the known secrets were replaced by ***
+        shown = "; ".join(str(m) for m in masked)
+        print(f"{prefix}secrets masked (***) in: {shown}", file=sys.stderr)  # noqa: T201
 
 
 def transport_text(status: dict[str, Any] | None) -> str:

@@ -111,12 +111,12 @@ def tokens(value: Any) -> str:
 
 
 def cost(usd: Any) -> str:
-    """A cost in US dollars: `$1,234.50` from a dollar up, else three significant digits
-    (`$0.0123`, `$4.5e-05` for a fraction of a cent); `-` when unknown."""
+    """A cost in US dollars: `$1,234.50` from a dollar up and `$0.00` for nothing, else three
+    significant digits (`$0.0123`, `$4.5e-05` for a fraction of a cent); `-` when unknown."""
     figure = _float(usd)
     if figure is None:
         return MISSING
-    return f"${figure:,.2f}" if figure >= 1 else f"${figure:.3g}"
+    return f"${figure:,.2f}" if figure >= 1 or figure == 0 else f"${figure:.3g}"
 
 
 def millis(ms: Any) -> str:

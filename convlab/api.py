@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Literal, TypedDict, Unpack, overload
 
 from convlab import executors
-from convlab._history import record_run
+from convlab._history import HISTORY_KEEP, record_later
 from convlab._sync import run_sync
 from convlab.engine.api import RunHandle, ask_once, build_runner
 from convlab.engine.experiment import ExperimentRunner, build_experiment
@@ -56,6 +56,7 @@ class RunOptions(TypedDict, total=False):
     cache: Literal["record", "replay", "auto"] | None
     cache_dir: str | Path | None
     history: bool
+    history_keep: int | None
     prices: dict[str, Any] | None
     executor: Any
     experiment: str | None
@@ -82,6 +83,7 @@ RUN_DEFAULTS: RunOptions = {
     "cache": None,
     "cache_dir": None,
     "history": True,
+    "history_keep": HISTORY_KEEP,
     "prices": None,
     "executor": None,
     "experiment": None,
@@ -134,7 +136,11 @@ OPTIONS_DOC = """
             `history.db` in `$CONVLAB_HOME` or `~/.convlab` (`cl.history()` lists them,
             `cl.load_run(history_id)` brings one back); False records nothing. An entry
             that cannot be written is a warning, `run.settings["history"]` says why, and
-            the run is returned as ever.
+            the run is returned as ever. The entry is written in the background: the run
+            returns when its last result is in (a process that ends first waits for it).
+        history_keep: How many runs the history keeps: recording one deletes the oldest
+            entries past this many, and their kept copies (CLI: `--history-keep N`, also
+            `history_keep: N` in convlab.yaml); None keeps every run.
         prices: Prices of models genai-prices does not know, or that you pay otherwise for:
             `{"my-model": {"input_mtok": 0.5, "output_mtok": 1.5}}` (US dollars per million
             tokens), keyed by the model name the endpoint reports. Every model call's usage
@@ -190,6 +196,7 @@ class _View:
     def __init__(self, listeners: list[Any], tree: Any = None) -> None:
         self.listeners, self.tree = listeners, tree
         self.history = False
+        self.keep: int | None = HISTORY_KEEP
 
     def show(self, stop: Callable[[], None] | None, hint: str = "") -> None:
         """Show the tree in the cell, with a Stop button that calls `stop` (or, None, a hint
@@ -199,14 +206,15 @@ class _View:
             self.tree.show()
 
     def close(self, result: Run | Experiment | None = None) -> None:
-        """The run or experiment has ended (`result`: None when it raised): record it (each
-        variant's run under the experiment's name), then close the tree."""
+        """The run or experiment has ended (`result`: None when it raised): hand it to the
+        history (each variant's run under the experiment's name; written in the background),
+        then close the tree."""
         try:
             if self.history and isinstance(result, Run):
-                record_run(result)  # never raises for a history problem: it warns
+                record_later(result, keep=self.keep)  # never raises for a history problem
             elif self.history and isinstance(result, Experiment):
                 for variant, run in result.runs.items():
-                    record_run(run, experiment=result.name, variant=variant)
+                    record_later(run, experiment=result.name, variant=variant, keep=self.keep)
         finally:
             if self.tree is not None:
                 self.tree.close(result)
@@ -240,17 +248,24 @@ def _runner_and_view(
     _check_progress(opts["progress"])
     if not isinstance(opts["history"], bool):
         raise ValueError(f"history={opts['history']!r}: use True (record the run) or False")
+    keep = opts["history_keep"]
+    if keep is not None and (isinstance(keep, bool) or not isinstance(keep, int) or keep < 1):
+        raise ValueError(f"history_keep={keep!r}: use a whole number of runs >= 1, or None")
     if _is_experiment(opts):
-        executors.local_only(opts["executor"], "an experiment (a dict of agents)")
         experiment = build_experiment(opts, [])
+        runners = list(experiment.runners.values())  # refuses what cannot travel
+        for one, executor in zip(
+            runners, executors.bind_each(opts["executor"], runners), strict=True
+        ):
+            one.executor = executor
         view = _view(opts["progress"], experiment=True)
-        view.history = opts["history"]
+        view.history, view.keep = opts["history"], keep
         experiment.listeners.extend(view.listeners)
         return experiment, view
     runner = build_runner(opts, [])
     runner.executor = executors.bind(opts["executor"], runner)  # refuses what cannot travel
     view = _view(opts["progress"])
-    view.history = opts["history"]
+    view.history, view.keep = opts["history"], keep
     runner.listeners.extend(view.listeners)
     return runner, view
 

@@ -48,6 +48,8 @@ from convlab.errors import ConvlabError, SuiteError, shown_problems
 
 __all__ = ["main"]
 
+_whole = number_arg(int, 0, bad="invalid int value: {text!r} (a whole number >= 0)", rule=">= 0")
+"""argparse `type=`: an integer >= 0."""
 _is_path = is_path  # the %convlab magic uses these two
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CRASH, EXIT_PIPE = 0, 1, 2, 3, 141
 
@@ -375,6 +377,15 @@ def _parser() -> argparse.ArgumentParser:
         help="do not record this run in the history database (`convlab history` lists them; "
         "also `history: false` in convlab.yaml)",
     )
+    r.add_argument(
+        "--history-keep",
+        type=positive_int,
+        default=DEFAULTS["history_keep"],
+        action=_Given,
+        metavar="N",
+        help=f"keep the newest N runs in the history, deleting older ones (default "
+        f"{DEFAULTS['history_keep']}; also `history_keep: N` in convlab.yaml)",
+    )
     r.add_argument("-v", "--verbose", action="store_true")
     r.set_defaults(fn=_run)
     k = _sub(
@@ -419,6 +430,7 @@ def _parser() -> argparse.ArgumentParser:
         "history",
         "list the recorded runs, newest first",
         "  convlab history --suite examples/expense --limit 5\n"
+        "  convlab history --prune --keep 100\n"
         "every run is recorded in history.db in $CONVLAB_HOME (default ~/.convlab); the id\n"
         "column is what cl.load_run(id) takes",
     )
@@ -426,6 +438,18 @@ def _parser() -> argparse.ArgumentParser:
     h.add_argument("--limit", type=positive_int, default=20, help="most runs listed (default 20)")
     h.add_argument("--experiment", help="only the runs of this experiment")
     h.add_argument("--json", action="store_true", help="one JSON object per run, a line each")
+    h.add_argument(
+        "--prune",
+        action="store_true",
+        help="delete all but the newest --keep runs, and their kept copies in runs/",
+    )
+    h.add_argument(
+        "--keep",
+        type=_whole,
+        default=DEFAULTS["history_keep"],
+        metavar="N",
+        help=f"with --prune: how many runs to keep (default {DEFAULTS['history_keep']})",
+    )
     h.set_defaults(fn=history_command)
     w = _sub(
         sub,

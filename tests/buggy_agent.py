@@ -41,6 +41,47 @@ def hostile(messages: list[dict[str, Any]]) -> str:
     raise ValueError("<img src=x onerror=alert(1)><script>alert(2)</script>")  # BUG
 
 
+def huge(messages: list[dict[str, Any]]) -> str:
+    """A function agent whose error message is 20 MB."""
+    raise ValueError("x" * 20_000_000)  # BUG
+
+
+def chained(messages: list[dict[str, Any]]) -> str:
+    """A function agent that raises a chain of 400 `raise ... from`."""
+    error: Exception = KeyError("first")
+    for n in range(400):
+        try:
+            raise error
+        except Exception as exc:
+            error = RuntimeError(f"step {n}")
+            error.__cause__ = exc
+    raise error  # BUG
+
+
+class StrRaises(Exception):
+    """An exception whose __str__ itself raises."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("__str__ broke")
+
+
+class StrNotText(Exception):
+    """An exception whose __str__ returns a number."""
+
+    def __str__(self) -> Any:
+        return 42
+
+
+def unprintable(messages: list[dict[str, Any]]) -> str:
+    """A function agent raising an exception that cannot say what it is."""
+    raise StrRaises("lost")  # BUG
+
+
+def not_text(messages: list[dict[str, Any]]) -> str:
+    """A function agent raising an exception whose __str__ returns a non-str."""
+    raise StrNotText("lost")  # BUG
+
+
 def line_of(function: Any) -> int:
     """The line of `function`'s `# BUG` comment."""
     import inspect

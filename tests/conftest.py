@@ -103,6 +103,28 @@ def _registrations_are_undone() -> Iterator[None]:
         )
 
 
+RAY_START_TIMEOUT = 900.0
+"""Seconds the tests' Ray cluster gets to start: a loaded 2-core machine takes minutes."""
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[None]:
+    """One local Ray cluster for every Ray test of the pytest run (2 CPUs, no dashboard,
+    100 MB of object store), started as convlab starts its own (tried again, each failed try
+    ended, until `RAY_START_TIMEOUT`) and kept warm between tests, so `executor="ray"` in a
+    test reuses it; ended at the end of the run. Ray is a test dependency
+    (`pip install -e '.[test,ray]'`): without it the tests that use this fail, never skip."""
+    import convlab as cl
+    from convlab.executors._cluster import LOCAL, connect
+
+    init = {"num_cpus": 2, "object_store_memory": 100 * 2**20}
+    connect(LOCAL, init, start_timeout=RAY_START_TIMEOUT)
+    try:
+        yield
+    finally:
+        cl.executors.shutdown()
+
+
 @pytest.fixture
 def browser() -> Iterator[Any]:
     """A headless chromium for one browser test (tests/offline_browser.py).

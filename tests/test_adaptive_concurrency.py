@@ -11,7 +11,7 @@ import io
 from typing import Any
 
 import pytest
-from fault_server import Counts, FaultServer, chat_faults, error, hang, limited
+from fault_server import Counts, FaultServer, chat_faults, drop, error, hang, limited
 
 import convlab as cl
 from convlab._cli_run import read_config
@@ -298,3 +298,30 @@ def test_a_run_says_when_a_retry_after_was_cut_for_its_cases_deadlines() -> None
     cut = run.settings["transport"]["retry_after_cut"]
     assert cut["asked_s"] >= 29 and cut["applied_s"] <= 2
     assert "Retry-After of" in transport_text(run.settings["transport"])
+
+
+@pytest.mark.parametrize("adaptive", [True, False])
+def test_a_dropped_connection_fails_as_fast_with_adaptive_concurrency_as_without(
+    adaptive: bool,
+) -> None:
+    """A 429 cuts the limit to two while two requests hang, and a slow answer (0.95 s) makes
+    them count as stuck only after 3.8 s (4x the slowest recent answer). A case whose
+    connection is dropped on every attempt must fail on its two retries (0.75 to 2.25 s of
+    backoff), as it does with adaptive concurrency off: its retries must not wait for the
+    slots the hanging requests hold, which made it run out of its 4 s (a timeout)."""
+
+    async def slow_ok(request: Any, n: int) -> None:
+        await asyncio.sleep(0.95)  # an answer that makes the endpoint look slow
+        return None
+
+    words = ["slow", "hang 1", "hang 2", "overloaded", "drop"]
+    faults = {"slow": slow_ok, "hang": hang, "overloaded": error(429), "drop": drop}
+    cases = [Case(id=w, input=[Message(content=w)]) for w in words]
+    with FaultServer(chat_faults(faults, route=lambda w: w.rsplit(" ", 1)[0])) as server:
+        agent = cl.agents.openai("m", base_url=server.base + "/v1", api_key="k", adaptive=adaptive)
+        run = cl.run(Suite(id="drops", cases=cases), agent, parallel=5, timeout="4s", retries=2)
+    by = {r.case_id: r for r in run.results}
+    assert by["slow"].status == "passed"
+    assert by["hang 1"].status == by["hang 2"].status == "timeout"
+    assert by["drop"].status == "error", by["drop"].error
+    assert by["drop"].attempts == 3 and "dropped" in (by["drop"].error or "")

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import convlab as cl
-from convlab.notebook._style import STATUS_CSS
+from convlab.htmlkit import STATUS_CSS
 from convlab.notebook.transcript import answer_bundle, answer_html, answer_text
 
 XSS = ["<script>alert(1)</script>", "<img src=x onerror=alert(1)>"]
@@ -176,7 +176,7 @@ def test_transcript_shows_tool_calls_checks_and_why_a_check_failed():
     assert "✓" in page.text and "✗" in page.text
     assert "expected" in page.text and '"25587"' in page.text
     assert STATUS_CSS["failed"] in html  # the failed colour from _style, theme-following
-    assert html.startswith("<div class='convlab'><style>")
+    assert html.startswith("<div class='convlab'><style data-convlab-style>")
 
 
 def test_long_and_multiline_replies_keep_their_lines():
@@ -210,7 +210,7 @@ def test_untrusted_text_is_escaped(where):
     assert page.tags <= {"div", "span", "style", "pre", "code", "details", "summary"}
     assert not {name for name in page.attrs if name.startswith("on")}
     assert "<script" not in html and "<img" not in html
-    assert page.attrs <= {"class", "style", "data-status"}
+    assert page.attrs <= {"class", "style", "data-status", "data-convlab-style"}
 
 
 def test_tool_calls_with_untrusted_arguments_and_results():

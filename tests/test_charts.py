@@ -25,8 +25,8 @@ import pytest
 from offline_browser import Opened
 
 import convlab as cl
+from convlab.htmlkit import STABILITY_COLORS, STABILITY_TEXT_COLORS, STATUS_COLORS
 from convlab.notebook import charts
-from convlab.notebook._style import STABILITY_COLORS, STABILITY_TEXT_COLORS, STATUS_COLORS
 
 ROOT = Path(__file__).resolve().parent.parent
 XSS = "<img src=x onerror=alert(1)>"

@@ -371,6 +371,23 @@ def test_an_output_that_cannot_be_written_is_a_clean_message_naming_it(tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]  # no .tmp left behind
 
 
+def test_run_never_writes_its_results_over_the_suite_it_runs(tmp_path):
+    victim = tmp_path / "victim.jsonl"
+    shutil.copy(EXAMPLES / "expense" / "expense.jsonl", victim)
+    folder = tmp_path / "folder"
+    shutil.copytree(EXAMPLES / "expense", folder, ignore=shutil.ignore_patterns("output-*"))
+    inside = folder / "expense.jsonl"
+    before = victim.read_bytes(), inside.read_bytes()
+    same, in_folder = many(
+        ("run", "-i", str(victim), "-n", "demo:expense", "-o", str(victim)),
+        ("run", "-i", str(folder), "-n", "demo:expense", "-o", str(inside)),
+    )
+    for done, path in ((same, victim), (in_folder, inside)):
+        assert done.code == 2, done.both
+        assert f"-o {path}: is the suite being run" in done.err and "Traceback" not in done.err
+    assert (victim.read_bytes(), inside.read_bytes()) == before
+
+
 def test_a_reader_that_stops_reading_gets_no_broken_pipe_message(tmp_path: Path) -> None:
     # `convlab assertions | head -5`: the reader leaves before convlab writes; stdout is a
     # pipe whose reading end is closed before the command starts writing

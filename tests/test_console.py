@@ -216,16 +216,16 @@ def test_a_text_progress_run_computes_its_summary_once(
 ) -> None:
     """The end of a run with text progress, the history, the card, str() and the Markdown
     report all read the one summary kept with the finished run: one pass over the results."""
-    import convlab.analysis.frames as frames
+    import convlab.analysis.rollup as rollups
 
     passes: list[int] = []
-    real = frames.case_rollup
+    real = rollups.rollup
 
     def counted(run: Run, count_errors_as: str = "failed") -> Any:
         passes.append(len(run.results))
         return real(run, count_errors_as)
 
-    monkeypatch.setattr(frames, "case_rollup", counted)
+    monkeypatch.setattr(rollups, "rollup", counted)
     run, out = _run(EXAMPLES / "expense", "demo:expense", runs=3, quiet=False, history=True)
     assert "Stability (3 runs per case)" in out and _summary(out)["Pass rate"] == "83.3%"
     assert passes == [len(run.results)]  # console summary, stability table, history: one pass

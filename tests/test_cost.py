@@ -119,10 +119,13 @@ def test_a_price_override_prices_what_the_database_does_not_know(base: str) -> N
 
 
 def test_a_bad_price_is_refused_before_anything_runs(base: str) -> None:
-    with pytest.raises(ValueError, match=r"prices\['m'\]\.output_mtk: Extra inputs"):
+    with pytest.raises(cl.ConvlabError, match=r"prices\['m'\]\.output_mtk: Extra inputs"):
         run_it(base, prices={"m": {"input_mtok": 1, "output_mtk": 2}})
-    with pytest.raises(ValueError, match=r"prices\['m'\]\.input_mtok: Input should be greater"):
+    with pytest.raises(cl.ConvlabError, match=r"prices\['m'\]\.input_mtok: Input should be"):
         run_it(base, prices={"m": {"input_mtok": -1}})
+    # a list where a mapping belongs: the same clear error convlab.yaml gives, not AttributeError
+    with pytest.raises(cl.ConvlabError, match=r"prices: expected a mapping .* got a list"):
+        run_it(base, prices=[{"m": {"input_mtok": 1}}])
 
 
 def test_a_replayed_run_shows_the_recorded_usage_and_cost(base: str, tmp_path: Path) -> None:
@@ -195,6 +198,42 @@ def test_the_reports_show_the_cost(base: str, tmp_path: Path) -> None:
     md = run.save(tmp_path / "r.md").read_text()
     page = run.save(tmp_path / "r.html").read_text()
     assert f"Cost \\${total:.3g}" in md and f"cost ${total:.3g}" in page
+
+
+def _reporting(prompt: int, completion: int, model: str) -> Any:
+    def agent(messages: list[dict[str, Any]]) -> Reply:
+        usage = Usage(
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+            total_tokens=prompt + completion,
+            model=model,
+        )
+        return Reply(text="filed", usage=usage)
+
+    return agent
+
+
+@pytest.mark.parametrize(
+    ("prompt", "model", "prices"),
+    [
+        (-1000, "gpt-4o", None),  # genai-prices knows the model: it refused the count
+        (-1_000_000, "house-model", {"house-model": {"input_mtok": 1.0}}),  # was -$1.00
+        (10**30, "gpt-4o", None),  # was priced silently at $2.5e24
+    ],
+)
+def test_impossible_token_usage_is_flagged_never_an_agent_error_or_priced(
+    prompt: int, model: str, prices: dict[str, Any] | None
+) -> None:
+    one = Suite(id="s", cases=[Case(id="a", input=[Message(content="hi")])])
+    run = cl.run(one, _reporting(prompt, 10, model), prices=prices, progress=False)
+    [result] = run.results
+    assert result.status == "passed", result.error
+    assert result.spend == []  # not counted, so never a negative or absurd cost
+    assert run.summary["cost_usd"] == 0.0
+    [turn] = result.turns
+    assert turn.observation is not None and turn.observation.error is not None
+    assert f"prompt_tokens={prompt}" in turn.observation.error
+    assert "impossible token usage" in turn.observation.error
 
 
 def test_a_model_priced_once_costs_what_genai_prices_says_for_every_call() -> None:

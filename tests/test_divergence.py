@@ -3,6 +3,8 @@ whose runs fork at a known turn, read back from a store, a save and a replay."""
 
 from __future__ import annotations
 
+import html
+
 import pandas as pd
 import pytest
 from flaky_agents import (
@@ -16,6 +18,7 @@ from flaky_agents import (
 )
 
 import convlab as cl
+from convlab._readable import pct
 from convlab.analysis.stats import fisher_exact
 from convlab.errors import UnknownNameError
 from convlab.model import Case, Message, Suite
@@ -204,10 +207,9 @@ def test_the_chart_draws_the_tree_from_every_run_to_passed_or_not(flaky_run):
     [sankey] = fig.data
     assert sankey.type == "sankey"
     labels = list(sankey.node.label)
-    rate = f"{100 * called / RUNS:.1f}"  # the one rule (convlab._readable.pct): 66.7%, 100.0%
-    assert labels[0] == f"all 30 runs · {rate}% passed"
-    assert labels[1].startswith(f"turn 2: lookup_policy(amount, note) · {called} runs · 100.0%")
-    assert labels[2].startswith(f"turn 2: no tool call · {RUNS - called} runs · 0.0%")
+    assert labels[0] == f"all 30 runs · {pct(100 * called / RUNS)} passed"
+    assert labels[1] == f"turn 2: lookup_policy(amount, note) · {called} runs · 100.0%"
+    assert labels[2] == f"turn 2: no tool call · {RUNS - called} runs · 0.0%"
     assert labels[3:] == [f"passed: {called}", f"did not pass: {RUNS - called}"]
     links = sorted(zip(sankey.link.source, sankey.link.target, sankey.link.value, strict=True))
     assert links == [(0, 1, called), (0, 2, RUNS - called), (1, 3, called), (2, 4, RUNS - called)]
@@ -227,3 +229,69 @@ def test_what_a_user_said_is_escaped_in_the_chart():
     text = " ".join([*sankey.node.label, *sankey.node.customdata])
     assert "<script>" not in text and "<b>bold" not in text
     assert "&lt;script&gt;" in text
+
+
+def test_in_a_notebook_one_case_shows_a_passing_and_a_failing_run_side_by_side(flaky_run):
+    bundle = flaky_run.divergence("expense-policy")._repr_mimebundle_()
+    page = bundle["text/html"]
+    assert (
+        "Divergence of expense-policy · branches" in page
+        and html.escape(flaky_run.why("expense-policy")) in page
+    )
+    table = page[page.index("<table class='cl-sxs'>") :]
+    rows = table.split("<tr")
+    fork = [r for r in rows if "cl-fork" in r]
+    assert len(fork) == 1 and "turn 2" in fork[0] and ">fork<" in fork[0]
+    assert "cl-only-ok" in fork[0] and "lookup_policy(" in fork[0]  # the call only one made
+    assert "✓ passed" in table and "✗ failed" in table
+    text = bundle["text/plain"]
+    assert "turn 2  <- fork: lookup_policy(" in text and "no tool call" in text
+    # every case: the branches only
+    whole = flaky_run.divergence()._repr_mimebundle_()["text/html"]
+    assert "<table class='cl-sxs'>" not in whole  # (the stylesheet may name the class)
+
+
+def test_the_side_by_side_escapes_what_agents_said():
+    def agent(messages, ctx):
+        if "#" in ctx.instance and int(ctx.instance.split("#")[1]) % 2:
+            return "<script>alert(1)</script> <img src=x onerror=alert(2)>"
+        return cl.Reply(text="ok", tool_calls=[cl.ToolCall("<b>tool</b>", {"<i>": 1})])
+
+    case = Case(id="c", input=[Message(content="<svg onload=alert(3)>")],
+                assertions=[{"kind": "tool_called", "value": "tool"}])  # fmt: skip
+    run = cl.run(Suite(id="s", cases=[case]), agent, runs=4, progress=False)
+    page = run.divergence("c")._repr_mimebundle_()["text/html"]
+    for raw in ("<script>alert", "<img src", "<svg onload", "<b>tool", "<i>"):
+        assert raw not in page
+    assert "&lt;script&gt;alert(1)" in page and "&lt;b&gt;tool&lt;/b&gt;" in page
+
+
+def test_an_experiment_says_where_each_variant_leaves_the_baselines_main_path():
+    def steady(messages, ctx):
+        if ctx.turn == 1:
+            ctx.world["policy_checked"] = True
+            call = cl.ToolCall("lookup_policy", {"amount": 120, "note": 0})
+            return cl.Reply(text="The policy allows it.", tool_calls=[call])
+        return flaky_agent(messages, ctx)
+
+    exp = cl.run(flaky_suite(), {"steady": steady, "flaky": flaky_agent}, runs=12,
+                 progress=False, history=False)  # fmt: skip
+    d = exp.divergence("expense-policy")
+    assert d.attrs["main_path"] == (
+        "turn 2: lookup_policy(amount, note) → turn 3: create_expense(amount)"
+    )
+    rows = d.drop(columns=["case_id"]).to_dict("records")
+    flaky = exp["flaky"].divergence("expense-policy")
+    called, skipped = int(flaky["runs"][0]), int(flaky["runs"][1])
+    assert rows[0] == {
+        "agent_variant": "steady", "leaves_at": None, "side": "", "step": "", "runs": 12,
+        "passed": 12, "pass_rate": 100.0, "share": 100.0,
+    }  # fmt: skip
+    assert rows[1]["agent_variant"] == "flaky" and rows[1]["leaves_at"] is None
+    assert (rows[1]["runs"], rows[1]["passed"]) == (called, called)
+    assert rows[2] == {
+        "agent_variant": "flaky", "leaves_at": 1, "side": "agent", "step": "no tool call",
+        "runs": skipped, "passed": 0, "pass_rate": 0.0, "share": 100 * skipped / 12,
+    }  # fmt: skip
+    page = d._repr_mimebundle_()["text/html"]
+    assert "Divergence across variants" in page and "main path" in page

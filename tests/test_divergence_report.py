@@ -13,7 +13,7 @@ import convlab as cl
 from convlab.cli import main
 from convlab.model import Suite
 
-HOSTILE = "\x1b]0;pwned\x07\x1b[2J <script>alert(1)</script> [x](javascript:alert(2))"
+HOSTILE = "[x](javascript:a) <script>b</script>\x1b]0;p\x07\x1b[2J"
 
 
 def hostile_user(messages: list[dict[str, Any]], ctx: Any) -> str:
@@ -43,7 +43,7 @@ def test_convlab_why_prints_every_flaky_case_with_its_branches(store, capsys):
     assert "turn 2: lookup_policy(amount, note) → turn 3: create_expense(amount)" in out
     assert "dynamic-expense" in out and "a fork on the user's side" in out
     assert "\x1b" not in out and "\x07" not in out  # what the user said never drives a terminal
-    assert "\\x1b]0;pwned\\x07" in out
+    assert "\\x1b]0;p\\x07" in out
 
 
 def test_convlab_why_for_one_case_and_for_an_unknown_one(store, capsys):
@@ -64,7 +64,7 @@ def test_the_markdown_report_explains_unstable_cases(store, tmp_path):
     assert "Runs that called lookup_policy at turn 2 passed" in section
     assert "<script>" not in section and "&lt;script&gt;" in section
     assert "\x1b" not in section and not re.search(r"(?<!\\)\]\(javascript:", section)
-    assert "\\](javascript:" in section  # shown, escaped: never a link
+    assert "\\](javascript:a)" in section  # shown, escaped: never a link
 
 
 def test_the_html_report_explains_unstable_cases(store, tmp_path):
@@ -75,4 +75,4 @@ def test_the_html_report_explains_unstable_cases(store, tmp_path):
     assert "<h3><code>expense-policy</code></h3>" in section
     assert "Runs that called lookup_policy at turn 2 passed" in section
     assert "sankey" in section  # its chart
-    assert "<script>alert(1)" not in page and "&lt;script&gt;alert(1)" in section
+    assert "<script>b" not in page and "&lt;script&gt;b" in section

@@ -316,3 +316,57 @@ def test_the_cli_prints_the_location_beside_the_agents_error(tmp_path: Path) -> 
     assert f"(at {where(bug.reply)})" in done.stderr
     package = str(Path(cl.__file__).resolve().parent)  # no frame of convlab's own code
     assert "Traceback" in done.stdout and package not in done.stdout
+
+
+# ---------------------------------------------------------------- big and broken errors
+
+
+def test_a_20_mb_error_is_cut_in_the_result_the_store_and_the_report(tmp_path: Path) -> None:
+    from convlab.model.tracebacks import ERROR_BYTES
+
+    store = tmp_path / "run.jsonl"
+    run = cl.run(suite(standard("a"), standard("b")), bug.huge, store=store, progress=False)
+    for result in run.results:
+        assert result.error is not None and result.error_info is not None
+        assert result.error.endswith("… cut, 20,000,000 bytes")
+        assert result.error.startswith("agent error at turn 1: ValueError: xxx")
+        assert len(result.error.encode()) < ERROR_BYTES
+        assert result.error_info.location == where(bug.huge)  # the place is kept
+        assert len(result.error_info.traceback.encode()) < ERROR_BYTES + 40
+        assert "… cut, " in result.error_info.traceback
+    assert store.stat().st_size < 200_000  # was 128 MB for two such cases
+    html = Path(run.save(tmp_path / "run.html")).stat().st_size
+    plain = cl.run(suite(standard("a"), standard("b")), lambda m: "ok", progress=False)
+    baseline = Path(plain.save(tmp_path / "plain.html")).stat().st_size  # the page's own size
+    assert html - baseline < 300_000  # the two errors add little (they added 65 MB)
+    answer = cl.ask(bug.huge, "where is my parcel?")  # what `convlab ask` prints
+    assert len(str(answer)) < 2 * ERROR_BYTES and answer.error is not None  # was 60 MB
+    assert answer.error.endswith("… cut, 20,000,000 bytes")
+
+
+def test_a_chain_of_400_raise_from_keeps_the_innermost_and_says_how_many_were_left_out() -> None:
+    from convlab.model.tracebacks import CHAIN_DEPTH
+
+    run = cl.run(suite(standard()), bug.chained, progress=False)
+    info = run.results[0].error_info
+    assert info is not None and info.location == where(bug.chained)
+    assert info.traceback.count("The above exception was the direct cause") == CHAIN_DEPTH
+    assert f"… {400 - CHAIN_DEPTH} earlier chained exceptions left out" in info.traceback
+    assert info.traceback.rstrip().endswith("RuntimeError: step 399")
+    assert len(info.traceback) < 12_000  # was 154 KB
+
+
+@pytest.mark.parametrize(
+    ("function", "name"), [(bug.unprintable, "StrRaises"), (bug.not_text, "StrNotText")]
+)
+def test_an_exception_that_cannot_say_what_it_is_keeps_its_type_and_place(
+    function: Any, name: str
+) -> None:
+    run = cl.run(suite(standard()), function, progress=False)
+    [result] = run.results
+    assert result.error is not None and result.error_info is not None
+    assert result.error.startswith(f"agent error at turn 1: {name}: <unprintable {name}")
+    assert result.error_info.type == name
+    assert result.error_info.location == where(function)
+    answer = cl.ask(function, "hi")
+    assert answer.error_info is not None and answer.error_info.type == name

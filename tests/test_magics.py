@@ -324,6 +324,7 @@ RUN_FLAGS = {
     "executor": "--executor ray",
     "ray_address": "--ray-address auto",
     "history": "--no-history",
+    "history_keep": "--history-keep 3",
 }
 
 

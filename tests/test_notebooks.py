@@ -206,7 +206,27 @@ def test_distributed_runs_on_ray_with_the_live_tree_and_stops() -> None:
     state = nb.metadata["widgets"][WIDGET_STATE]["state"]
     html = " ".join(str(m["state"].get("value", "")) for m in state.values())
     assert "on 2 workers (local Ray cluster" in html
-    joined = text_of(cell_out(nb, "import ray"))
-    assert joined.startswith("False") and "36 instances: 30 passed, 6 failed" in joined
+    # the next cell reused the cluster and its workers
+    warm = text_of(cell_out(nb, "import ray"))
+    assert warm.startswith("True") and "36 instances: 30 passed, 6 failed" in warm
     # stop keeps what finished, the rest cancelled
     assert text_of(cell_out(nb, "while len(handle.results)")).strip() == "cancelled 240 True"
+
+
+@pytest.mark.slow
+def test_stability_says_why_the_flaky_case_fails() -> None:
+    nb = executed("stability.ipynb")
+    outs = cell_out(nb, "def expense_bot(")
+    assert "20 instances: 15 passed, 5 failed" in text_of(outs[:-1])  # the run's card
+    why = text_of(outs[-1:])
+    assert why.strip("'\"\n") == (
+        "Runs that called lookup_policy at turn 2 passed 15 of 15; runs that skipped it "
+        "passed 0 of 5 (p < 0.001)."
+    )  # what the prose says: it sometimes skips the lookup, and fails then
+    view = html_of(cell_out(nb, 'flaky.divergence("file-dinner")'))
+    assert "Divergence of file-dinner · branches" in view and "cl-sxs" in view and ">fork<" in view
+    assert "lookup_policy(" in view
+    chart = cell_out(nb, 'flaky.plot.divergence("file-dinner")')[0]["data"]
+    assert chart[PLOTLY]["data"][0]["type"] == "sankey" and "text/html" in chart
+    paths = text_of(cell_out(nb, "flaky.stability()"))
+    assert "file-dinner" in paths and " 2 " in paths and "0.75" in paths

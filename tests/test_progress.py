@@ -266,7 +266,7 @@ def test_every_glyph_the_views_show_is_in_a_text_font() -> None:
     import subprocess
     from pathlib import Path
 
-    from convlab.notebook._style import GLYPHS
+    from convlab.htmlkit import GLYPHS
 
     if shutil.which("fc-list") is None:
         pytest.fail("fc-list is missing: apt-get install fontconfig (chromium brings it)")

@@ -394,6 +394,29 @@ def test_save_names_the_supported_suffixes(tmp_path, name):
     assert not (tmp_path / name).exists()
 
 
+def test_a_comparison_saves_through_the_one_saver_registry(tmp_path):
+    """Runs, experiments and comparisons are written by one registry, keyed by what is saved
+    and the suffix: a comparison's `.json` and `.md`, and the suffixes it has named."""
+    import json
+
+    from convlab.analysis.io import SAVERS, suffixes
+
+    before = cl.run("examples/expense", "demo:expense", progress=False, history=False)
+    after = cl.run("examples/expense", "demo:finance", progress=False, history=False)
+    cmp = cl.compare(before, after)
+    data = json.loads(cmp.save(tmp_path / "cmp.json").read_text(encoding="utf-8"))
+    assert data["summary"] == cmp.summary and len(data["cases"]) == len(cmp) == 12
+    assert data["cases"][0]["case_id"] == cmp.iloc[0]["case_id"]
+    markdown = cmp.save(tmp_path / "cmp.md").read_text(encoding="utf-8")
+    assert markdown.count("\n| ") == 1 + 12 and "| expense-greeting |" in markdown
+    with pytest.raises(
+        ValueError, match=r"the comparison .* supported suffixes: \.json, \.markdown, \.md"
+    ):
+        cmp.save(tmp_path / "cmp.html")
+    assert {"run.json", "experiment.json", "comparison.json"} <= set(SAVERS)
+    assert ".ipynb" in suffixes("run") and ".ipynb" not in suffixes("experiment")
+
+
 def test_run_display_is_escaped_and_names_the_worst_cases():
     run = make_run()
     run.results.append(

@@ -248,3 +248,14 @@ def test_expense_lite_follows_only_the_rules_early_in_a_long_prompt():
     assert all("receipt" in said["expense", n] for n in ("short", "long"))
     assert "receipt" in said["expense_lite", "short"]
     assert "receipt" not in said["expense_lite", "long"]
+
+
+def test_a_100k_deep_json_body_is_a_400_not_a_500(url):
+    deep = b'{"model": "echo", "messages": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    status, body = get_json(f"{url}/chat/completions", deep)
+    assert status == 400, body
+    assert body["error"]["type"] == "invalid_request_error"
+    assert "nested too deep" in body["error"]["message"]
+    # the server is still up and answers the next request
+    ok = ask(cl.agents.openai("echo", base_url=url), "hi")
+    assert ok.text

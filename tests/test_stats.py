@@ -321,3 +321,28 @@ def test_fisher_is_a_probability_and_symmetric(t):
     p = fisher_exact(a, b, c, d)
     assert 0 < p <= 1
     assert p == pytest.approx(fisher_exact(c, d, a, b)) == pytest.approx(fisher_exact(a, c, b, d))
+
+
+def test_the_summary_of_a_big_run_is_the_same_read_streaming_or_from_its_latest_rows():
+    """`rollup` reads the results once without keeping their rows; the figures are those
+    of the latest rows (`instance_rows`), and an instance recorded twice counts once, as its
+    latest record."""
+    from pathlib import Path
+
+    import msgspec
+
+    from convlab.analysis.frames import instance_rows
+    from convlab.analysis.rollup import _rollup, rollup
+
+    expense = Path(__file__).resolve().parent.parent / "examples" / "expense"
+    run = cl.run(expense, "demo:expense", runs=3, progress=False, history=False)
+    streamed = rollup(run)
+    held = _rollup(run, instance_rows(run), "failed")
+    assert streamed.summary == held.summary and dict(streamed.cases) == dict(held.cases)
+    assert streamed.reasons == held.reasons
+    passed = next(r for r in run.results if r.status == "passed")
+    again = msgspec.structs.replace(passed, status="failed")
+    twice = msgspec.structs.replace(run, results=[*run.results, again])
+    s = twice.summary
+    assert s["total"] == len(run.results) == 36
+    assert (s["passed"], s["failed"]) == (run.summary["passed"] - 1, run.summary["failed"] + 1)

@@ -6,17 +6,23 @@ from __future__ import annotations
 import asyncio
 import base64
 import http.server
+import io
 import json
+import os
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import convlab as cl
+from convlab.engine.events import TurnCompleted
 from convlab.engine.store import StoreError
 from convlab.model import Case, Message, Suite
+from convlab.model.codec import encode
+from convlab.report.console import ConsoleProgress
 
 
 def _suite(n: int = 6) -> Suite:
@@ -302,3 +308,180 @@ def test_a_store_that_does_not_say_its_suite_is_not_resumed(tmp_path: Path) -> N
     with pytest.raises(StoreError, match="no fingerprint"):
         cl.run(_suite(3), _ok, store=store, resume=True, progress=False)
     assert store.read_bytes() == before
+
+
+def _full_disk_after(limit: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The store's header writes fail with ENOSPC once `limit` bytes are written, as a disk
+    that fills mid-header does (no root, no tmpfs: the write itself refuses)."""
+    import errno
+
+    from convlab.engine import store as store_module
+
+    real = store_module.write_header
+
+    def filling(run: Any, write: Any) -> str:
+        written = 0
+
+        def limited(data: bytes) -> None:
+            nonlocal written
+            if written + len(data) > limit:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            written += len(data)
+            write(data)
+
+        return real(run, limited)
+
+    monkeypatch.setattr(store_module, "write_header", filling)
+
+
+def test_a_disk_that_fills_while_the_header_is_written_leaves_nothing_torn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = tmp_path / "r.jsonl"
+    with monkeypatch.context() as patched:
+        _full_disk_after(2_000, patched)
+        with pytest.raises(OSError, match="No space left on device") as raised:
+            cl.run(_suite(40), _slow_ok, store=store, progress=False)
+    assert raised.value.filename == str(store) and str(store) in str(raised.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # no torn store, lock or temp file
+    run = cl.run(_suite(40), _slow_ok, store=store, resume=True, progress=False)
+    assert run.status == "completed" and len(run.results) == 40
+
+
+def test_overwriting_a_store_on_a_full_disk_keeps_the_earlier_one_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = tmp_path / "r.jsonl"
+    cl.run(_suite(3), _slow_ok, store=store, progress=False)
+    before = store.read_bytes()
+    with monkeypatch.context() as patched:
+        _full_disk_after(500, patched)
+        with pytest.raises(OSError, match="No space left on device"):
+            cl.run(_suite(3), _slow_ok, store=store, overwrite=True, progress=False)
+    assert store.read_bytes() == before
+    assert cl.load_run(store).status == "completed"
+
+
+def test_a_variant_name_of_5000_characters_gets_a_safe_store_name(tmp_path: Path) -> None:
+    long, longer = "v" * 5000, "v" * 5000 + "w"
+    exp = cl.run(
+        _suite(1), {long: _slow_ok, longer: _slow_ok}, store=tmp_path / "out.jsonl", progress=False
+    )
+    stores = exp.settings["stores"]
+    assert len(set(stores.values())) == 2  # two names that differ only past the cut: two files
+    for path in stores.values():
+        assert len(Path(path).name.encode()) < 255 and Path(path).exists()
+        assert Path(path).name.startswith("out." + "v" * 40)
+    assert [cl.load_run(stores[n]).status for n in (long, longer)] == ["completed", "completed"]
+
+
+class _EchoRequestHeaders(http.server.BaseHTTPRequestHandler):
+    """A chat-completions endpoint whose reply text is the request's headers, as a debugging
+    proxy's is."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        said = f"{self.headers.get('authorization')} {self.headers.get('x-team')} "
+        text = said + json.dumps(dict(self.headers.items()))
+        reply = {"choices": [{"message": {"role": "assistant", "content": text}}]}
+        body = json.dumps(reply).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+KEY, HEADER, TOKEN = "sk-live-4f1c9e2ab7d3", "hdr-value-83ac51e0", "env-token-2b7f90ce"
+
+
+def _everything_written(run: cl.Run, tmp_path: Path, store: Path) -> dict[str, str]:
+    """Every text convlab writes or shows for `run`: the store, run.json, run.html, the card,
+    the history's copy, its repr."""
+    import gzip
+
+    from convlab._history import _record
+    from convlab.notebook._cards import run_card
+
+    html = Path(run.save(tmp_path / "run.html")).read_text(encoding="utf-8")
+    saved = Path(run.save(tmp_path / "run.json")).read_text(encoding="utf-8")
+    text, card = run_card(run)
+    copies = sorted(_record.runs_folder().glob("*.jsonl.gz"))
+    kept = "".join(gzip.decompress(p.read_bytes()).decode() for p in copies)
+    return {
+        "store": store.read_text(encoding="utf-8") if store.exists() else "",
+        "run.json": saved,
+        "run.html": html,
+        "card": text + card,
+        "history copy": kept,
+        "repr": repr(run) + str(run.results[0]),
+    }
+
+
+def test_every_known_secret_is_masked_everywhere_and_the_result_says_where(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _EchoRequestHeaders)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    monkeypatch.setenv("MY_SERVICE_TOKEN", TOKEN)
+    try:
+        base = f"http://127.0.0.1:{srv.server_address[1]}/v1"
+        echo = cl.agents.openai("m", base_url=base, api_key=KEY, headers={"X-Team": HEADER})
+        store = tmp_path / "echo.jsonl"
+        shown = io.StringIO()  # the console, verbose: every turn's reply
+        console = ConsoleProgress(stream=shown, verbose=True, color=False)
+        events: list[Any] = []  # what every view (the live tree, the console) is told
+
+        def listen(event: Any) -> None:
+            console(event)
+            events.append(event)
+
+        run = cl.run(_suite(1), echo, store=store, progress=listen)
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    [result] = run.results
+    reply = result.turns[0].observation
+    assert reply is not None and reply.text is not None
+    assert '"authorization": "Bearer ***"' in reply.text and '"x-team": "***"' in reply.text
+    assert "turns[0].observation.text" in result.metadata["masked"]
+    assert any("1 result(s)" in note for note in run.settings["masked"])
+    told = "".join(encode(e.turn).decode() for e in events if isinstance(e, TurnCompleted))
+    written = _everything_written(run, tmp_path, store) | {
+        "console": shown.getvalue(),
+        "turns as they finished": told,
+    }
+    assert "Bearer ***" in told
+    assert '"m0" → "Bearer *** *** {' in written["console"]  # the echoed reply, masked
+    for where, text in written.items():
+        assert KEY not in text and HEADER not in text, where
+
+    def leaks(messages: list[dict[str, str]]) -> str:
+        raise PermissionError(f"the service refused token {os.environ['MY_SERVICE_TOKEN']}")
+
+    run = cl.run(_suite(1), leaks, progress=False)  # no store: the history keeps a copy
+    [result] = run.results
+    assert result.error == "agent error at turn 1: PermissionError: the service refused token ***"
+    assert "error_info.traceback" in result.metadata["masked"]
+    for where, text in _everything_written(run, tmp_path, tmp_path / "none").items():
+        assert TOKEN not in text, where
+
+    from convlab._cli_run import notes
+
+    notes(run.settings)  # what `convlab run` prints at its end
+    said = capsys.readouterr().err
+    assert "secrets masked (***) in: 1 result(s): see each result's metadata['masked']" in said
+
+
+def test_a_short_key_is_never_masked_in_free_text(tmp_path: Path) -> None:
+    def says(messages: list[dict[str, str]]) -> str:
+        return "x marks the spot"
+
+    short = cl.agents.openai("m", base_url="http://127.0.0.1:9/v1", api_key="x")
+    del short  # a live Secret of one character: SHORTEST_SECRET keeps it out of the masking
+    run = cl.run(_suite(1), says, progress=False)
+    assert run.results[0].turns[0].observation.text == "x marks the spot"  # type: ignore[union-attr]
+    assert "masked" not in run.results[0].metadata

@@ -1,4 +1,4 @@
-"""The DataTables bundle travels once per notebook (convlab.notebook._bundle).
+"""The DataTables bundle travels once per notebook (convlab.htmlkit.bundle).
 
 What a user notices: a saved notebook that is light whatever its number of tables, and whose
 tables still show when it is reopened with no kernel, wherever the output that carries the
@@ -22,7 +22,7 @@ import pandas as pd
 import pytest
 from offline_browser import Opened
 
-from convlab.notebook._bundle import bundle_html, dedupe_bundles, one_bundle, payload
+from convlab.htmlkit import bundle_html, dedupe_bundles, one_bundle, payload
 from convlab.notebook.tables import frame_html
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from offline_browser import Opened
 
 import convlab as cl
-from convlab.notebook._style import CHANGE_COLORS, GLYPHS, STABILITY_CSS, STATUS_CSS
+from convlab.htmlkit import CHANGE_COLORS, GLYPHS, STABILITY_CSS, STATUS_CSS
 from convlab.notebook.tables import (
     KINDS,
     Table,

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import convlab as cl
-from convlab.notebook._style import CSS, DARK, LIGHT, STATUS_CSS, TABLE_CSS
+from convlab.htmlkit import CSS, DARK, LIGHT, STATUS_CSS, TABLE_CSS
 from convlab.notebook._theme import CHART_DARK, chart_theme, host_theme, recolor
 
 THEMES = Path("@jupyterlab", "apputils-extension", "themes.jupyterlab-settings")
@@ -134,7 +134,7 @@ def test_views_refer_to_the_palette_variables() -> None:
 
 
 def test_the_live_tree_keeps_its_header_above_a_bounded_body() -> None:
-    from convlab.notebook._style import TREE_BODY_HEIGHT
+    from convlab.htmlkit import TREE_BODY_HEIGHT
     from convlab.notebook.progress import LiveTree
 
     tree = LiveTree()

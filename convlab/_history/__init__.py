@@ -11,6 +11,14 @@ parameters, the full system prompt; secrets masked), the summary figures (total,
 failed, errors, pass rate, cost), `runs` and `parallel`, an experiment and variant name, and
 where the results are: the run's store, else a gzip copy in `runs/` beside the database (and
 a later `.json`/`.jsonl` save). `history=False` (CLI: `--no-history`) records nothing.
+The columns are `HistoryRow`'s fields (convlab._history.row), declared once.
+
+A run is recorded off the path the user waits on: it returns when its last result is in, and
+a background thread writes its entry (`cl.history()` waits for this process's recordings;
+a process that ends waits for them at exit). The history keeps the newest `history_keep` runs
+(default HISTORY_KEEP), deleting the oldest entries and their copies in `runs/`; `convlab
+history --prune --keep N` does so at once. The folder convlab makes is its owner's only
+(0700), and so are the database and the copies (0600).
 """
 
 from __future__ import annotations
@@ -18,8 +26,17 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from convlab._history._db import SCHEMA_VERSION, db_path, home
-from convlab._history._record import Entry, locate, note_saved, record_run, runs_folder
+from convlab._history._db import HISTORY_KEEP, SCHEMA_VERSION, db_path, home
+from convlab._history._record import (
+    Entry,
+    locate,
+    note_saved,
+    prune,
+    record_later,
+    record_run,
+    runs_folder,
+)
+from convlab._history.row import HistoryRow
 from convlab.errors import HistoryError
 
 if TYPE_CHECKING:
@@ -27,15 +44,19 @@ if TYPE_CHECKING:
     from convlab.model.suite import Suite
 
 __all__ = [
+    "HISTORY_KEEP",
     "SCHEMA_VERSION",
     "Entry",
     "HistoryError",
+    "HistoryRow",
     "db_path",
     "history",
     "home",
     "locate",
     "note_saved",
     "past_runs",
+    "prune",
+    "record_later",
     "record_run",
     "runs_folder",
 ]

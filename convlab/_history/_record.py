@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import gzip
 import io
-import json
 import os
 import re
 import uuid
@@ -20,23 +19,31 @@ import warnings
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from convlab._history import _db
-from convlab.agents._secret import SHORTEST_SECRET
+from convlab._history import _background, _db
+from convlab._history.row import HistoryRow
+from convlab.agents._secret import known_secrets
 from convlab.engine.store import write_run
 from convlab.errors import HistoryError
 from convlab.model.run import Run
 
-__all__ = ["Entry", "locate", "note_saved", "record_run", "runs_folder"]
+__all__ = [
+    "Entry",
+    "locate",
+    "note_saved",
+    "prune",
+    "record_later",
+    "record_run",
+    "runs_folder",
+    "usable",
+]
 
 _SECRET_KEY = re.compile(
     r"(?i)^(.*[_-])?(api[_-]?key|apikey|key|password|passwd|secret|token|authorization|bearer|"
     r"credentials?|cookie)$"
 )
 """Setting names whose values are never written (`max_tokens` is not one)."""
-_SECRET_ENV = re.compile(r"(?i)(key|token|secret|password)")
-"""Environment variables whose values are masked wherever they show up."""
 _LEVEL = 1
 """gzip level of a kept copy: level 6 writes a sixth fewer bytes in twice the time."""
 
@@ -46,17 +53,10 @@ def runs_folder() -> Path:
     return _db.home() / "runs"
 
 
-def _env_secrets() -> list[str]:
-    return sorted(
-        (v for k, v in os.environ.items() if _SECRET_ENV.search(k) and len(v) >= SHORTEST_SECRET),
-        key=len,
-        reverse=True,
-    )
-
-
 def _masked(value: Any, secrets: list[str]) -> Any:
-    """`value` with the values of secret-looking keys and of secret environment variables
-    replaced by `***` (the agent masks its own; this is the second lock)."""
+    """`value` with the values of secret-looking keys and the known secrets
+    (`convlab.agents._secret.known_secrets`, which the engine masks in the run already)
+    replaced by `***`: the second lock."""
     if isinstance(value, dict):
         return {
             k: "***" if _SECRET_KEY.match(str(k)) and v else _masked(v, secrets)
@@ -70,10 +70,6 @@ def _masked(value: Any, secrets: list[str]) -> Any:
     return value
 
 
-def _json(value: Any, secrets: list[str]) -> str:
-    return json.dumps(_masked(value, secrets), ensure_ascii=False, default=str)
-
-
 def _suite_path(run: Run) -> str | None:
     """The absolute path the suite was read from: its file, or the folder of its files."""
     files = [s.file for s in run.suite.sources] if run.suite is not None else []
@@ -83,21 +79,23 @@ def _suite_path(run: Run) -> str | None:
     return paths[0] if len(set(paths)) == 1 else os.path.commonpath(paths)
 
 
-def _keep(run: Run) -> tuple[str, str, str]:
+def _keep(run: Run) -> tuple[str, Literal["store", "copy"], str]:
     """Where `run`'s results are found (its store, else a kept copy written now), what that
-    is (`store` or `copy`) and the suite's fingerprint."""
+    is (`store` or `copy`) and the suite's fingerprint. The copy is written from the run's
+    own results, a line at a time: no second form of them is made."""
     store = run.settings.get("store")
     fingerprint = run.fingerprint
     if store:
         return os.path.abspath(store), "store", fingerprint
-    folder = runs_folder()
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = _db.private_folder(runs_folder())
     target = folder / f"{run.id or uuid.uuid4().hex[:12]}.jsonl.gz"
     tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:12]}.tmp")
     try:
+        _db.private_file(tmp)
         with (
-            gzip.open(tmp, "wb", compresslevel=_LEVEL) as raw,
-            io.BufferedWriter(raw, 1 << 20) as fh,
+            open(tmp, "r+b") as out,
+            gzip.GzipFile(fileobj=out, mode="wb", compresslevel=_LEVEL) as raw,
+            io.BufferedWriter(raw, 1 << 20) as fh,  # type: ignore[arg-type]
         ):
             fingerprint = write_run(run, fh.write)  # buffered: one compress call per MB
         os.replace(tmp, target)
@@ -124,47 +122,63 @@ def _version() -> str:
         return ""
 
 
-def _row(run: Run, experiment: str | None, variant: str | None) -> dict[str, Any]:
-    secrets = _env_secrets()
+def _row(run: Run, experiment: str | None, variant: str | None) -> HistoryRow:
+    """The history row of `run` (secrets masked), its results kept where they are found."""
+    secrets = known_secrets()
     summary = dict(run.summary)
     agent_settings = dict(getattr(run, "agent_settings", None) or {})
     where, kind, fingerprint = _keep(run)
     model = agent_settings.get("model")
-    return {
-        "run_id": run.id or uuid.uuid4().hex[:12],
-        "recorded_at": datetime.now().astimezone().isoformat(timespec="milliseconds"),
-        "started_at": run.started_at,
-        "finished_at": run.finished_at,
-        "status": run.status,
-        "suite": (run.suite.name or run.suite.id) if run.suite is not None else None,
-        "suite_path": _suite_path(run),
-        "fingerprint": fingerprint or None,
-        "agent": _masked(run.agent, secrets),
-        "model": _masked(str(model), secrets) if model else None,
-        "agent_settings": _json(agent_settings, secrets),
-        "total": summary.get("total"),
-        "passed": summary.get("passed"),
-        "failed": summary.get("failed"),
-        "errors": summary.get("errors"),
-        "pass_rate": _number(summary.get("pass_rate")),
-        "cost_usd": _number(summary.get("cost_usd")),
-        "runs": run.settings.get("runs"),
-        "parallel": run.settings.get("parallel"),
-        "experiment": experiment,
-        "variant": variant,
-        "results_path": where,
-        "results_kind": kind,
-        "summary": _json(summary, secrets),
-        "settings": _json(run.settings, secrets),
-        "convlab_version": _version(),
-    }
+    return HistoryRow(
+        run_id=run.id or uuid.uuid4().hex[:12],
+        recorded_at=datetime.now().astimezone().isoformat(timespec="milliseconds"),
+        started_at=run.started_at,
+        finished_at=run.finished_at,
+        status=run.status,
+        suite=(run.suite.name or run.suite.id) if run.suite is not None else None,
+        suite_path=_suite_path(run),
+        fingerprint=fingerprint or None,
+        agent=_masked(run.agent, secrets),
+        model=_masked(str(model), secrets) if model else None,
+        agent_settings=_masked(agent_settings, secrets),
+        total=summary.get("total"),
+        passed=summary.get("passed"),
+        failed=summary.get("failed"),
+        errors=summary.get("errors"),
+        pass_rate=_number(summary.get("pass_rate")),
+        cost_usd=_number(summary.get("cost_usd")),
+        runs=run.settings.get("runs"),
+        parallel=run.settings.get("parallel"),
+        experiment=experiment,
+        variant=variant,
+        results_path=where,
+        results_kind=kind,
+        summary=_masked(summary, secrets),
+        settings=_masked(run.settings, secrets),
+        convlab_version=_version(),
+    )
+
+
+def _failed(run: Run, why: str, stacklevel: int) -> None:
+    """Say that `run`'s entry was not written, and why (a warning; `run.settings`)."""
+    run.settings["history"] = {"written": False, "error": why}
+    warnings.warn(
+        f"run {run.id}: its history entry was not written: {why}",
+        RuntimeWarning,
+        stacklevel=stacklevel + 1,
+    )
 
 
 def record_run(
-    run: Run, *, experiment: str | None = None, variant: str | None = None
+    run: Run,
+    *,
+    experiment: str | None = None,
+    variant: str | None = None,
+    keep: int | None = None,
 ) -> int | None:
     """Record a finished run in the history database; its history id, or None when the
-    entry could not be written.
+    entry could not be written. `keep`: then delete all but the newest `keep` entries (and
+    their copies in `runs/`); None keeps every entry.
 
     Recording never stops a run: a damaged or newer database, a full disk or a folder that
     cannot be written is a warning naming the file, and `run.settings["history"]` says the
@@ -178,31 +192,86 @@ def record_run(
         with _db.connect() as conn:  # a damaged database is found before anything is written
             assert conn is not None
             row = _row(run, experiment, variant)
-            kept = row["results_path"] if row["results_kind"] == "copy" else None
-            return _db.insert(conn, row)
+            kept = row.results_path if row.results_kind == "copy" else None
+            hid = _db.insert(conn, row)
+            kept = None
+            if keep is not None:
+                _remove(_db.prune(conn, keep))
+            return hid
     except Exception as exc:  # a history problem is never the run's
         if kept is not None:
             Path(kept).unlink(missing_ok=True)
-        why = str(exc) if isinstance(exc, HistoryError) else f"{type(exc).__name__}: {exc}"
-        run.settings["history"] = {"written": False, "error": why}
-        warnings.warn(
-            f"run {run.id}: its history entry was not written: {why}",
-            RuntimeWarning,
-            stacklevel=2,
-        )
+        _failed(run, str(_db.explain(_db.db_path(), exc)), 2)
         return None
+
+
+def usable(run: Run) -> bool:
+    """Whether the history database can take `run`'s entry: it opens, is convlab's and is not
+    newer (a quick look, without the run's figures); else a warning, as `record_run` gives."""
+    try:
+        with _db.connect():
+            return True
+    except Exception as exc:
+        _failed(run, str(_db.explain(_db.db_path(), exc)), 3)
+        return False
+
+
+def _remove(paths: list[str]) -> None:
+    """Delete the kept copies of pruned entries (only files in `runs/`)."""
+    folder = os.path.realpath(runs_folder())
+    for path in paths:
+        if os.path.dirname(os.path.realpath(path)) == folder:
+            Path(path).unlink(missing_ok=True)
+
+
+def prune(keep: int) -> int:
+    """Delete every entry of the history but the newest `keep`, and the copies in `runs/` of
+    the entries deleted (a run's own store is never touched); how many were deleted."""
+    if isinstance(keep, bool) or not isinstance(keep, int) or keep < 0:
+        raise ValueError(f"keep={keep!r}: use a whole number of runs, 0 or more")
+    with _db.connect(create=False) as conn:
+        if conn is None:
+            return 0
+        before = conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+        _remove(_db.prune(conn, keep))
+        return int(before - conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
+
+
+def record_later(
+    run: Run,
+    *,
+    experiment: str | None = None,
+    variant: str | None = None,
+    keep: int | None = None,
+) -> None:
+    """Record `run` as `record_run` does, off the caller's path: a quick look that the
+    database can take it (a problem is the same warning, at once), then the entry is written
+    by the background thread (convlab._history._background), which computes the figures it
+    needs from the run's own results."""
+    if not isinstance(run, Run):
+        raise TypeError(f"record_later() takes a Run, not {type(run).__name__}")
+    if usable(run):
+        _background.later(
+            lambda: record_run(run, experiment=experiment, variant=variant, keep=keep)
+        )
 
 
 def note_saved(run: Run, path: Path) -> None:
     """Note that a recorded run was saved to `path` (a lossless `.json` or `.jsonl`), so
     `load_run(history_id)` can read it; nothing happens for a run that is not recorded, and
-    a history problem never fails the save."""
+    a history problem never fails the save. Written after the run's own entry (in the
+    background, in order)."""
     if not run.id:
         return
-    try:
-        _db.update_saved(run.id, os.path.abspath(path))
-    except Exception:  # the save is written: the history is a convenience here
-        return
+    saved = os.path.abspath(path)
+
+    def note() -> None:
+        try:
+            _db.update_saved(run.id, saved)
+        except Exception:  # the save is written: the history is a convenience here
+            return
+
+    _background.later(note)
 
 
 @dataclass(frozen=True)
@@ -231,6 +300,7 @@ def locate(history_id: int) -> Entry:
     Raises:
         HistoryError: When there is no such entry, or none of its files is left.
     """
+    _background.wait()
     names, rows = _db.select("id = ?", (int(history_id),))
     if not rows:
         raise HistoryError(

@@ -10,58 +10,13 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from convlab._history import _db
+from convlab._history import _background, _db
+from convlab._history.row import FIELDS, FRAME_COLUMNS, NOTEBOOK_TABLE, WHEN_GIVEN, column_kind
 
 if TYPE_CHECKING:
     from convlab.model.suite import Suite
 
-__all__ = ["SHOWN", "History", "past_runs"]
-
-FRAME_COLUMNS = (
-    "id",
-    "started_at",
-    "suite",
-    "agent",
-    "model",
-    "experiment",
-    "variant",
-    "status",
-    "total",
-    "passed",
-    "failed",
-    "errors",
-    "pass_rate",
-    "cost_usd",
-    "runs",
-    "parallel",
-    "duration_s",
-    "run_id",
-    "suite_path",
-    "fingerprint",
-    "results_path",
-    "saved_path",
-    "agent_settings",
-    "settings",
-)
-"""The frame's columns: `pass_rate` in percent (the mean of the case pass rates, as in
-`run.summary`), `cost_usd` missing when unknown, times as timezone-aware timestamps."""
-
-SHOWN = (
-    "id",
-    "started_at",
-    "suite",
-    "agent",
-    "experiment",
-    "variant",
-    "status",
-    "total",
-    "passed",
-    "failed",
-    "errors",
-    "pass_rate",
-    "cost_usd",
-)
-"""The columns the interactive table and `convlab history` show (the frame has them all)."""
+__all__ = ["FRAME_COLUMNS", "History", "past_runs"]
 
 
 class History(pd.DataFrame):
@@ -82,19 +37,19 @@ class History(pd.DataFrame):
 
         It replaces pandas' `.plot` accessor on this frame: `pd.DataFrame(h).plot` has it.
         """
-        from convlab.notebook._charts_history import history_figure
+        from convlab.model import faces
 
         frame = self if suite is None else self[_matches(self, suite)]
         if suite is not None and frame.empty:
             raise ValueError(f"no run of suite {suite!r} in this history frame")
-        return history_figure(frame, by)
+        return faces.history_figure(frame, by)
 
     def table(self) -> Any:
         """The runs as an interactive table (sortable, searchable, offline)."""
-        from convlab.notebook.tables import Table
+        from convlab.model import faces
 
-        shown = [c for c in SHOWN if c in self.columns]
-        shown = [c for c in shown if c not in ("experiment", "variant") or self[c].notna().any()]
+        shown = [c for c in NOTEBOOK_TABLE if c in self.columns]
+        shown = [c for c in shown if c not in WHEN_GIVEN or self[c].notna().any()]
         where = str(self.attrs.get("path", ""))
         note = f"Recorded in {where}; cl.load_run(id) brings a run back." if where else None
         frame = pd.DataFrame(self[shown])
@@ -102,7 +57,7 @@ class History(pd.DataFrame):
             local = datetime.now().astimezone().tzinfo
             when = pd.to_datetime(frame["started_at"], utc=True).dt.tz_convert(local)
             frame["started_at"] = when.dt.strftime("%Y-%m-%d %H:%M:%S").fillna("")
-        return Table(frame, "History · past runs", description=note)
+        return faces.frame_table(frame, "History · past runs", description=note)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         bundle: dict[str, Any] = self.table()._repr_mimebundle_(include, exclude)
@@ -163,21 +118,25 @@ def past_runs(
     if experiment is not None:
         where.append("experiment = ?")
         params.append(experiment)
+    _background.wait()  # this process's runs that are still being recorded
     names, rows = _db.select(" AND ".join(where), params, limit)
     raw = pd.DataFrame.from_records(rows, columns=names)
+    for name in ("id", *FIELDS):  # a file that could not be upgraded: its missing columns
+        if name not in raw.columns:
+            raw[name] = None
     out = History({c: raw[c] for c in FRAME_COLUMNS if c in raw.columns})
-    started, finished = (
-        pd.to_datetime(raw[c], utc=True, errors="coerce", format="ISO8601")
-        for c in ("started_at", "finished_at")
-    )
-    out["started_at"] = started
-    out["duration_s"] = (finished - out["started_at"]).dt.total_seconds()
-    for name in ("agent_settings", "settings"):
-        out[name] = [_loads(v) for v in raw[name]]
-    for name in ("pass_rate", "cost_usd", "duration_s"):
-        out[name] = pd.to_numeric(out[name], errors="coerce").astype("float64")
-    for name in ("id", "total", "passed", "failed", "errors", "runs", "parallel"):
-        out[name] = pd.to_numeric(out[name], errors="coerce").astype("Int64")
+    for name in ("id", *(f for f in FRAME_COLUMNS if f in FIELDS)):
+        kind = "integer" if name == "id" else column_kind(name)
+        if kind == "time":
+            out[name] = pd.to_datetime(raw[name], utc=True, errors="coerce", format="ISO8601")
+        elif kind == "json":
+            out[name] = [_loads(v) for v in raw[name]]
+        elif kind == "integer":
+            out[name] = pd.to_numeric(raw[name], errors="coerce").astype("Int64")
+        elif kind == "real":
+            out[name] = pd.to_numeric(raw[name], errors="coerce").astype("float64")
+    finished = pd.to_datetime(raw["finished_at"], utc=True, errors="coerce", format="ISO8601")
+    out["duration_s"] = (finished - out["started_at"]).dt.total_seconds().astype("float64")
     out = History(out[list(FRAME_COLUMNS)])
     out.attrs["path"] = str(_db.db_path())
     return out

@@ -25,9 +25,15 @@ per window of successful ones), so the run settles just under what the endpoint 
   that is queued (the engine's workers would otherwise starve the queue). A retry of a
   request that already held a slot is served before any new one: it is older work, and its
   case's clock is already running.
+- The retry of a request whose connection dropped without an answer is readmitted at once,
+  even over the limit (`readmit`): the endpoint never answered it, so its retry adds no load
+  the limit had not admitted, and waiting for a slot that stuck requests hold would make a
+  dropped connection time out where it fails at once with no limit.
 
 A limit belongs to one event loop (its waiters are that loop's futures); `HTTPClient` keeps
-one per loop and endpoint.
+one per loop and endpoint. A run spread over several processes shares one limit per
+endpoint instead (`SHARED`): its workers' requests ask the one limit, held elsewhere, for
+their slots, so the endpoint sees the pressure of one run, not of one per worker.
 """
 
 from __future__ import annotations
@@ -36,8 +42,19 @@ import asyncio
 import contextlib
 import math
 from collections import Counter, deque
+from collections.abc import Callable
+from contextvars import ContextVar
+from typing import Any
 
-__all__ = ["DECREASE", "MAX_PAUSE_S", "STALE_FACTOR", "STALE_MIN_S", "AdaptiveLimit", "Ticket"]
+__all__ = [
+    "DECREASE",
+    "MAX_PAUSE_S",
+    "SHARED",
+    "STALE_FACTOR",
+    "STALE_MIN_S",
+    "AdaptiveLimit",
+    "Ticket",
+]
 
 DECREASE = 0.5
 """The factor an overload answer multiplies the in-flight limit by."""
@@ -53,6 +70,11 @@ STALE_MIN_S = 1.0
 
 RECENT = 32
 """How many of the latest answers' durations say how fast the endpoint answers lately."""
+
+SHARED: ContextVar[Callable[[str], Any] | None] = ContextVar("convlab_shared_limits", default=None)
+"""Set by a worker of a spread run: the endpoint's shared limit (an object with
+`AdaptiveLimit`'s `try_acquire`, `acquire`, `release`, `hold_to` and `release_deadline`),
+used instead of one of this process's own."""
 
 
 class Ticket:
@@ -160,6 +182,14 @@ class AdaptiveLimit:
             return None
         if not retry and self._resume_at and asyncio.get_running_loop().time() < self._resume_at:
             return None
+        return self._take()
+
+    def readmit(self) -> Ticket:
+        """A slot for the retry of a request whose connection dropped: taken at once, over
+        the limit if need be (see the module docstring)."""
+        demand = self.in_flight + self._queued() + 1
+        if demand > self.peak:
+            self.peak = demand
         return self._take()
 
     async def acquire(self, retry: bool = False) -> Ticket:

@@ -62,10 +62,15 @@ def loads(data: bytes | str) -> Any:
     """Parse JSON bytes or text; integers stay exact and `-0` stays a negative zero.
 
     Raises:
-        ValueError: The text is not JSON (NaN and Infinity are not JSON either).
+        ValueError: The text is not JSON (NaN and Infinity are not JSON either), or nests
+            deeper than the parser can follow (100,000 brackets): a body is read or refused,
+            it never raises anything else.
     """
-    value = _DECODER.decode(data)
-    return loads_exact(data) if _has_neg_zero(data) else value
+    try:
+        value = _DECODER.decode(data)
+        return loads_exact(data) if _has_neg_zero(data) else value
+    except RecursionError:
+        raise ValueError("JSON nested too deep to read") from None
 
 
 def recorded_arguments(text: str) -> Any:

@@ -1,5 +1,13 @@
 """Credentials that never show themselves, and URLs fit to show: what the HTTP agents, their
-errors and the cassettes use to keep keys, passwords and query values out of every text."""
+errors and the cassettes use to keep keys, passwords and query values out of every text.
+
+The one masking rule: every secret value this process knows (`known_secrets`: each live
+`Secret`'s key, header values and URL credentials, and the values of secret-named environment
+variables) is replaced by `***` wherever it appears in what convlab records (`mask`), values
+shorter than SHORTEST_SECRET excepted. The engine applies it to each result as it is recorded
+(so the store, run.json, run.html, the card and the history's copy all hold the masked text)
+and to the run's error and settings; a result says where it was masked
+(`metadata["masked"]`)."""
 
 from __future__ import annotations
 
@@ -7,14 +15,21 @@ import base64
 import binascii
 import contextlib
 import os
+import re
+import threading
 import urllib.parse
-from collections.abc import Mapping
+import weakref
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 __all__ = [
     "SHORTEST_SECRET",
     "Secret",
     "basic_credentials",
+    "env_secrets",
     "header_secrets",
+    "known_secrets",
+    "mask",
     "safe_url",
     "url_secrets",
 ]
@@ -25,6 +40,14 @@ SHORTEST_SECRET = 8
 recorded prompt, model and reply ("e***pense"). A field that holds the key itself is still
 shown as `***` whatever its length (the history masks secret-named keys)."""
 
+SECRET_ENV = re.compile(r"(?i)(key|token|secret|password)")
+"""Environment variables whose values are secrets, masked wherever they show up."""
+
+_LIVE: weakref.WeakSet[Secret] = weakref.WeakSet()
+"""Every Secret of this process that is still in use (`known_secrets` reads them)."""
+_LIVE_LOCK = threading.Lock()
+"""Guards `_LIVE`: the history records runs on a thread of its own while agents are made."""
+
 
 class Secret:
     """A credential that never shows itself in a repr, a str or an f-string.
@@ -33,7 +56,7 @@ class Secret:
     to another process (a Ray worker) reads that variable again there.
     """
 
-    __slots__ = ("_env", "_more", "_value")
+    __slots__ = ("__weakref__", "_env", "_more", "_value")
 
     def __init__(self, value: str | None, *more: str, env: str | None = None) -> None:
         self._env = env
@@ -43,6 +66,12 @@ class Secret:
             extra.update(_basic_forms(item))  # an echoed `Basic <base64>` hides as well
         extra.discard(self._value or "")
         self._more = tuple(sorted(extra, key=len, reverse=True))
+        with _LIVE_LOCK:
+            _LIVE.add(self)
+
+    def values(self) -> tuple[str, ...]:
+        """Every value this secret masks: the key and the extra values."""
+        return tuple(v for v in (self._value, *self._more) if v)
 
     def hide(self, *more: str) -> None:
         """Mask `more` as well, from now on (the HTTP client adds the values of the headers
@@ -83,6 +112,47 @@ class Secret:
         return "Secret('***')" if self._value else "Secret(None)"
 
     __str__ = __repr__
+
+
+def env_secrets() -> list[str]:
+    """The values of secret-named environment variables (SECRET_ENV), SHORTEST_SECRET long
+    at least, longest first."""
+    found = {v for k, v in os.environ.items() if SECRET_ENV.search(k) and len(v) >= SHORTEST_SECRET}
+    return sorted(found, key=len, reverse=True)
+
+
+def known_secrets() -> list[str]:
+    """Every secret value this process knows, longest first (a value inside a longer one is
+    masked with it): each live Secret's values and the secret environment variables', those
+    shorter than SHORTEST_SECRET left out."""
+    found = set(env_secrets())
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    for secret in live:
+        found.update(v for v in secret.values() if len(v) >= SHORTEST_SECRET)
+    return sorted(found, key=len, reverse=True)
+
+
+def mask(value: Any, secrets: Sequence[str], where: list[str] | None = None, path: str = "") -> Any:
+    """`value` (JSON-like: dicts, lists, strings) with each of `secrets` replaced by `***` in
+    every string, keys included; the paths of the strings that changed (`turns[0].error`)
+    are added to `where`."""
+    if isinstance(value, str):
+        masked = value
+        for secret in secrets:
+            if secret in masked:
+                masked = masked.replace(secret, "***")
+        if masked is not value and where is not None:
+            where.append(path or "(value)")
+        return masked
+    if isinstance(value, dict):
+        return {
+            mask(k, secrets): mask(v, secrets, where, f"{path}.{k}" if path else str(k))
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [mask(v, secrets, where, f"{path}[{i}]") for i, v in enumerate(value)]
+    return value
 
 
 def header_secrets(headers: Mapping[str, str] | None) -> list[str]:

@@ -28,7 +28,7 @@ import aiohttp
 import httpx
 import yarl
 
-from convlab.agents._aimd import AdaptiveLimit
+from convlab.agents._aimd import SHARED, AdaptiveLimit
 from convlab.agents._json import dumps, loads
 from convlab.agents._secret import Secret, header_secrets, safe_url, url_secrets
 from convlab.agents.cache import active, http_exchange
@@ -59,11 +59,12 @@ MAX_CONNECTIONS = 512
 _QUEUED: contextvars.ContextVar[float] = contextvars.ContextVar("convlab_queued", default=0.0)
 """Seconds the running task's requests waited for an adaptive-concurrency slot, summed."""
 
-_FAILED: contextvars.ContextVar[tuple[str, bytes] | None] = contextvars.ContextVar(
+_FAILED: contextvars.ContextVar[tuple[str, bytes, bool] | None] = contextvars.ContextVar(
     "convlab_failed", default=None
 )
-"""The running task's last request that held a slot and failed: the same one sent again is
-its retry, which goes before new requests."""
+"""The running task's last request that held a slot and failed, and whether its connection
+dropped without an answer: the same one sent again is its retry, which goes before new
+requests (and, after a dropped connection, takes a slot at once: `AdaptiveLimit.readmit`)."""
 
 
 def queued_s() -> float:
@@ -279,7 +280,12 @@ class HTTPClient:
             self.headers = _Headers((*self.headers, auth))
 
     def limit(self, endpoint: str) -> AdaptiveLimit:
-        """The adaptive limit of `endpoint` (as `safe_url` shows it) on the running loop."""
+        """The adaptive limit of `endpoint` (as `safe_url` shows it) on the running loop (or
+        the one the run's workers share, when the run set `SHARED`)."""
+        shared = SHARED.get()
+        if shared is not None:
+            gate: AdaptiveLimit = shared(endpoint)
+            return gate
         key = (asyncio.get_running_loop(), endpoint)
         found = self._limits.get(key)
         if found is None:
@@ -336,21 +342,33 @@ class HTTPClient:
         gate = self.limit(shown) if self.adaptive else None
         if gate is None:
             return await self._send(target, shown, body)
-        retry = _FAILED.get() == (shown, body)
+        failed = _FAILED.get()
+        retry = failed is not None and failed[:2] == (shown, body)
+        dropped = retry and failed is not None and failed[2]
         deadline = CASE_DEADLINE.get()
         if deadline is None:
-            return await self._post_under(gate, target, shown, body, retry)
+            return await self._post_under(gate, target, shown, body, retry, dropped)
         gate.hold_to(deadline)  # no Retry-After pause outlasts this case
         try:
-            return await self._post_under(gate, target, shown, body, retry)
+            return await self._post_under(gate, target, shown, body, retry, dropped)
         finally:
             gate.release_deadline(deadline)
 
     async def _post_under(
-        self, gate: AdaptiveLimit, target: yarl.URL, shown: str, body: bytes, retry: bool
+        self,
+        gate: AdaptiveLimit,
+        target: yarl.URL,
+        shown: str,
+        body: bytes,
+        retry: bool,
+        dropped: bool = False,
     ) -> RawResponse:
-        """`post` within the adaptive limit: a slot, the exchange, what it says of the limit."""
-        ticket = gate.try_acquire(retry)  # a free slot is taken without a coroutine or a future
+        """`post` within the adaptive limit: a slot, the exchange, what it says of the limit.
+
+        The retry of a request whose connection dropped is readmitted at once (see
+        `AdaptiveLimit.readmit`), so it fails as fast as it does with no limit."""
+        # a free slot is taken without a coroutine or a future
+        ticket = gate.readmit() if dropped else gate.try_acquire(retry)
         if ticket is None:
             loop = asyncio.get_running_loop()
             started = loop.time()
@@ -359,6 +377,7 @@ class HTTPClient:
             finally:
                 _QUEUED.set(_QUEUED.get() + loop.time() - started)
         overloaded, succeeded, answered, retry_after = False, False, False, None
+        lost = False  # the connection dropped (or was refused) without an answer
         try:
             response = await self._send(target, shown, body)
             succeeded = answered = True
@@ -369,11 +388,16 @@ class HTTPClient:
             overloaded = exc.status in OVERLOAD_STATUSES
             retry_after = exc.retry_after
             raise
+        except AgentTimeoutError:  # no answer in time: perhaps a busy endpoint, so it waits
+            raise
+        except AgentError:
+            lost = True
+            raise
         finally:
             gate.release(ticket, overloaded, retry_after, succeeded, answered)
             failed = not succeeded or overloaded
             if failed or retry:
-                _FAILED.set((shown, body) if failed else None)
+                _FAILED.set((shown, body, lost) if failed else None)
 
     async def _send(self, target: yarl.URL, shown: str, body: bytes) -> RawResponse:
         """One exchange: a response with status < 400, else a typed error."""

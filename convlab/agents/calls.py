@@ -79,10 +79,40 @@ async def call_agent(
             continue
         if obs.latency_ms is None:
             obs.latency_ms = elapsed_ms(start)
+        _drop_impossible_usage(obs)
         if obs.usage is not None and (meter := METER.get()) is not None:
             await meter.count(role, obs.usage)
         return _as_unicode(obs)
     raise AssertionError("unreachable")
+
+
+MAX_CALL_TOKENS = 10**9
+"""The most tokens one call may report (no model reads or writes a billion tokens in a call):
+a larger count, or a negative one, is an endpoint's mistake, never counted or priced."""
+
+
+def _drop_impossible_usage(obs: Observation) -> None:
+    """Usage the endpoint cannot have meant (a negative count, or more than MAX_CALL_TOKENS) is
+    left out of the tokens and the cost, and the reply's `error` says so: the reply itself is
+    fine, so the case is not an agent error, and no cost is negative or absurd."""
+    usage = obs.usage
+    if usage is None:
+        return
+    counts = {
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "total_tokens": usage.total_tokens,
+    }
+    wrong = {k: v for k, v in counts.items() if not 0 <= v <= MAX_CALL_TOKENS}
+    if not wrong:
+        return
+    obs.usage = None
+    said = ", ".join(f"{k}={v}" for k, v in wrong.items())
+    note = (
+        f"the endpoint reported impossible token usage ({said}; a count is 0 to "
+        f"{MAX_CALL_TOKENS:,}): this call's tokens and cost are not counted"
+    )
+    obs.error = f"{obs.error}; {note}" if obs.error else note
 
 
 def _as_unicode(obs: Observation) -> Observation:

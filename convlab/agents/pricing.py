@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from convlab.errors import ConvlabError
+
 if TYPE_CHECKING:
     from genai_prices.types import ModelPrice
 
@@ -28,19 +30,28 @@ class Price(BaseModel):
     """Dollars per million completion (output) tokens."""
 
 
+_SHAPE = "{'input_mtok': dollars per million input tokens, 'output_mtok': ...}"
+
+
 def prices_from(given: Mapping[str, Any] | None) -> dict[str, Price]:
-    """The `prices` option checked: model name -> Price; a bad entry is a ValueError naming
-    the model and the field."""
+    """The `prices` option checked: model name -> Price; anything else (not a mapping, a bad
+    entry) is a ConvlabError naming the model and the field."""
+    if given is None:
+        return {}
+    if not isinstance(given, Mapping):
+        raise ConvlabError(
+            f"prices: expected a mapping of model names to {_SHAPE}, "
+            f"got a {type(given).__name__}: {given!r:.200}"
+        )
     found: dict[str, Price] = {}
-    for model, price in (given or {}).items():
+    for model, price in given.items():
         try:
             found[str(model)] = price if isinstance(price, Price) else Price.model_validate(price)
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "price"
-            raise ValueError(
-                f"prices[{model!r}].{where}: {first['msg']} (a price is "
-                "{'input_mtok': dollars per million input tokens, 'output_mtok': ...})"
+            raise ConvlabError(
+                f"prices[{model!r}].{where}: {first['msg']} (a price is {_SHAPE})"
             ) from None
     return found
 

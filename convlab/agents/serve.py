@@ -39,6 +39,7 @@ from convlab.agents.protocol import Agent, AgentContext, as_agent
 from convlab.errors import BodyRejected, DemoAgentNotFound, MissingDependencyError, UnknownNameError
 from convlab.model.conversation import Message
 from convlab.model.records import Observation
+from convlab.model.tracebacks import error_text
 
 __all__ = ["DemoApp", "DemoServer", "main", "serve"]
 
@@ -175,7 +176,7 @@ class DemoApp:
         try:
             obs = await self._answer(agent, messages, self._world(scope, req))
         except Exception as exc:
-            msg = f"agent error: {type(exc).__name__}: {exc}"
+            msg = f"agent error: {error_text(exc)}"
             return 500, _error(msg, "server_error"), "application/json"
         completion = _completion(obs, model, messages, next(self._ids))
         if req.get("stream"):

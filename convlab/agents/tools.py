@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from convlab._util import call_user
 from convlab.agents.protocol import AgentContext
 from convlab.errors import ToolFailed
+from convlab.model.tracebacks import error_text
 
 __all__ = ["Tool", "ToolFailed", "as_tools", "tool", "tool_from_function"]
 
@@ -70,7 +71,7 @@ class Tool:
         try:
             value = await call_user(functools.partial(self.fn, *args, **kwargs))
         except Exception as exc:
-            raise ToolFailed(f"{type(exc).__name__}: {exc}") from exc
+            raise ToolFailed(error_text(exc)) from exc
         if isinstance(value, BaseModel):
             return value.model_dump(mode="json")
         return value

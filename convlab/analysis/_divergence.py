@@ -10,7 +10,7 @@ import pandas as pd
 if TYPE_CHECKING:
     from convlab.model.run import Run
 
-__all__ = ["Divergence"]
+__all__ = ["Divergence", "ExperimentDivergence"]
 
 
 class Divergence(pd.DataFrame):
@@ -36,6 +36,24 @@ class Divergence(pd.DataFrame):
         return got
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        from convlab.notebook.divergence import divergence_bundle
+        from convlab.model import faces
 
-        return divergence_bundle(self)
+        return faces.divergence_bundle(self)
+
+
+class ExperimentDivergence(pd.DataFrame):
+    """`exp.divergence(case_id)`: where each variant's runs leave the baseline's main path
+    (convlab.analysis.experiment_divergence), a pandas DataFrame; a notebook shows it as a
+    table under that path."""
+
+    @classmethod
+    def of(cls, df: pd.DataFrame) -> ExperimentDivergence:
+        """`df` (experiment_divergence's frame) as an ExperimentDivergence, attrs kept."""
+        out = cls(df)
+        out.attrs = dict(df.attrs)
+        return out
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        from convlab.model import faces
+
+        return faces.experiment_divergence_bundle(self)

@@ -7,19 +7,24 @@ of the two runs gives p < alpha. With one run per case a single flip is never be
 
 from __future__ import annotations
 
+import json
 import math
+import os
 from collections import Counter
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from convlab._readable import pct, visible
+from convlab.analysis.io import register_saver, write_atomic
 from convlab.analysis.stats import Tally, counting_mode, fisher_exact, stability_word, tally
+from convlab.model import faces
 
 if TYPE_CHECKING:
     from convlab.model.run import Run
 
-__all__ = ["COMPARE_COLUMNS", "Comparison", "compare"]
+__all__ = ["COMPARE_COLUMNS", "Comparison", "compare", "comparison_json"]
 
 COMPARE_COLUMNS = (
     "case_id",
@@ -77,20 +82,38 @@ class Comparison(pd.DataFrame):
 
         It replaces pandas' `.plot` accessor on this frame: `pd.DataFrame(cmp).plot` has it.
         """
-        from convlab.notebook.charts import compare_figure
-
-        return compare_figure(self)
+        return faces.comparison_figure(self)
 
     def table(self) -> Any:
         """The change table as an interactive table (sortable, searchable, offline)."""
-        from convlab.notebook.tables import compare_table
-
-        return compare_table(self)
+        return faces.comparison_table(self)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        from convlab.notebook.display import comparison_bundle
+        return faces.comparison_bundle(self)
 
-        return comparison_bundle(self)
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the comparison: `.json` (the summary, alpha, the agent's changes and one
+        object per case) or `.md` (the summary and the table); the suffix picks the format."""
+        from convlab.analysis.io import save
+
+        return save(self, path, "comparison")
+
+
+def comparison_json(cmp: Comparison) -> str:
+    """The `.json` text of a comparison: its attrs and its rows (NaN as null)."""
+    rows = json.loads(pd.DataFrame(cmp).to_json(orient="records", default_handler=str))
+    head = {k: cmp.attrs.get(k) for k in ("summary", "alpha", "count_errors_as")}
+    body = {
+        "type": "convlab.comparison",
+        **head,
+        "agent_changes": cmp.attrs.get("agent_changes") or [],
+    }
+    return json.dumps({**body, "cases": rows}, ensure_ascii=False, indent=2, default=str) + "\n"
+
+
+@register_saver(".json", what="comparison")
+def _save_json(cmp: Comparison, path: Path) -> None:
+    write_atomic(path, comparison_json(cmp))
 
 
 def _frame(run: Run | pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:

@@ -47,7 +47,9 @@ __all__ = [
     "CaseTree",
     "Instance",
     "Node",
+    "case_instances",
     "case_trees",
+    "contrasting_pair",
     "divergence_frame",
     "known_case",
     "p_text",
@@ -175,6 +177,10 @@ class CaseTree:
     def main_path_share(self) -> float:
         """The share of runs on the main path (0..1)."""
         return self.main.runs / self.runs if self.runs else math.nan
+
+    def main_line(self) -> list[Node]:
+        """The main path's nodes, from the first turn to its end."""
+        return self.main.line()
 
     def on_main(self, node: Node) -> bool:
         """Whether `node` lies on the main path."""
@@ -315,6 +321,14 @@ def case_trees(
     return {cid: grow_case(cid, insts, table.steps) for cid, insts in groups.items()}
 
 
+def case_instances(
+    run: Run, case_id: str, count_errors_as: str = "failed"
+) -> list[tuple[bool, list[Step]]]:
+    """Each counted run of `case_id`: whether it passed and its steps (the END step last)."""
+    groups, table = _instances(run, counting_mode(count_errors_as), {case_id})
+    return [(inst.passed, [table.steps[n] for n in inst.steps]) for inst in groups.get(case_id, [])]
+
+
 def path_counts(
     run: Run, by_variant: bool = False, count_errors_as: str = "failed"
 ) -> dict[tuple[str, ...], tuple[int, float]]:
@@ -450,3 +464,27 @@ def run_divergence(
     if case_id is not None:
         known_case(run, case_id)
     return Divergence.of(divergence_frame(run, case_id, count_errors_as), run, case_id)
+
+
+def contrasting_pair(tree: CaseTree) -> tuple[Instance, Instance, int | None] | None:
+    """A passing and a failing run to read side by side, and the 0-based turn where their
+    ways part (None when every run took one path): one from each side of the deciding fork,
+    the passing one from its best branch; None unless the case is flaky."""
+    if not tree.flaky:
+        return None
+    anyhow = (
+        next(i for i in tree.instances if i.passed),
+        next(i for i in tree.instances if not i.passed),
+        None,
+    )
+    branch = tree.deciding()
+    if branch is None or branch.node.parent is None:
+        return anyhow
+    kids = sorted(branch.node.parent.children, key=lambda k: -_rate(k))
+    ok_node = next((k for k in kids if k.passed), kids[0])
+    others = [m for k in kids if k is not ok_node for m in k.members]
+    ok = [tree.instances[m] for m in ok_node.members if tree.instances[m].passed]
+    bad = [tree.instances[m] for m in others if not tree.instances[m].passed]
+    if not ok or not bad:  # this fork does not split passes from failures: any two then
+        return anyhow
+    return ok[0], bad[0], ok_node.turn

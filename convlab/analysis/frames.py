@@ -16,9 +16,8 @@ Saving and loading runs (`save`, `load_run`) live in `convlab.analysis.io`.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from convlab.engine._gc import paused_gc
 from convlab.model.records import AssertionResult, CaseResult, TurnResult
@@ -30,6 +29,8 @@ from convlab.model.suite import Suite
 if TYPE_CHECKING:
     import pandas as pd
 
+    from convlab.analysis.rollup import Rollup
+
 __all__ = [
     "ASSERTION_COLUMNS",
     "CHECKPOINT_COLUMNS",
@@ -37,7 +38,6 @@ __all__ = [
     "SUITE_COLUMNS",
     "TOOL_CALL_COLUMNS",
     "TURN_COLUMNS",
-    "Rollup",
     "assertions_frame",
     "checkpoints_frame",
     "cost_line",
@@ -50,7 +50,6 @@ __all__ = [
     "run_summary",
     "suite_frame",
     "suite_order",
-    "summary_from",
     "tool_calls_frame",
     "turns_frame",
     "unpriced_models",
@@ -324,63 +323,20 @@ def case_rollup(
     return latest, {key[0]: case_row(t, mode) for key, t in tallies.items()}
 
 
-class Rollup(NamedTuple):
-    """A run's summary and per-case roll-up, from one pass (kept with a finished run)."""
-
-    summary: dict[str, Any]
-    """`Run.summary`'s figures."""
-    cases: dict[str, dict[str, Any]]
-    """Each case's `case_row` (counts, pass rate, class), in suite order."""
-    reasons: dict[str, tuple[str, str]]
-    """Each case's first failure blamed on the agent: its error, and where the user's code
-    raised it ('' when none did)."""
-
-
 def run_rollup(run: Run) -> Rollup:
-    """The summary and the per-case roll-up every view of `run` reads: computed once for a
-    finished run and kept with it (`Run.kept`), on each call for a run in progress."""
+    """The summary and the per-case roll-up every view of `run` reads
+    (convlab.analysis.rollup): computed once for a finished run and kept with it
+    (`Run.kept`), on each call for a run in progress."""
+    from convlab.analysis.rollup import rollup
 
-    def compute() -> Rollup:
-        latest, rows = case_rollup(run)
-        reasons: dict[str, tuple[str, str]] = {}
-        for r in latest:  # the pass rate counts the agent's failures: so do the reasons
-            if r.blame == "agent" and r.case_id not in reasons:
-                reasons[r.case_id] = (r.error, r.error_location)
-        return Rollup(summary_from(run, latest, rows), rows, reasons)
-
-    return run.kept("_rollup", compute)
+    return run.kept("_rollup", lambda: rollup(run))
 
 
 def run_summary(run: Run, count_errors_as: str = "failed") -> dict[str, Any]:
-    """`Run.summary`: totals by status (latest record per instance), the stability roll-up,
-    and the tokens and cost of the model calls."""
-    latest, rows = case_rollup(run, count_errors_as)
-    return summary_from(run, latest, rows, count_errors_as)
+    """`Run.summary` counting errors as `count_errors_as` (computed anew)."""
+    from convlab.analysis.rollup import rollup
 
-
-def summary_from(
-    run: Run,
-    latest: list[InstanceRow],
-    rows: dict[str, dict[str, Any]],
-    count_errors_as: str = "failed",
-) -> dict[str, Any]:
-    """`run_summary` from the `case_rollup` already made."""
-    from convlab.analysis.stats import counting_mode, summary_of
-
-    summary = summary_of(
-        [r.status for r in latest],
-        list(rows.values()),
-        counting_mode(count_errors_as),
-        [r.blame for r in latest],
-    )
-    cost = math.fsum(r.cost_usd for r in latest)
-    summary["cost_usd"] = None if math.isnan(cost) else cost
-    summary["tokens"] = {
-        role: sum(getattr(r, f"{role}_tokens") for r in latest)
-        for role in ("agent", "simulator", "judge")
-    }
-    summary["unpriced_models"] = unpriced_models(run) if math.isnan(cost) else []
-    return summary
+    return rollup(run, count_errors_as).summary
 
 
 def cost_line(summary: dict[str, Any]) -> str:

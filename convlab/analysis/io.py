@@ -80,6 +80,7 @@ _DEFERRED |= {
     ("experiment", s): "convlab.report.experiment" for s in (".html", ".htm", ".md", ".markdown")
 }
 _DEFERRED[("experiment", ".json")] = "convlab.analysis.experiment_io"
+_DEFERRED |= {("comparison", s): "convlab.report.markdown" for s in (".md", ".markdown")}
 """(what, suffix) -> the module that registers its saver, imported on first use: the report
 modules pull in plotly, itables and nbclient, which `import convlab` must not."""
 _LOSSLESS = (".json", ".jsonl")

@@ -36,6 +36,7 @@ import pandas as pd
 from convlab.analysis._intervals import interval_kind, interval_of
 from convlab.analysis.columns import LEADERBOARD, ROLE_TOKENS, STABILITY_COLUMNS
 from convlab.analysis.stats import STABILITY, counting_mode, fisher_exact, holm
+from convlab.model import faces
 from convlab.model.experiment import VARIANT_COLUMN
 
 if TYPE_CHECKING:
@@ -60,14 +61,10 @@ class Leaderboard(pd.DataFrame):
 
     def table(self) -> Any:
         """The leaderboard as an interactive table (sortable, searchable, offline)."""
-        from convlab.notebook._experiment_view import leaderboard_table
-
-        return leaderboard_table(self)
+        return faces.leaderboard_table(self)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        from convlab.notebook._experiment_view import leaderboard_bundle
-
-        return leaderboard_bundle(self)
+        return faces.leaderboard_bundle(self)
 
 
 def experiment_frame(exp: Experiment) -> pd.DataFrame:
@@ -285,7 +282,7 @@ def _note(baseline: str, alpha: float, kind: str, tested: int) -> str:
         f"pass rate: mean of the per-case pass rates (the agent's failures only); interval: "
         f"{kind}, 95%, over the pooled runs. Against the baseline {baseline!r}: Fisher's exact "
         f"test (two-sided) per case, {holm_note}; better/worse = cases beyond noise (corrected "
-        f"p < {alpha:g}); p_value: the same test on the pooled runs, p_holm: {holm_note}."
+        f"p < {alpha:g}); p: the same test on the pooled runs, p (Holm): {holm_note}."
     )
 
 

@@ -45,7 +45,7 @@ from convlab.analysis._intervals import (
     wilson,
 )
 from convlab.analysis.significance import fisher_exact, holm
-from convlab.model.blame import BLAMED_STATUSES, blame_text, count_by_blame
+from convlab.model.blame import BLAMED_STATUSES, blame_text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -77,7 +77,6 @@ __all__ = [
     "stability_row",
     "stability_word",
     "summary",
-    "summary_of",
     "tally",
     "tally_rows",
     "verdict",
@@ -158,6 +157,11 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return math.nan if k > n else 1 - math.comb(n - c, k) / math.comb(n, k)
 
 
+_NONE: dict[str, int] = {}
+_NO_DURATIONS: list[tuple[str, float]] = []
+"""Shared by the Tallies with nothing counted apart, or no durations kept: never written."""
+
+
 class Tally:
     """Counts of one group of instances, split the way this module counts them."""
 
@@ -169,21 +173,26 @@ class Tally:
         "not_agent",
         "passed",
         "skipped",
+        "timed",
         "timeouts",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, timed: bool = True) -> None:
         self.passed = self.failed = self.errors = self.timeouts = 0
         self.skipped = self.cancelled = 0
-        self.not_agent: dict[str, int] = {}
+        self.not_agent: dict[str, int] = _NONE
         """Instances that did not pass through no fault of the agent, by blame."""
-        self.durations: list[tuple[str, float]] = []
+        self.timed = timed  # a summary does without the durations: less to hold
+        self.durations: list[tuple[str, float]] = [] if timed else _NO_DURATIONS
 
     def add(self, status: str, duration_ms: float, blame: Any = None) -> None:
         """Count one instance; a non-pass blamed on anything but the agent is counted apart."""
         if status in BLAMED_STATUSES and isinstance(blame, str) and blame != "agent":
+            if self.not_agent is _NONE:
+                self.not_agent = {}
             self.not_agent[blame] = self.not_agent.get(blame, 0) + 1
-            self.durations.append(("not_agent", duration_ms))
+            if self.timed:
+                self.durations.append(("not_agent", duration_ms))
             return
         if status == "passed":
             self.passed += 1
@@ -197,7 +206,8 @@ class Tally:
             self.cancelled += 1
         else:  # skipped, blocked
             self.skipped += 1
-        self.durations.append((status, duration_ms))
+        if self.timed:
+            self.durations.append((status, duration_ms))
 
     def runs(self, count_errors_as: CountErrorsAs) -> int:
         """Instances that reached a verdict and count towards the pass rate."""
@@ -242,16 +252,20 @@ def tally(
 
 
 def tally_rows(
-    rows: Iterable[tuple[Any, ...]], n_keys: int = 1, order: Iterable[str] | None = None
+    rows: Iterable[tuple[Any, ...]],
+    n_keys: int = 1,
+    order: Iterable[str] | None = None,
+    timed: bool = True,
 ) -> dict[tuple[str, ...], Tally]:
     """`tally` over plain `(*key, status, duration_ms, blame)` tuples: no DataFrame needed, so
-    a summary of a large run costs one pass over its results."""
+    a summary of a large run costs one pass over its results (`timed=False`: without the
+    durations, which a summary does not show)."""
     groups: dict[tuple[str, ...], Tally] = {}
     for row in rows:
         key = (str(row[0]),) if n_keys == 1 else tuple(str(v) for v in row[:n_keys])
         tally = groups.get(key)
         if tally is None:
-            tally = groups[key] = Tally()
+            tally = groups[key] = Tally(timed)
         tally.add(str(row[n_keys]), float(row[n_keys + 1]), row[-1])
     rank = {cid: i for i, cid in enumerate(order or ())}
     first = {key: i for i, key in enumerate(groups)}
@@ -417,67 +431,15 @@ def pass_k_table(
     return out
 
 
-def _count_statuses(statuses: Sequence[str]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for status in statuses:
-        counts[status] = counts.get(status, 0) + 1
-    keys = (
-        ("passed", "passed"),
-        ("failed", "failed"),
-        ("errors", "error"),
-        ("skipped", "skipped"),
-        ("timeouts", "timeout"),
-        ("cancelled", "cancelled"),
-        ("blocked", "blocked"),
-    )
-    return {"total": len(statuses), **{name: counts.get(status, 0) for name, status in keys}}
-
-
 def summary(df: pd.DataFrame, stab: pd.DataFrame) -> dict[str, Any]:
     """Totals by status (one per instance) and the stability roll-up, as a plain dict.
 
     `pass_rate` is the unweighted mean of the per-case pass rates (Yao's overall rate),
     in percent; None when no case has a counted run. `count_errors_as` says how errors counted.
     """
+    from convlab.analysis.rollup import summary_of
+
     mode = counting_mode(stab.attrs.get("count_errors_as", "failed"))
     rows = [{str(k): v for k, v in row.items()} for row in stab.to_dict("records")]
     blames = list(df["blame"]) if "blame" in df.columns else None
     return summary_of([str(s) for s in df["status"]], rows, mode, blames)
-
-
-def summary_of(
-    statuses: Sequence[str],
-    case_rows: Sequence[Mapping[str, Any]],
-    mode: CountErrorsAs,
-    blames: Sequence[Any] | None = None,
-) -> dict[str, Any]:
-    """`summary` from the instances' statuses (and blames, in the same order) and the
-    stability rows (`stability_row`). `classes` counts the cases by Yao's class, `stability`
-    by the word the views show; `blame` counts the non-passes by class; `not_agent` is how
-    many of them the pass rate leaves out."""
-    by_blame = count_by_blame(statuses, blames)
-    rated = [r for r in case_rows if r["runs"] > 0]
-    classes = {c: sum(r["classification"] == c for r in rated) for c in CLASSES}
-    mean = sum(float(r["pass_rate"]) for r in rated) / len(rated) if rated else None
-    runs, passes = sum(int(r["runs"]) for r in rated), sum(int(r["passed"]) for r in rated)
-    low, high = jeffreys(passes, runs) if runs else (math.nan, math.nan)
-    return {
-        **_count_statuses(statuses),
-        "pass_rate": mean,
-        # thinkingbox's `mean_pass`: every counted run weighs the same (pass_rate weighs every
-        # case the same), with its Jeffreys 95% credible interval (`cred_int`); percent here
-        "mean_pass": 100 * passes / runs if runs else None,
-        "mean_pass_ci_low": 100 * low if runs else None,
-        "mean_pass_ci_high": 100 * high if runs else None,
-        "cases": len(case_rows),
-        "rated_cases": len(rated),
-        "stable_cases": classes["stable"],
-        "unstable_cases": len(rated) - classes["stable"],
-        "flaky_cases": sum(bool(r["flaky"]) for r in rated),
-        "classes": classes,
-        # what the views show: the same cases by `stability` (always-failing apart)
-        "stability": {w: sum(r.get("stability") == w for r in rated) for w in STABILITY},
-        "count_errors_as": mode,
-        "blame": by_blame,
-        "not_agent": sum(n for b, n in by_blame.items() if b != "agent"),
-    }

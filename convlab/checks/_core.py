@@ -16,7 +16,7 @@ from convlab.model.assertions import EVALUATORS
 from convlab.model.blame import Blame, blame_of
 from convlab.model.conversation import Message
 from convlab.model.records import AssertionResult, Observation
-from convlab.model.tracebacks import error_info
+from convlab.model.tracebacks import error_info, error_text
 from convlab.registry import Registry
 
 if TYPE_CHECKING:
@@ -222,7 +222,7 @@ async def evaluate(spec: Assertion, ctx: CheckContext) -> AssertionResult:
     except Exception as exc:
         tb = traceback.format_exc(limit=5)
         res = error_result(
-            spec, f"{type(exc).__name__}: {exc}", blame_of(exc, "suite"), error_info=error_info(exc)
+            spec, error_text(exc), blame_of(exc, "suite"), error_info=error_info(exc)
         )
         res.details["traceback"] = tb
     _apply_common(spec, res)

@@ -25,7 +25,7 @@ from convlab.checks.tools import holodeck_arguments
 from convlab.model.assertions import Grader
 from convlab.model.blame import blame_of
 from convlab.model.records import AssertionResult
-from convlab.model.tracebacks import error_info
+from convlab.model.tracebacks import error_info, error_text
 
 __all__ = ["GraderContext", "GraderResult", "ToolInvocation", "grader", "grader_context"]
 
@@ -158,13 +158,13 @@ async def grader(spec: Grader, ctx: CheckContext) -> AssertionResult:
     except ImportError as exc:
         return error_result(spec, f"cannot import grader {spec.grader!r}: {exc}", details=base)
     except (Exception, SystemExit) as exc:  # the module's own top-level code failed
-        msg = f"cannot import grader {spec.grader!r}: {type(exc).__name__}: {exc}"
+        msg = f"cannot import grader {spec.grader!r}: {error_text(exc)}"
         return error_result(spec, msg, details=base)
     gctx = grader_context(spec, ctx)
     try:
         raw = await call_user(fn, gctx)
     except Exception as exc:
-        why = f"{type(exc).__name__}: {exc}"
+        why = error_text(exc)
         info = error_info(exc)
         return error_result(spec, why, blame_of(exc, "suite"), details=base, error_info=info)
     graded = _normalize(raw)

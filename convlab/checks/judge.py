@@ -27,7 +27,7 @@ from convlab.model.assertions import AgentValidator, Judge
 from convlab.model.blame import Blame, blame_of
 from convlab.model.conversation import Message
 from convlab.model.records import AssertionResult
-from convlab.model.tracebacks import error_info
+from convlab.model.tracebacks import error_info, error_text
 
 __all__ = [
     "NO_AGENTS_PREFIX",
@@ -205,7 +205,7 @@ async def judge(spec: Judge, ctx: CheckContext) -> AssertionResult:
         owned = agent is not ctx.judge and agent not in ctx.judges.values()
         answer = await ask_closing(agent, prompt, owned=owned)
     except Exception as exc:
-        why = f"judge failed: {type(exc).__name__}: {exc}"
+        why = f"judge failed: {error_text(exc)}"
         info = error_info(exc)
         return error_result(spec, why, _judge_blame(exc), expected=expected, error_info=info)
     details = {"judge_answer": answer, "prompt": prompt}
@@ -275,7 +275,7 @@ async def agent_validator(spec: AgentValidator, ctx: CheckContext) -> AssertionR
         owned = agent is not ctx.judge and agent not in ctx.judges.values()
         answer = await ask_closing(agent, _validator_prompt(payload), owned=owned)
     except Exception as exc:
-        why = f"validator agent error: {type(exc).__name__}: {exc}"
+        why = f"validator agent error: {error_text(exc)}"
         return error_result(spec, why, _judge_blame(exc), error_info=error_info(exc))
     by = "the run's judge" if agent is ctx.judge else use
     details = {"judge_answer": answer, "request": payload, "validator": by}

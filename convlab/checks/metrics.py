@@ -36,6 +36,7 @@ from convlab.model.assertions import Metric
 from convlab.model.blame import Blame, blame_of
 from convlab.model.records import AssertionResult
 from convlab.model.suite import Turn
+from convlab.model.tracebacks import error_text
 
 __all__ = ["graded_text", "ground_truth_of", "metric", "parse_number"]
 
@@ -256,7 +257,7 @@ async def _ask_judge(spec: Metric, judge: Any, prompt: str) -> tuple[str | None,
             blame = "infrastructure"
             continue
         except Exception as exc:
-            problem = f"judge failed: {type(exc).__name__}: {exc}"
+            problem = f"judge failed: {error_text(exc)}"
             blame = blame_of(exc, "judge")
             continue
         if parse_score(answer)[0] is not None:

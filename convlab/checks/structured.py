@@ -43,7 +43,7 @@ from convlab.errors import UnknownNameError
 from convlab.model.assertions import All, Any_, Check, Custom, JsonPath, Not
 from convlab.model.blame import Blame, assertion_blame, blame_of
 from convlab.model.records import AssertionResult
-from convlab.model.tracebacks import error_info
+from convlab.model.tracebacks import error_info, error_text
 
 __all__ = ["at", "check", "custom", "json_path", "matches", "operate", "scope_view"]
 
@@ -343,7 +343,7 @@ async def custom(spec: Custom, ctx: CheckContext) -> AssertionResult:
     try:
         value = await _call_evaluator(fn, ctx, spec.parameters)
     except Exception as exc:
-        msg = f"evaluator {spec.evaluator!r} failed: {type(exc).__name__}: {exc}"
+        msg = f"evaluator {spec.evaluator!r} failed: {error_text(exc)}"
         # intention-kernel: an evaluator that throws is EVALUATOR_FAILED (its message is not
         # copied there; convlab keeps it, for the person fixing the evaluator)
         details = {"traceback": traceback.format_exc(limit=5), "code": "EVALUATOR_FAILED"}

@@ -186,7 +186,9 @@ class RunHandle(Generic[R]):
         return self._bg.result if self.done else None
 
     def __repr__(self) -> str:
-        state = "done" if self.done else "running"
+        run = self.run
+        status = getattr(run, "status", None) if run is not None else "failed"
+        state = "running" if not self.done else status or "done"
         results = self.results
         if isinstance(results, dict):
             counts = ", ".join(f"{k}: {len(v)}" for k, v in results.items())

@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterable
 
 from convlab.model.records import AssertionResult, CaseResult, TurnResult
+from convlab.model.tracebacks import message_of
 
 __all__ = ["CODES", "assertion_code", "case_code", "code_in", "error_code", "turn_code"]
 
@@ -54,7 +55,7 @@ def error_code(exc: BaseException) -> str:
     own = getattr(exc, "code", None)
     if isinstance(own, str) and own in CODES:
         return own
-    return code_in(str(exc)) or "EVALUATION_TRANSPORT_FAILED"
+    return code_in(message_of(exc)) or "EVALUATION_TRANSPORT_FAILED"
 
 
 def assertion_code(res: AssertionResult) -> str | None:

@@ -22,6 +22,7 @@ from convlab.agents.protocol import Agent, AgentContext, AgentSession
 from convlab.checks import CheckContext, evaluate
 from convlab.engine.codes import error_code, turn_code
 from convlab.engine.events import ConcurrencyChanged, Event, TurnCompleted
+from convlab.engine.masking import masked_turn
 from convlab.engine.replies import MAX_REPLY_BYTES, cap_reply, share_reply_text
 from convlab.errors import TurnFailed
 from convlab.model._ids import case_thread, trace_of, turn_id_of
@@ -34,7 +35,7 @@ from convlab.model.records import (
     Observation,
     TurnResult,
 )
-from convlab.model.tracebacks import error_info
+from convlab.model.tracebacks import error_info, error_text, message_of
 
 if TYPE_CHECKING:
     from convlab.model.assertions import Assertion
@@ -68,6 +69,8 @@ class Env:
     """Agents by the id an assertion names (Yao's `agents:validator`)."""
     emit: Callable[[Event], None] = lambda event: None
     listening: bool = False
+    secrets: list[str] = field(default_factory=list)
+    """The secret values the run masks (`convlab.engine.masking`): what listeners see too."""
     """Whether anyone listens to `emit` (no event is built for no one)."""
     timeout_s: float = 120.0
     simulators: dict[str, Any] = field(default_factory=dict)
@@ -129,7 +132,7 @@ class Env:
                 await close()
             except Exception as exc:
                 name = getattr(obj, "name", None) or type(obj).__name__
-                problems.append(f"closing {name} failed: {type(exc).__name__}: {exc}")
+                problems.append(f"closing {name} failed: {error_text(exc)}")
         return problems
 
 
@@ -285,7 +288,7 @@ class Conversation:
         share_reply_text(turn)
         turn.code = turn_code(turn)
         if self.env.listening:
-            self.env.emit(TurnCompleted(self.inst.key, turn))
+            self.env.emit(TurnCompleted(self.inst.key, masked_turn(turn, self.env.secrets)))
 
 
 def thread_id(run_id: str, inst: Instance) -> str:
@@ -304,5 +307,5 @@ def kernel_repetition(inst: Instance) -> int:
 
 
 def _agent_error(exc: BaseException, index: int) -> str:
-    text = str(exc) or type(exc).__name__
+    text = message_of(exc) or type(exc).__name__
     return f"agent error at turn {index + 1}: {type(exc).__name__}: {text}"

@@ -9,6 +9,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from convlab.model.tracebacks import error_text
+
 if TYPE_CHECKING:
     from convlab.model.experiment import Experiment
     from convlab.model.records import CaseResult, TurnResult
@@ -104,14 +106,20 @@ class ConcurrencyChanged:
 @dataclass(frozen=True)
 class WorkersChanged:
     """The run's instances are spread over `workers` live workers (`executor="ray"`);
-    `where` names the cluster and the share of `parallel` each worker holds."""
+    `where` names the cluster and the share of `parallel` each worker holds. With no
+    worker yet, `where` says what is being done to get some ("starting a local Ray
+    cluster…"), since `since` (`time.monotonic()`): views show its own clock."""
 
     workers: int
     where: str = ""
+    since: float | None = None
 
     @property
     def text(self) -> str:
-        """What a view says: `on 2 workers (local Ray cluster, 4 in flight each)`."""
+        """What a view says: `on 2 workers (local Ray cluster, 4 in flight each)`, or what
+        is being done while there is no worker yet."""
+        if not self.workers and self.since is not None:
+            return self.where
         return f"on {self.workers} worker{'' if self.workers == 1 else 's'}" + (
             f" ({self.where})" if self.where else ""
         )
@@ -203,7 +211,7 @@ def tell(
                 else "its later errors are not reported"
             )
             warnings.warn(
-                f"convlab event listener {name} raised {type(exc).__name__}: {exc} "
+                f"convlab event listener {name} raised {error_text(exc)} "
                 f"(on {type(event).__name__}; {then})",
                 RuntimeWarning,
                 stacklevel=3,

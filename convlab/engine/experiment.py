@@ -12,6 +12,7 @@ variant's name, made safe for a file name, before the suffix).
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import re
 import uuid
 from collections.abc import Mapping
@@ -61,13 +62,23 @@ def check_variants(agents: Mapping[Any, Any]) -> dict[str, Any]:
     return out
 
 
+VARIANT_IN_NAME = 64
+"""The most bytes of a variant's name its store's file name holds: a longer name is cut
+there and ended by a hash of the whole name (file names stop at 255 bytes)."""
+
+
 def variant_store(store: str | Path | None, name: str) -> str | None:
     """The store of one variant: `out.jsonl` -> `out.NAME.jsonl` (NAME made safe for a file
-    name: runs of other characters than letters, digits, `.`, `+`, `-`, `_` become `_`)."""
+    name: runs of other characters than letters, digits, `.`, `+`, `-`, `_` become `_`, and
+    a name longer than VARIANT_IN_NAME bytes is cut, then ended by its hash)."""
     if not store:
         return None
     path = Path(store)
     safe = _UNSAFE.sub("_", name).strip("._") or "variant"
+    if len(safe.encode()) > VARIANT_IN_NAME:
+        digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+        cut = safe.encode()[: VARIANT_IN_NAME - 13].decode("utf-8", "ignore")
+        safe = f"{cut}-{digest}"
     suffix = path.suffix or ".jsonl"
     return str(path.with_name(f"{path.stem if path.suffix else path.name}.{safe}{suffix}"))
 

@@ -3,27 +3,25 @@ encoded line (stored, when the run has a store)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import msgspec
 
 from convlab._util import elapsed_ms
+from convlab.agents._secret import known_secrets
 from convlab.engine.codes import case_code
 from convlab.engine.conversation import Conversation
+from convlab.engine.masking import masked
 from convlab.engine.modes import Outcome
 from convlab.engine.replies import share_case_text
 from convlab.engine.store import ResultStore
 from convlab.model.blame import Blame, blame_of
 from convlab.model.codec import encode, valid_unicode
 from convlab.model.records import AssertionResult, CaseResult, ErrorInfo, TurnResult
+from convlab.model.tracebacks import ERROR_BYTES, capped, error_text
 from convlab.plan import Instance
 
 __all__ = ["closed", "error_text", "kept", "result_of", "timed_out"]
-
-
-def error_text(exc: BaseException) -> str:
-    """`Type: message` of an exception, as results and run errors say it."""
-    if isinstance(exc, TimeoutError) and not str(exc):
-        return "TimeoutError: timed out"
-    return f"{type(exc).__name__}: {exc}"
 
 
 def result_of(
@@ -40,7 +38,7 @@ def result_of(
         turns=list(conv.turns),
         assertions=list(outcome.assertions),
         checkpoints=list(outcome.checkpoints),
-        error=outcome.error,
+        error=capped(outcome.error, ERROR_BYTES) if outcome.error else outcome.error,
         error_info=outcome.error_info or _raised_in(outcome, conv.turns),
         blame=outcome.blame,  # what stopped it; the record settles the instance's blame
         duration_ms=elapsed_ms(t0),
@@ -82,16 +80,20 @@ def _reward(outcome: Outcome) -> float:
     return float(scores[0]) if scores else 1.0
 
 
-def kept(store: ResultStore | None, result: CaseResult) -> tuple[CaseResult, bytes]:
+def kept(
+    store: ResultStore | None, result: CaseResult, secrets: Sequence[str] | None = None
+) -> tuple[CaseResult, bytes]:
     """The instance as finally recorded, and its encoded line (stored, if there is a store).
 
     Text that is not Unicode (which an agent's reply cannot bring: it is cleaned where it
-    enters) is replaced here; a result the store cannot take becomes an `error` saying so."""
+    enters) is replaced here; every known secret value (`secrets`, else `known_secrets()`)
+    is masked (`masked`); a result the store cannot take becomes an `error` saying so."""
     try:
         line = encode(result)
     except UnicodeEncodeError:
         result, _ = valid_unicode(result)
         line = encode(result)
+    result, line = masked(result, line, known_secrets() if secrets is None else secrets)
     if store is None:
         return result, line
     try:

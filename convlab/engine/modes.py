@@ -20,7 +20,7 @@ from convlab.model.blame import Blame, assertion_blame, blame_of
 from convlab.model.conversation import Message
 from convlab.model.records import AssertionResult, CheckpointResult, ErrorInfo
 from convlab.model.suite import Turn, TurnInput
-from convlab.model.tracebacks import error_info
+from convlab.model.tracebacks import error_info, error_text
 from convlab.plan import SelectionError, resolve_selection
 
 __all__ = ["MODES", "Outcome"]
@@ -186,7 +186,7 @@ def _simulator(conv: Conversation) -> object:
         try:
             return conv.env.case_simulator(use)
         except Exception as exc:
-            why = f"simulator {use!r}: {type(exc).__name__}: {exc}"
+            why = f"simulator {use!r}: {error_text(exc)}"
             raise TurnFailed(why, blame_of(exc, "simulator"), error_info(exc)) from exc
     if conv.env.simulator is None:
         raise TurnFailed(
@@ -212,7 +212,7 @@ async def _simulate(conv: Conversation, sim: object, extra: dict[str, object]) -
     try:
         out = await sim.simulate(list(conv.messages), conv.ctx)  # type: ignore[attr-defined]
     except Exception as exc:
-        why = f"simulator error: {type(exc).__name__}: {exc}"
+        why = f"simulator error: {error_text(exc)}"
         raise TurnFailed(why, blame_of(exc, "simulator"), error_info(exc)) from exc
     return str(out.message), bool(out.goal_achieved)
 

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from convlab.agents._secret import known_secrets, mask
 from convlab.agents.cache import recording
 from convlab.agents.meter import METER
 from convlab.agents.protocol import CASE_DEADLINE, Agent
@@ -35,7 +36,7 @@ from convlab.engine.modes import MODES, Outcome
 from convlab.engine.replies import MAX_REPLY_BYTES
 from convlab.engine.store import ResultStore
 from convlab.engine.suite_checks import suite_checks
-from convlab.errors import HookFailed
+from convlab.errors import ExecutorError, HookFailed
 from convlab.model.blame import Blame, blame_of
 from convlab.model.records import CaseResult, ErrorInfo
 from convlab.model.results import Results
@@ -44,7 +45,7 @@ from convlab.model.tracebacks import error_info
 from convlab.plan import Instance, count, expand
 
 if TYPE_CHECKING:
-    from convlab.engine.shard import Executor
+    from convlab.engine.executor import Executor
 
 __all__ = ["Runner", "Settings"]
 
@@ -96,6 +97,8 @@ class Runner:
     _stop_picking: bool = False
     _warned: set[int] = field(default_factory=set)
     _store_problem: str | None = None
+    _secrets: list[str] = field(default_factory=list)
+    """The secret values known when the run started: masked in every result and the run."""
     _places: array[int] = field(default_factory=lambda: array("q"))
     """Each kept result's place in the plan (the Run lists results in plan order), beside
     `kept`; NOT_PLANNED: listed last; SUPERSEDED: left out (a stored cancelled instance that
@@ -164,11 +167,13 @@ class Runner:
     async def _execute(self) -> Run:
         self.env.emit, self.env.listening = self.emit, bool(self.listeners)
         suite, s = self.env.suite, self.settings
+        self._secrets = known_secrets()  # what every result and the run are masked with
+        self.env.secrets = self._secrets
         self.run = Run(
             id=uuid.uuid4().hex[:12],
             suite=suite,
-            agent=self.env.agent.describe(),
-            agent_settings=_settings_of(self.env.agent),
+            agent=mask(self.env.agent.describe(), self._secrets),
+            agent_settings=mask(_settings_of(self.env.agent), self._secrets),
             settings=s.public(),
             started_at=_now(),
             status="running",
@@ -201,12 +206,15 @@ class Runner:
                 before_data = await call_hook(resolve_hook(s.before), suite)
             except Exception as exc:
                 self._failure_info = error_info(exc)
-                failure = f"before hook failed: {type(exc).__name__}: {exc}" + _at(exc)
+                failure = f"before hook failed: {error_text(exc)}" + _at(exc)
                 self._failure_blame = blame_of(exc, "hook")
             if failure is None:
                 self._store, todo = store, self._planned()
                 if self.executor is not None:
-                    await self.executor.execute(self, todo)
+                    try:
+                        await self.executor.execute(self, todo)
+                    except ExecutorError as exc:  # its workers could not start: a failed run
+                        failure, self._failure_blame = str(exc), "infrastructure"
                 else:
                     await asyncio.gather(*(self._worker(todo) for _ in range(max(1, s.parallel))))
         except asyncio.CancelledError:
@@ -268,14 +276,28 @@ class Runner:
             await call_hook(resolve_hook(s.after), self.run, before_data)
         except Exception as exc:
             self.run.status = "failed"
-            self.run.error = f"after hook failed: {type(exc).__name__}: {exc}" + _at(exc)
+            self.run.error = f"after hook failed: {error_text(exc)}" + _at(exc)
         problems = await self.env.aclose()  # a failing close never loses the Run
         if self._store_problem:
             problems.insert(0, self._store_problem)
         if problems:
             self.run.error = "; ".join([self.run.error, *problems] if self.run.error else problems)
+        self._mask_run()
         self.emit(RunFinished(self.run))
         return self.run
+
+    def _mask_run(self) -> None:
+        """Mask the known secrets in the run's own error and settings, as each result is
+        masked when it is kept; `settings["masked"]` says where, and how many results were."""
+        where: list[str] = []
+        if self.run.error:
+            self.run.error = mask(self.run.error, self._secrets, where, "error")
+        self.run.settings = mask(self.run.settings, self._secrets, where, "settings")
+        results = sum(bool(r.metadata.get("masked")) for r in self.run.results)
+        if results:
+            where.append(f"{results} result(s): see each result's metadata['masked']")
+        if where:
+            self.run.settings["masked"] = where
 
     def _planned(self) -> Iterator[tuple[int, Instance]]:
         """The instances to run with their places in the plan (the Run lists results in plan
@@ -328,7 +350,7 @@ class Runner:
     def _keep(self, result: CaseResult, place: int, store: ResultStore | None = None) -> CaseResult:
         """Record a finished instance: encoded, stored when there is a store, and kept; its
         result as finally recorded."""
-        final, line = kept(store, result)
+        final, line = kept(store, result, self._secrets)
         self._hold(final, line, place)
         return final
 
@@ -394,9 +416,7 @@ class Runner:
             outcome = timed_out(conv, timeout)
         except asyncio.CancelledError as exc:
             if not stopping():  # user code raised it: its fault, not a stop
-                outcome = Outcome(
-                    "error", f"{type(exc).__name__}: {exc}", blame=site, error_info=error_info(exc)
-                )
+                outcome = Outcome("error", error_text(exc), blame=site, error_info=error_info(exc))
             else:
                 # `after` always runs, also for an instance stopped mid-way
                 try:
@@ -460,4 +480,4 @@ def _settings_of(agent: Agent) -> dict[str, Any]:
     try:
         return agent.settings()
     except Exception as exc:  # a user's Agent subclass: its run goes on
-        return {"spec": agent.describe(), "settings_error": f"{type(exc).__name__}: {exc}"}
+        return {"spec": agent.describe(), "settings_error": error_text(exc)}

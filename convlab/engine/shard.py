@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from convlab.agents.cache import Cassette
 from convlab.engine._gc import quiet_gc
@@ -42,6 +42,7 @@ from convlab.engine.events import (
     TurnCompleted,
     WorkerLog,
 )
+from convlab.engine.executor import Executor
 from convlab.engine.finished import closed, kept
 from convlab.engine.runner import Runner, Settings
 from convlab.model.codec import decode_as, encode
@@ -67,17 +68,6 @@ __all__ = [
 STARTED, TURN, CHECKPOINT, FINISHED, UNRUN, LIMIT, LOG, RECORDED, CACHE = range(9)
 Wire = tuple[Any, ...]
 BEFORE, WHILE = "run stopped before it ran", "run stopped while it ran"
-
-
-class Executor(Protocol):
-    """Runs a run's planned instances elsewhere: it hands each finished one to
-    `runner.accept`, each event to `runner.emit`, and starts no new one once `runner.picking`
-    turns False."""
-
-    async def execute(self, runner: Runner, todo: Iterator[tuple[int, Instance]]) -> None:
-        """Run `todo` (instances with their places in the plan) to the end, or until cancelled
-        (then what stopped mid-way is kept with `runner.unfinished`, and CancelledError is
-        raised)."""
 
 
 class ShippedCassette(Cassette):

@@ -10,12 +10,17 @@ ones run again) and appends after them.
 One writer at a time: a store is locked (an OS lock on `.<name>.lock` beside it, holding the
 owner's PID) while a run writes it, and a second writer gets `StoreError` at once. Readers
 never lock. A store whose header line is torn is refused rather than resumed unchecked.
+
+A new store's header is written to a temporary file beside it and renamed into place once
+whole: a disk that fills while it is written leaves no torn store and no lock file (an
+`OSError` naming the store), and an earlier store being overwritten stays whole until then.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
@@ -179,8 +184,12 @@ class _StoreLock:
         self._fh.write(f"{os.getpid()}\n")
         self._fh.flush()
 
-    def release(self) -> None:
+    def release(self, remove: bool = False) -> None:
+        """Drop the lock; `remove`: delete the lock file first (while it is held), when there
+        is no store for it to guard."""
         if self._fh is not None:
+            if remove:
+                self.path.unlink(missing_ok=True)
             self._fh.close()  # closing drops the lock
             self._fh = None
 
@@ -205,7 +214,7 @@ class ResultStore:
         try:
             self._open(run, resume, overwrite)
         except BaseException:
-            self._lock.release()
+            self._lock.release(remove=not self.path.exists())
             raise
 
     def _open(self, run: Run, resume: bool, overwrite: bool) -> None:
@@ -219,9 +228,26 @@ class ResultStore:
         else:
             if found:
                 self._may_replace(run, overwrite)
-            self._fh = fh = open(self.path, "wb")  # noqa: SIM115 - kept open
-            run.fingerprint = write_header(run, fh.write)
-            fh.flush()
+            run.fingerprint = self._new(run)
+            self._fh = open(self.path, "ab")  # noqa: SIM115 - kept open
+
+    def _new(self, run: Run) -> str:
+        """Write the header to a temporary file beside the store, then rename it into place
+        (see the module's docstring); its fingerprint is returned. A write the system refuses
+        is an OSError naming the store."""
+        tmp = self.path.with_name(f".{self.path.name}.{uuid.uuid4().hex[:12]}.tmp")
+        try:
+            with open(tmp, "xb") as fh:
+                fingerprint = write_header(run, fh.write)
+            os.replace(tmp, self.path)
+        except OSError as exc:
+            why = exc.strerror or str(exc)
+            raise OSError(
+                exc.errno, f"the results store's header could not be written: {why}", str(self.path)
+            ) from exc
+        finally:
+            tmp.unlink(missing_ok=True)
+        return fingerprint
 
     def _may_replace(self, run: Run, overwrite: bool) -> None:
         """Refuse to write over the file there unless asked to and it is a store of this

@@ -18,23 +18,43 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from convlab.agents._aimd import SHARED
 from convlab.engine.conversation import Env
 from convlab.engine.shard import LOG, ShardRunner, ShippedCassette, Wire
+from convlab.executors._limits import share_limits, sharing, unshare_limits
 
 __all__ = ["ShardActor"]
 
 
 class ShardActor:
-    """Runs shards of one run's plan in this worker process."""
+    """Runs shards of runs' plans in this worker process; kept warm between runs.
+
+    Each run sets itself up (`setup`), streams its shards and ends (`finish`); several runs
+    may share a worker, each with its own ShardRunner (and its own `parallel`)."""
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.shards: ShardRunner | None = None
+        self.runs: dict[str, ShardRunner] = {}
+        self._sends: dict[str, Any] = {}
+        _capture(self._send_to_latest)
+
+    def _send_to_latest(self, item: Wire) -> None:
+        """A print or log line goes to the run set up last (a worker runs one run at a time
+        unless runs overlap)."""
+        if self._sends:
+            next(reversed(self._sends.values()))(item)
 
     async def setup(
-        self, data: bytes, run_id: str, parallel: int, listening: bool, window: float
+        self,
+        data: bytes,
+        run_id: str,
+        parallel: int,
+        listening: bool,
+        window: float,
+        limits: Any = None,
     ) -> dict[str, Any]:
-        """Unpack the run; what this worker is (its convlab version, process and host)."""
+        """Unpack a run (`limits`: the actor holding its shared adaptive limits, if any);
+        what this worker is (its convlab version, process and host)."""
         from convlab.executors._ship import driver_version, unpack
         from convlab.model.assertions import EVALUATORS
 
@@ -46,6 +66,8 @@ class ShardActor:
         for evaluator, fn in rest["evaluators"].items():
             if evaluator not in known:
                 EVALUATORS.add(evaluator, fn)
+        if limits is not None:  # one adaptive limit per endpoint for the whole run
+            share_limits(limits, run_id)
         env = Env(**env_parts)
         shards = ShardRunner(
             env, settings, run_id=run_id, parallel=parallel, listening=listening, window=window
@@ -53,29 +75,41 @@ class ShardActor:
         if rest["cache"] is not None:
             mode, folder = rest["cache"]
             env.cassette = ShippedCassette(mode, Path(folder), shards.send)
-        self.shards = shards
-        _capture(shards.send)
+        self.runs[run_id] = shards
+        self._sends[run_id] = shards.send
         return {
             "version": driver_version(),
             "pid": os.getpid(),
             "host": socket.gethostname(),
         }
 
-    async def stream(self, places: list[int]) -> AsyncIterator[list[Wire]]:
-        """Run the instances at `places` (see ShardRunner.stream)."""
-        assert self.shards is not None, "setup first"
-        async for batch in self.shards.stream(places):
+    async def stream(self, run_id: str, places: list[int]) -> AsyncIterator[list[Wire]]:
+        """Run the instances at `places` of run `run_id` (see ShardRunner.stream); their
+        HTTP requests take their slots from the run's shared limits, if it has some."""
+        SHARED.set(sharing(run_id))  # before the shard's tasks start: they copy it
+        async for batch in self.runs[run_id].stream(places):
             yield batch
 
-    async def stop(self) -> None:
-        """Stop every shard now (running instances are cancelled and sent back)."""
-        if self.shards is not None:
-            self.shards.stop()
+    async def stop(self, run_id: str) -> None:
+        """Stop every shard of the run now (running instances are cancelled and sent back)."""
+        shards = self.runs.get(run_id)
+        if shards is not None:
+            shards.stop()
 
-    async def drain(self) -> None:
-        """Start no new instance."""
-        if self.shards is not None:
-            self.shards.drain()
+    async def drain(self, run_id: str) -> None:
+        """Start no new instance of the run."""
+        shards = self.runs.get(run_id)
+        if shards is not None:
+            shards.drain()
+
+    async def finish(self, run_id: str) -> None:
+        """The run is over: forget it (its agent's connections are closed)."""
+        self._sends.pop(run_id, None)
+        shards = self.runs.pop(run_id, None)
+        if shards is not None:
+            with contextlib.suppress(Exception):
+                await shards.runner.env.aclose()
+        unshare_limits(run_id)
 
     async def pid(self) -> int:
         """This worker's process id."""

@@ -29,7 +29,7 @@ from convlab.engine.runner import Runner, Settings
 from convlab.errors import ExecutorError
 from convlab.model.suite import Suite
 
-__all__ = ["LEFT_OUT", "driver_version", "payload", "unpack"]
+__all__ = ["LEFT_OUT", "adaptive", "driver_version", "payload", "unpack"]
 
 LEFT_OUT = ("emit", "listening", "simulators", "borrowed", "cassette", "limit_seen", "run_id")
 """Env fields that do not travel: the worker makes its own (the suite travels as its JSON)."""
@@ -75,6 +75,19 @@ def payload(runner: Runner) -> bytes:
     finally:
         for module in modules:
             cloudpickle.unregister_pickle_by_value(module)  # type: ignore[no-untyped-call]
+
+
+def adaptive(runner: Runner) -> bool:
+    """Whether the run calls an endpoint under an adaptive limit (an HTTP or OpenAI agent,
+    simulator or judge with `adaptive` on): then its workers share one limit per endpoint."""
+    from convlab.agents._transport import HTTPClient
+
+    env = runner.env
+    parts = [env.agent, getattr(env, "simulator", None), getattr(env, "judge", None)]
+    parts.append(getattr(env, "judges", None))
+    return any(
+        isinstance(value, HTTPClient) and value.adaptive for _, value in _walk(parts, "", 0, set())
+    )
 
 
 def unpack(data: bytes) -> tuple[dict[str, Any], Settings, dict[str, Any]]:

@@ -165,6 +165,16 @@ class Experiment:
 
         return compare(self[before], self[after], alpha, count_errors_as)
 
+    def divergence(self, case_id: str) -> pd.DataFrame:
+        """Where each variant's runs of the case leave the baseline's main path (its most
+        common trajectory): one row per variant and way, `leaves_at` the 0-based turn (NA:
+        they follow it), `side`, `step`, `runs`, `passed`, `pass_rate`, `share`
+        (convlab.analysis.experiment_divergence). In a notebook, a table under that path."""
+        from convlab.analysis._divergence import ExperimentDivergence
+        from convlab.analysis.experiment_divergence import experiment_divergence
+
+        return ExperimentDivergence.of(experiment_divergence(self, case_id))
+
     def changes(self, baseline: str | None = None) -> pd.DataFrame:
         """The agent settings that differ from `baseline`'s (default `self.baseline`): one row
         per variant and setting (`params.temperature`, `system`, ...), with both values."""

@@ -20,10 +20,27 @@ from types import TracebackType
 
 from convlab.model.records import ErrorInfo
 
-__all__ = ["error_info", "from_user_code", "is_user_file"]
+__all__ = [
+    "CHAIN_DEPTH",
+    "ERROR_BYTES",
+    "MESSAGE_LIMIT",
+    "capped",
+    "error_info",
+    "error_text",
+    "from_user_code",
+    "is_user_file",
+    "message_of",
+]
 
 MESSAGE_LIMIT = 2_000
-"""An exception's message is kept up to this many characters."""
+"""An exception's message is kept up to this many UTF-8 bytes, wherever convlab records it
+(a result's `error`, an ErrorInfo's `message`, a check's message), then `… cut, N bytes`."""
+ERROR_BYTES = 16_000
+"""A result's `error` and an ErrorInfo's `traceback` are kept up to this many UTF-8 bytes,
+then `… cut, N bytes` (N the whole text's size), as a long reply is cut to max_reply_bytes."""
+CHAIN_DEPTH = 8
+"""A traceback shows at most this many chained exceptions (`raise ... from`, or raised while
+handling another) below the one caught; the line before it says how many more were left out."""
 TRACEBACK_FRAMES = 8
 """The short traceback keeps at most this many frames per exception (the innermost ones)."""
 _CARRIERS = ("asyncio", "threading.py", "concurrent", "contextlib.py")
@@ -69,6 +86,36 @@ def is_user_file(filename: str) -> bool:
     return _kind(filename) == "user"
 
 
+def capped(text: str, limit: int) -> str:
+    """`text` when it is at most `limit` UTF-8 bytes; else its first `limit` bytes (on a
+    character boundary), then `… cut, N bytes` with N its whole size."""
+    if len(text) * 4 <= limit:  # no character is longer than 4 bytes: the usual text
+        return text
+    raw = text.encode("utf-8", "surrogatepass")
+    if len(raw) <= limit:
+        return text
+    return raw[:limit].decode("utf-8", "ignore") + f"… cut, {len(raw):,} bytes"
+
+
+def message_of(exc: BaseException) -> str:
+    """`str(exc)`, capped at MESSAGE_LIMIT; an exception whose `__str__` raises or returns
+    something other than text is described by its type instead, never by that second error."""
+    try:
+        text = str(exc)
+    except Exception:  # its own __str__ raised, or returned a non-str (TypeError)
+        return f"<unprintable {type(exc).__name__}: its __str__ failed>"
+    return capped(text, MESSAGE_LIMIT)
+
+
+def error_text(exc: BaseException) -> str:
+    """`Type: message` of an exception, as results, checks and run errors say it (the
+    message capped and made safe by `message_of`)."""
+    message = message_of(exc)
+    if isinstance(exc, TimeoutError) and not message:
+        return "TimeoutError: timed out"
+    return f"{type(exc).__name__}: {message}"
+
+
 def _frames(tb: TracebackType | None) -> list[TracebackType]:
     out = []
     while tb is not None:
@@ -87,27 +134,42 @@ def from_user_code(tb: TracebackType | None) -> TracebackType | None:
     return tb
 
 
-def _short(te: traceback.TracebackException, seen: set[int]) -> None:
-    """Drop convlab's and the carriers' frames from `te` and the exceptions it chains."""
+def _short(te: traceback.TracebackException, seen: set[int], depth: int = 0) -> int:
+    """Drop convlab's and the carriers' frames from `te` and the exceptions it chains, and
+    the chain past CHAIN_DEPTH; how many chained exceptions were left out is returned."""
     if id(te) in seen:
-        return
+        return 0
     seen.add(id(te))
     kept = [f for f in te.stack if _kind(f.filename) not in ("convlab", "carrier")]
     te.stack = traceback.StackSummary.from_list(kept[-TRACEBACK_FRAMES:])
+    if depth >= CHAIN_DEPTH:
+        dropped = _chain_length(te, set())
+        te.__cause__ = te.__context__ = None
+        return dropped
+    dropped = 0
     for chained in (te.__cause__, te.__context__):
         if chained is not None:
-            _short(chained, seen)
+            dropped += _short(chained, seen, depth + 1)
+    return dropped
+
+
+def _chain_length(te: traceback.TracebackException, seen: set[int]) -> int:
+    """How many exceptions `te` chains (not counting itself), each counted once."""
+    count, todo = 0, [te.__cause__, te.__context__]
+    while todo:
+        item = todo.pop()
+        if item is None or id(item) in seen:
+            continue
+        seen.add(id(item))
+        count += 1
+        todo += [item.__cause__, item.__context__]
+    return count
 
 
 def error_info(exc: BaseException) -> ErrorInfo:
     """The record of a caught exception: type, message, the innermost frame of the user's
     code it passed through, and the short traceback (empty when no frame was the user's)."""
-    try:
-        message = str(exc)
-    except Exception:  # its own __str__ raised
-        message = f"<unprintable {type(exc).__name__}>"
-    if len(message) > MESSAGE_LIMIT:
-        message = message[:MESSAGE_LIMIT] + "…"
+    message = message_of(exc)
     name = type(exc).__name__
     where = None
     for entry in _frames(exc.__traceback__):
@@ -118,8 +180,11 @@ def error_info(exc: BaseException) -> ErrorInfo:
         return ErrorInfo(type=name, message=message)
     try:
         te = traceback.TracebackException.from_exception(exc, compact=True)
-        _short(te, set())
+        dropped = _short(te, set())
         text = "".join(te.format())
+        if dropped:
+            text = f"… {dropped} earlier chained exceptions left out\n\n{text}"
+        text = capped(text, ERROR_BYTES)
     except Exception:  # a broken __str__ or source file: the location still stands
         text = ""
     file, line, function = where

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from convlab._readable import pct, shorten, visible
 from convlab.analysis.frames import cost_line
-from convlab.notebook._style import CSS, GLYPHS, STATUS_CSS
+from convlab.htmlkit import GLYPHS, STATUS_CSS, style_tag
 
 if TYPE_CHECKING:
     from convlab.model.run import Run
@@ -183,7 +183,7 @@ def summary_html(s: Mapping[str, Any], title: str = "Summary", extra: str = "") 
     """A card: title, pass rate, a stacked status bar, the counts, the stability roll-up."""
     e = html.escape
     return (
-        f"<div class='convlab'><style>{CSS}</style><div class='cl-card'>"
+        f"<div class='convlab'>{style_tag()}<div class='cl-card'>"
         f"<div class='cl-title'>{e(title)}</div>"
         f"<div><span class='cl-rate'>{e(pct(s.get('pass_rate')))}</span> "
         f"<span class='cl-muted'>pass rate (mean over {cases_rated(s)} cases)</span></div>"

@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from convlab._readable import is_missing
-from convlab.notebook._style import (
+from convlab.htmlkit import (
     BLAME_COLORS,
     CHANGE_COLORS,
     CLASS_CSS,

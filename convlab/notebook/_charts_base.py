@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from convlab._readable import shorten
-from convlab.notebook._style import (
+from convlab.htmlkit import (
     CLASS_COLORS,
     LIGHT,
     STABILITY_COLORS,

@@ -26,9 +26,9 @@ from convlab.analysis.divergence import (
 )
 from convlab.analysis.stats import stability_word
 from convlab.analysis.why import case_why
+from convlab.htmlkit import STATUS_COLORS
 from convlab.notebook._charts_base import base_layout, esc, new_figure, short, stability_color
 from convlab.notebook._charts_run import empty_figure
-from convlab.notebook._style import STATUS_COLORS
 
 if TYPE_CHECKING:
     from convlab.model.run import Run

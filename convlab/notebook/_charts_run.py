@@ -12,7 +12,9 @@ import math
 from statistics import median
 from typing import TYPE_CHECKING, Any
 
+from convlab._readable import pct
 from convlab.analysis.stats import EXCLUDED_STATUSES, classify
+from convlab.htmlkit import STATUS_COLORS
 from convlab.model.run import Run
 from convlab.notebook._charts_base import (
     NO_VERDICT_COLOR,
@@ -30,7 +32,6 @@ from convlab.notebook._charts_base import (
     row_height,
     short,
 )
-from convlab.notebook._style import STATUS_COLORS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -341,7 +342,7 @@ def _funnel(cid: str, tick: str, cps: list[tuple[str, list[Any]]], n: int) -> di
         turns_at = [t for t in turns_at if not math.isnan(t)]
         labels.append(f"{i}. {esc(cp)}" + (" (optional)" if optional else ""))
         counts.append(len(reached))
-        text.append(f"{len(reached)} of {n} ({rate:.0f}%)" if n else "0")
+        text.append(f"{len(reached)} of {n} ({pct(rate)})" if n else "0")
         colors.append(class_color(classify(rate)))
         where.append("auto" if reached else "outside")
         custom.append(
@@ -350,7 +351,7 @@ def _funnel(cid: str, tick: str, cps: list[tuple[str, list[Any]]], n: int) -> di
                 esc(cp),
                 len(reached),
                 n,
-                f"{rate:.0f}%",
+                pct(rate),
                 f"median turn {median(turns_at):g}" if turns_at else "never reached",
                 "optional" if optional else "required",
             ]

@@ -22,8 +22,8 @@ from convlab.analysis.agent_diff import (
     word_diff_counts,
     word_diff_shown,
 )
+from convlab.htmlkit import style_tag
 from convlab.model.experiment import VARIANT_COLUMN
-from convlab.notebook._style import CSS, THEME_CSS
 from convlab.notebook.tables import Table
 
 if TYPE_CHECKING:
@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from convlab.model.experiment import Experiment
 
 __all__ = [
-    "DIFF_CSS",
     "changes_html",
     "changes_lines",
     "experiment_bundle",
@@ -43,21 +42,6 @@ __all__ = [
     "prompt_diff_html",
 ]
 
-DIFF_CSS = (
-    THEME_CSS
-    + """
-.convlab .cl-diff{white-space:pre-wrap;overflow-wrap:anywhere;max-width:72em;padding:4px 8px;
- border:1px solid var(--cl-border);border-radius:6px;background:var(--cl-bg2);
- color:var(--cl-fg);font-size:12px;max-height:28em;overflow-y:auto}
-.convlab .cl-diff del{background:var(--cl-del-bg);color:var(--cl-del);
- text-decoration:line-through}
-.convlab .cl-diff ins{background:var(--cl-ins-bg);color:var(--cl-ins);text-decoration:none}
-.convlab .cl-changes{margin:6px 0}
-.convlab .cl-changes>summary{font-weight:600}
-"""
-)
-"""Deletions struck through on red, insertions on green: told by the mark too, not by colour
-alone."""
 _VALUE_LIMIT = 200
 
 
@@ -136,7 +120,7 @@ def _changes_section(changes: Sequence[Mapping[str, Any]], baseline: str) -> str
         for name, rows in by_variant.items()
     )
     return (
-        f"<div class='convlab'><style>{DIFF_CSS}</style><div class='cl-title'>What changed in "
+        f"<div class='convlab'>{style_tag()}<div class='cl-title'>What changed in "
         f"the agent (against the baseline {_e(baseline)})</div>{items}</div>"
     )
 
@@ -219,7 +203,7 @@ def experiment_card(exp: Experiment) -> tuple[str, str]:
     failed = [f"{n}: {r.error}" for n, r in exp.runs.items() if r.error]
     errors = "".join(f"<div class='cl-fail'>{_e(line)}</div>" for line in failed)
     head = (
-        f"<div class='convlab'><style>{CSS}</style><div class='cl-card'>"
+        f"<div class='convlab'>{style_tag()}<div class='cl-card'>"
         f"<div class='cl-title'>{_e(title)}</div>"
         f"<div class='cl-muted'>variants: {_e(variants)}</div>{errors}</div></div>"
     )

@@ -13,7 +13,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from convlab.engine import events as ev
-from convlab.notebook._style import GLYPHS, STATUS_CSS
+from convlab.htmlkit import GLYPHS, STATUS_CSS
 from convlab.notebook.progress import LiveTree
 
 if TYPE_CHECKING:

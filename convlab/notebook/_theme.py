@@ -36,7 +36,7 @@ CHART_DARK = {
     "#f3f4f6": "#21262d",  # faint grid
     "#d0d7de": "#3d444d",  # axis lines
     "#afb8c1": "#6e7681",  # guide lines
-    "#1a7431": "#3fb950",  # status colours (convlab.notebook._style.LIGHT -> DARK)
+    "#1a7431": "#3fb950",  # status colours (convlab.htmlkit.palettes: LIGHT -> DARK)
     "#c21f2b": "#ff7b72",
     "#a84300": "#f0883e",
     "#7544cc": "#bc8cff",

@@ -11,8 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from convlab._readable import shorten
-from convlab.notebook._errors import location_html, traceback_html
-from convlab.notebook._style import GLYPHS, STATUS_CSS, css_color
+from convlab.htmlkit import GLYPHS, STATUS_CSS, css_color, location_html, traceback_html
 
 if TYPE_CHECKING:
     from convlab.model.records import CaseResult, TurnResult

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from convlab._readable import pct
 from convlab.analysis.stats import INTERVALS, stability_word
+from convlab.htmlkit import STABILITY_COLORS
 from convlab.model.run import Run
 from convlab.notebook._charts_base import (
     NO_VERDICT,
@@ -42,7 +43,6 @@ from convlab.notebook._charts_base import (
 from convlab.notebook._charts_compare import compare_figure
 from convlab.notebook._charts_divergence import divergence
 from convlab.notebook._charts_run import checkpoints, durations, turns
-from convlab.notebook._style import STABILITY_COLORS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -328,7 +328,7 @@ def stability(data: Any) -> Any:
         "x": names,
         "y": counts,
         "marker": {"color": [stability_color(k) for k in groups]},
-        "text": [f"{c} ({pct(100 * c / total) if total else '0%'})" for c in counts],
+        "text": [f"{c} ({pct(100 * c / total if total else 0)})" for c in counts],
         "textposition": "outside",
         "cliponaxis": False,
         "customdata": [[list_cases(v)] for v in groups.values()],

@@ -13,8 +13,15 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from convlab._readable import shorten, visible
-from convlab.notebook._cards import run_card, run_html, run_text, summary_html, summary_text
-from convlab.notebook._style import CSS
+from convlab.htmlkit import style_tag
+from convlab.notebook._cards import (
+    cases_rated,
+    run_card,
+    run_html,
+    run_text,
+    summary_html,
+    summary_text,
+)
 
 if TYPE_CHECKING:
     from convlab.model.assertions import Assertion
@@ -25,7 +32,9 @@ __all__ = [
     "assertion_text",
     "case_html",
     "case_text",
+    "cases_rated",
     "comparison_bundle",
+    "experiment_card",
     "run_bundle",
     "run_html",
     "run_text",
@@ -129,7 +138,7 @@ def _suite_card(suite: Suite) -> str:
     where = f"{len(files)} file(s)" if len(files) > 1 else (files[0] if files else "")
     title = f"Suite {suite.name or suite.id}"
     return (
-        f"<div class='convlab'><style>{CSS}</style><div class='cl-card'>"
+        f"<div class='convlab'>{style_tag()}<div class='cl-card'>"
         f"<div class='cl-title'>{e(title)}</div>"
         f"<div><b>{len(suite.cases)}</b> case(s): {e(kinds)}</div>"
         + (f"<div class='cl-muted'>{e(where)}</div>" if where else "")
@@ -174,7 +183,7 @@ def summary_bundle(summary: Mapping[str, Any]) -> dict[str, Any]:
 
 def comparison_bundle(comparison: Any) -> dict[str, Any]:
     """`cl.compare(a, b)` in a notebook: the paragraph, then the change table."""
-    from convlab.notebook._experiment_view import DIFF_CSS, changes_html
+    from convlab.notebook._experiment_view import changes_html
     from convlab.notebook.tables import compare_table
 
     # the table's description is the paragraph: the card is the table itself
@@ -182,8 +191,15 @@ def comparison_bundle(comparison: Any) -> dict[str, Any]:
     changes = changes_html(comparison.attrs.get("agent_changes") or [], "before", "after")
     if changes:
         changes = (
-            f"<div class='convlab'><style>{CSS}{DIFF_CSS}</style><div class='cl-title'>What "
+            f"<div class='convlab'>{style_tag()}<div class='cl-title'>What "
             f"changed in the agent</div>{changes}</div>"
         )
     table = compare_table(comparison)._repr_html_()
     return {"text/plain": text, "text/html": table + changes}
+
+
+def experiment_card(exp: Any) -> tuple[str, str]:
+    """An experiment as text and as HTML: heading, leaderboard, what changed in the agent."""
+    from convlab.notebook._experiment_view import experiment_card as card
+
+    return card(exp)

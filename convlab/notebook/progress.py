@@ -39,7 +39,7 @@ from convlab.engine.events import (
     TurnCompleted,
     WorkersChanged,
 )
-from convlab.notebook._style import CSS, GLYPHS, STATUS_CSS, TREE_BODY_HEIGHT
+from convlab.htmlkit import GLYPHS, STATUS_CSS, TREE_BODY_HEIGHT, style_html, style_tag
 from convlab.notebook._tree_nodes import Key, Node, node_html, variant_key
 
 if TYPE_CHECKING:
@@ -155,6 +155,8 @@ class LiveTree:
         """The cell execution that shows the tree (`cell_token()`), None until shown."""
         self._final: dict[str, Any] | None = None
 
+        # the stylesheet, sent once with the tree: redraws change the header and body only
+        self.style = w.HTML(style_html())
         self.header = w.HTML()
         self.bar = w.IntProgress(min=0, max=1, value=0, bar_style="info")
         self.bar.layout.width = "100%"
@@ -165,7 +167,9 @@ class LiveTree:
         # a bounded, scrolling body under a sticky header; a scrolling box would hold the header
         self.body = w.HTML(layout=w.Layout(max_height=TREE_BODY_HEIGHT, overflow="auto"))
         row = w.HBox([self.button, self.hint])
-        head = w.VBox([self.header, self.bar, row], _dom_classes=("convlab", "cl-tree-head"))
+        head = w.VBox(
+            [self.style, self.header, self.bar, row], _dom_classes=("convlab", "cl-tree-head")
+        )
         self.box = w.VBox([head, self.body], layout=w.Layout(overflow="visible"))
         self._draw()
 
@@ -288,7 +292,7 @@ class LiveTree:
 
     def _header_html(self) -> str:
         if self.t0 is None:  # before the run has planned its instances: no "0/0"
-            return f"<div class='convlab'><style>{CSS}</style><b>planning…</b></div>"
+            return "<div class='convlab'><b>planning…</b></div>"
         done = sum(self.counts.values())
         counts = dict(self.counts, running=len(self.running))
         spans = [
@@ -311,8 +315,11 @@ class LiveTree:
         resumed = f" ({self.resumed} already stored)" if self.resumed else ""
         agent = f" against {html.escape(shorten(self.agent, 60))}" if self.agent else ""
         agent += f" {html.escape(self.workers.text)}" if self.workers is not None else ""
+        if self.workers is not None and not self.workers.workers and self.t_end is None:
+            since = self.workers.since or time.monotonic()  # the start's own clock
+            agent += f" <span class='cl-muted'>{_clock(time.monotonic() - since)}</span>"
         return (
-            f"<div class='convlab'><style>{CSS}</style>"
+            "<div class='convlab'>"
             f"<div><b>{done + self.resumed}/{self.total}</b> instances{resumed}{agent}"
             f" <span class='cl-muted'>· {when}</span></div>"
             f"<div class='cl-counts'>{''.join(spans)}</div>{self._limit_html()}</div>"
@@ -368,7 +375,7 @@ class LiveTree:
                 f"<div style='width:{share:.2f}%;background:{color}'></div></div></div>"
             )
             body = f"<div class='convlab'><div class='cl-scroll'>{self._body_html()}</div></div>"
-            return self._header_html() + bar + body
+            return style_tag() + self._header_html() + bar + body
 
     def close(self, run: Any = None) -> None:
         """Stop redrawing; swap the live view for the static summary. Safe to call twice."""

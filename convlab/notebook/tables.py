@@ -3,7 +3,7 @@
 `run.table(kind)`, `suite.table()` and `compare(a, b).table()` return a `Table`: `.df` is the
 untouched pandas frame (the source of truth), its HTML an itables DataTable in offline mode.
 
-How the DataTables bundle travels: once per page (convlab.notebook._bundle). In a kernel the
+How the DataTables bundle travels: once per page (convlab.htmlkit.bundle). In a kernel the
 first table of the session carries it and later tables wait for it, wherever it sits on the
 page; outside a kernel (`to_html()`) a table carries it unless `bundle=False`.
 
@@ -34,15 +34,15 @@ import pandas as pd
 
 from convlab._readable import visible
 from convlab.formats._base import did_you_mean
-from convlab.notebook._bundle import (
+from convlab.htmlkit import (
     bundle_html,
     carries_bundle,
     dedupe_bundles,
     missing_bundle_html,
     own_namespace,
+    style_tag,
 )
 from convlab.notebook._cells import escape, prepare
-from convlab.notebook._style import TABLE_CSS, THEME_CSS
 
 if TYPE_CHECKING:
     from convlab.analysis.compare import Comparison
@@ -116,10 +116,6 @@ _PREVIEW_CELL = re.compile(
     r'(<t[hdr])\s+style="(?:border:1px solid #ddd;padding:8px|text-align: right;)"'
 )
 _LOADING = re.compile(r"<td[^>]*>\s*Loading ITables[^<]*<code>[^<]*</code>.*?</td>", re.DOTALL)
-_PREVIEW_CSS = """
-.convlab.cl-table>div[id$=_fallback] :is(th,td){border:1px solid rgba(128,128,128,.35);
- padding:4px 8px;text-align:left}"""
-"""The static preview's cell borders, once per table instead of inline on every cell."""
 
 
 # ---------------------------------------------------------------- frames -> HTML
@@ -127,8 +123,9 @@ _PREVIEW_CSS = """
 
 def _light_preview(table: str) -> str:
     """itables' table HTML with its static preview's per-cell inline styles dropped (one rule
-    in `_PREVIEW_CSS` draws them): a tenth of a small table's bytes. Its "Loading ITables from
-    the init_notebook_mode cell... (need help?)" line, wrong here, says "Loading the table…"."""
+    in `htmlkit.PREVIEW_CSS` draws them): a tenth of a small table's bytes. Its "Loading
+    ITables from the init_notebook_mode cell... (need help?)" line, wrong here, says
+    "Loading the table…"."""
     table = _LOADING.sub("<td>Loading the table…</td>", table, count=1)
     start = table.find("_fallback")
     end = table.find("</div><script>", start)
@@ -186,8 +183,7 @@ def frame_html(
     if html_columns:
         options["columnDefs"] = [{"targets": html_columns, "type": "html"}]
     table = own_namespace(_light_preview(to_html_datatable(prepared, **options)))
-    css = TABLE_CSS if theme else TABLE_CSS.removeprefix(THEME_CSS)
-    parts = ['<div class="convlab cl-table">', f"<style>{css}{_PREVIEW_CSS}</style>"]
+    parts = ['<div class="convlab cl-table">', style_tag() if theme else ""]
     if caption:
         parts.append(f'<div class="cl-caption">{escape(caption)}</div>')
     if description:
@@ -273,7 +269,7 @@ class Table:
 
     def _repr_html_(self) -> str:
         """The notebook output: the bundle only where this output is its carrier (in a
-        kernel session, the first table shown; convlab.notebook._bundle)."""
+        kernel session, the first table shown; convlab.htmlkit.bundle)."""
         return self.to_html(bundle=carries_bundle())
 
     def __repr__(self) -> str:

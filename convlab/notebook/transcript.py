@@ -17,8 +17,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from convlab._readable import cut_noted, millis, visible
-from convlab.notebook._errors import location_html
-from convlab.notebook._style import CSS, GLYPHS, STATUS_CSS, TRANSCRIPT_CSS, css_color
+from convlab.htmlkit import GLYPHS, STATUS_CSS, css_color, location_html, style_tag
 
 if TYPE_CHECKING:
     from convlab.model.answer import Answer
@@ -349,7 +348,7 @@ def answer_html(answer: Answer) -> str:
     checks = "".join(_check_html(r) for r in answer.results)
     checks_div = f"<div class='cl-checks'>{checks}</div>" if checks else ""
     return (
-        f"<div class='convlab'><style>{CSS}{TRANSCRIPT_CSS}</style>"
+        f"<div class='convlab'>{style_tag()}"
         f"<div class='cl-card cl-answer'>{head}<div class='cl-chat'>{''.join(chat)}</div>"
         f"{checks_div}</div></div>"
     )

@@ -104,7 +104,8 @@ class ConsoleProgress:
         elif isinstance(event, ConcurrencyChanged):
             self._concurrency(event)
         elif isinstance(event, WorkersChanged) and not self.quiet:  # where the instances run
-            self._emit([f"  Running {clean(event.text)}"])
+            doing = "Running " if event.workers else ""  # or what gets it workers
+            self._emit([f"  {doing}{clean(event.text)}"])
 
     def _started(self, event: RunStarted) -> None:
         self.total, self.done = event.total, event.resumed

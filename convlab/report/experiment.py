@@ -53,10 +53,8 @@ def _tradeoffs(exp: Experiment) -> list[Any]:
 
 def experiment_html_report(exp: Experiment) -> str:
     """A standalone offline HTML page for `exp` (no kernel, no network)."""
-    from convlab.notebook._bundle import one_bundle
-    from convlab.notebook._cards import run_html
-    from convlab.notebook._experiment_view import experiment_card
-    from convlab.notebook._style import PAGE_BODY_CSS, THEME_CSS
+    from convlab.htmlkit import PAGE_BODY_CSS, one_bundle, one_style
+    from convlab.notebook.display import experiment_card, run_html
     from convlab.report.notebook import plotly_script, without_itables_links
 
     meta = [exp.status, f"started {exp.started_at}" if exp.started_at else "", f"id {exp.id}"]
@@ -73,16 +71,17 @@ def experiment_html_report(exp: Experiment) -> str:
         "<h2>Variants</h2>",
         *(f"<h3>{_e(name)}</h3>{run_html(run)}" for name, run in exp.runs.items()),
     ]
-    return (
+    page = (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         '<meta name="color-scheme" content="light dark">\n'
-        f"<title>{_e(_title(exp))}</title>\n<style>{PAGE_BODY_CSS}{THEME_CSS}{_PAGE_CSS}</style>\n"
+        f"<title>{_e(_title(exp))}</title>\n<style>{PAGE_BODY_CSS}{_PAGE_CSS}</style>\n"
         f"{plotly_script()}\n</head>\n<body>\n"
         '<main class="convlab">\n'
         + without_itables_links(one_bundle("\n".join(sections)))  # the table script, once
         + "\n</main>\n</body>\n</html>\n"
     )
+    return one_style(page)  # the stylesheet, once
 
 
 @register_saver(".html", ".htm", what="experiment")

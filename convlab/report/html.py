@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from convlab._readable import cut_noted, visible
 from convlab.analysis.io import register_saver, write_atomic
-from convlab.notebook._errors import location_html, traceback_html
+from convlab.htmlkit import location_html, traceback_html
 
 if TYPE_CHECKING:
     from convlab.model.records import AssertionResult, CaseResult, Observation
@@ -29,19 +29,6 @@ __all__ = ["Failures", "failures_html", "run_html_report"]
 FAILURES_SHOWN = 20
 """Instances shown in detail; the instance table lists every one of them."""
 _TEXT_LIMIT = 4_000
-_PAGE_CSS = """
-main.convlab{max-width:1200px;margin:0 auto;padding:16px 24px 48px}
-main.convlab h1{font-size:22px;margin:8px 0 2px}
-main.convlab h2{font-size:17px;margin:28px 0 8px;padding-bottom:4px;
- border-bottom:1px solid var(--cl-border)}
-main.convlab .cl-meta{color:var(--cl-muted);margin-bottom:10px}
-.convlab .cl-fail-item{border:1px solid var(--cl-border);border-radius:6px;padding:4px 10px;
- margin:6px 0}
-.convlab .cl-fail-item>summary{font-weight:600}
-.convlab .cl-turn{margin:4px 0 8px 0}
-.convlab .cl-turn-h{font-size:11px;color:var(--cl-muted);text-transform:uppercase;margin-top:6px}
-"""
-"""The report's own rules, scoped under `.convlab` (the palette's variables switch them)."""
 
 
 def _e(value: Any) -> str:
@@ -54,7 +41,7 @@ def _value(value: Any, limit: int = 600) -> str:
 
 
 def _check_html(a: AssertionResult) -> str:
-    from convlab.notebook._style import GLYPHS, STATUS_CSS, css_color
+    from convlab.htmlkit import GLYPHS, STATUS_CSS, css_color
 
     color = STATUS_CSS.get(a.status, css_color("muted"))
     name = a.label or a.id or a.kind
@@ -99,8 +86,8 @@ def _reply_html(obs: Observation) -> str:
 
 def instance_html(r: CaseResult) -> str:
     """One instance as a conversation: user turns, replies, tool calls and failed checks."""
+    from convlab.htmlkit import STATUS_CSS, css_color
     from convlab.model.records import variant_label
-    from convlab.notebook._style import STATUS_CSS, css_color
 
     color = STATUS_CSS.get(r.status, css_color("muted"))
     variant = variant_label(r.variant)
@@ -155,16 +142,14 @@ def instance_html(r: CaseResult) -> str:
 
 def failures_html(run: Run, limit: int = FAILURES_SHOWN) -> str:
     """The first `limit` instances that did not pass, each as a conversation."""
-    from convlab.notebook._style import CSS, TRANSCRIPT_CSS
+    from convlab.htmlkit import style_tag
 
     bad = [r for r in run.results if r.status != "passed"]
     if not bad:
         return '<div class="convlab"><p>Every instance passed.</p></div>'
     more = f"<p>The first {limit} of {len(bad)} are shown.</p>" if len(bad) > limit else ""
     items = "".join(instance_html(r) for r in bad[:limit])
-    return (
-        f'<style>{CSS}{TRANSCRIPT_CSS}{_PAGE_CSS}</style><div class="convlab">{more}{items}</div>'
-    )
+    return f'{style_tag()}<div class="convlab">{more}{items}</div>'
 
 
 class Failures:
@@ -205,7 +190,7 @@ def _title(run: Run) -> str:
 
 def run_html_report(run: Run) -> str:
     """A standalone offline HTML page for `run` (no kernel, no network)."""
-    from convlab.notebook._style import PAGE_BODY_CSS, THEME_CSS
+    from convlab.htmlkit import PAGE_BODY_CSS, one_style
     from convlab.notebook.display import run_html
     from convlab.notebook.tables import bundle_html, run_table
     from convlab.report.notebook import plotly_script, without_itables_links
@@ -227,16 +212,17 @@ def run_html_report(run: Run) -> str:
         "<h2>Instances that did not pass</h2>",
         failures_html(run),
     ]
-    return (
+    page = (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         '<meta name="color-scheme" content="light dark">\n'
-        f"<title>{_e(_title(run))}</title>\n<style>{PAGE_BODY_CSS}{THEME_CSS}{_PAGE_CSS}</style>\n"
+        f"<title>{_e(_title(run))}</title>\n<style>{PAGE_BODY_CSS}</style>\n"
         f"{plotly_script()}\n</head>\n<body>\n{bundle_html()}\n"
         f'<main class="convlab">\n'
         + without_itables_links("\n".join(sections))
         + "\n</main>\n</body>\n</html>\n"
     )
+    return one_style(page)
 
 
 @register_saver(".html", ".htm")

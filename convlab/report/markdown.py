@@ -15,12 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 from convlab._readable import cut, pct, visible
 from convlab.analysis.io import register_saver, write_atomic
-from convlab.notebook._cards import cases_rated
+from convlab.notebook.display import cases_rated
 
 if TYPE_CHECKING:
+    from convlab.analysis.compare import Comparison
     from convlab.model.run import Run
 
-__all__ = ["cell", "code", "run_markdown"]
+__all__ = ["cell", "code", "comparison_markdown", "run_markdown"]
 
 _REASON_LIMIT = 300
 _FAILURES_LIMIT = 200
@@ -168,3 +169,21 @@ def _at(location: str | None) -> str:
 @register_saver(".md", ".markdown")
 def _save_markdown(run: Run, path: Path) -> None:
     write_atomic(path, run_markdown(run))
+
+
+def comparison_markdown(cmp: Comparison) -> str:
+    """A comparison in Markdown: its summary paragraph, then one row per case."""
+    lines = ["# convlab comparison", "", cell(cmp.summary), ""]
+    columns = [str(c) for c in cmp.columns]
+    rows = [[cell("" if _blank(v) else v) for v in r.values()] for r in cmp.to_dict("records")]
+    lines += _table(columns, rows)
+    return "\n".join(lines) + "\n"
+
+
+def _blank(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+@register_saver(".md", ".markdown", what="comparison")
+def _save_comparison(cmp: Comparison, path: Path) -> None:
+    write_atomic(path, comparison_markdown(cmp))

@@ -11,7 +11,7 @@ Why the exporter is configured as it is:
 - Plotly figures ship `text/html` without plotly.js; `plotly.min.js` from the installed plotly
   package is inlined once, in the head, when the notebook has a figure.
 - itables tables need the DataTables bundle, which one table output per kernel session carries
-  (convlab.notebook._bundle); the page keeps exactly one loader, and gets one when no output
+  (convlab.htmlkit.bundle); the page keeps exactly one loader, and gets one when no output
   had it.
 """
 
@@ -192,7 +192,7 @@ def export_html(
     from nbconvert import HTMLExporter
     from traitlets.config import Config
 
-    from convlab.notebook._bundle import one_bundle
+    from convlab.htmlkit import one_bundle, one_style
 
     config = Config()
     config.NbConvertBase.display_data_priority = DISPLAY_PRIORITY
@@ -215,7 +215,7 @@ def export_html(
         page_nb.metadata.pop("widgets", None)
     page_nb.metadata["title"] = notebook_title(nb, name)
     body, _ = exporter.from_notebook_node(page_nb)
-    body = one_bundle(body)  # the DataTables bundle once, wherever the outputs had it
+    body = one_style(one_bundle(body))  # the table bundle and the stylesheet, once each
     if _has_plotly(page_nb):
         body = body.replace("</head>", plotly_script() + "\n</head>", 1)
     return without_itables_links(follow_color_scheme(str(body)))

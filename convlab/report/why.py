@@ -14,7 +14,15 @@ import html
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from convlab.analysis.divergence import DIVERGENCE_COLUMNS, CaseTree, case_trees, frame_rows, p_text
+from convlab._readable import pct
+from convlab.analysis.divergence import (
+    DIVERGENCE_COLUMNS,
+    CaseTree,
+    case_trees,
+    frame_rows,
+    known_case,
+    p_text,
+)
 from convlab.analysis.why import case_why
 from convlab.report._console_text import clean
 
@@ -50,17 +58,13 @@ class CaseParts:
     19 passed (100%) · p < 0.001`) and its path."""
 
 
-def _pct(rate: float) -> str:
-    return f"{rate:.1f}".removesuffix(".0") + "%"
-
-
 def case_parts(tree: CaseTree) -> CaseParts:
     """The words that explain one case."""
     rate = 100 * tree.passed / tree.runs if tree.runs else float("nan")
-    head = f"{_pct(rate)} passed ({tree.passed} of {tree.runs}) · {tree.paths} path" + (
+    head = f"{pct(rate)} passed ({tree.passed} of {tree.runs}) · {tree.paths} path" + (
         "s" if tree.paths != 1 else ""
     )
-    head += f" · {_pct(100 * tree.main_path_share)} of runs on the main path"
+    head += f" · {pct(100 * tree.main_path_share)} of runs on the main path"
     branches = []
     for values in frame_rows(tree):
         row = dict(zip(DIVERGENCE_COLUMNS, values, strict=True))
@@ -70,7 +74,7 @@ def case_parts(tree: CaseTree) -> CaseParts:
             line = (
                 f"branch {row['branch']} · turn {row['fork_turn'] + 1} · {row['side']} · "
                 f"{row['step']} · {row['runs']} runs, {row['passed']} passed "
-                f"({_pct(row['pass_rate'])}) · {p_text(row['p_holm'])}"
+                f"({pct(row['pass_rate'])}) · {p_text(row['p_holm'])}"
             )
         branches.append((line, str(row["path"])))
     return CaseParts(tree.case_id, head, case_why(tree), branches)
@@ -87,8 +91,6 @@ def why_text(run: Run, case_id: str | None = None) -> str:
     """`convlab why`: the case's explanation, or every flaky case's (control characters
     made visible: agent and user text never drives the terminal)."""
     if case_id is not None:
-        from convlab.analysis.divergence import known_case
-
         known_case(run, case_id)
         trees = case_trees(run, case_id)
         if case_id not in trees:

@@ -1,241 +1,43 @@
-"""One palette and one stylesheet for every view (tree, cards, tables, charts, reports).
+"""convlab's stylesheets, all scoped under `.convlab` and built on the palettes' custom
+properties (convlab.htmlkit.palettes explains the theming).
 
-Colours follow the page that shows them. Each view carries `THEME_CSS`, which defines
-convlab's own CSS custom properties (`--cl-fg`, `--cl-muted`, `--cl-bg`, `--cl-passed`, ...)
-on every `.convlab` element; the rules and the inline styles only refer to those properties:
-
-- the foreground, backgrounds and borders come from the host's variables where there are
-  some: JupyterLab's and Notebook 7's `--jp-*`, VS Code's `--vscode-*`;
-- the status colours and the muted grey are convlab's, one set for a light background and
-  one for a dark one, each with a contrast of at least 4.5:1 on the backgrounds they sit on
-  (`LIGHT`, `DARK`);
-- the dark set applies under a dark host theme (JupyterLab's `data-jp-theme-light="false"`,
-  VS Code's `vscode-dark` / `vscode-high-contrast` body classes) and, on a plain page with
-  no host (an exported report, a classic notebook aside), under `prefers-color-scheme: dark`,
-  where the view also paints its own dark background.
-
-Inline colours are written `var(--cl-failed,#c21f2b)`: a page that drops `<style>` (a
-sanitiser) still shows the light colour.
-
-Glyphs are plain Unicode text (no emoji): a browser or CI image without an emoji font still
-draws them.
+`STYLESHEET` is all of them: what a notebook gets once (convlab.htmlkit.bundle) and a
+standalone page once in its head.
 """
 
 from __future__ import annotations
 
+from convlab.htmlkit.palettes import DARK, HOST_VARIABLES, LIGHT
+
 __all__ = [
-    "BLAME_COLORS",
-    "CHANGE_COLORS",
-    "CLASS_COLORS",
-    "CLASS_CSS",
-    "CLASS_TEXT_COLORS",
     "CSS",
-    "DARK",
-    "GLYPHS",
-    "LIGHT",
+    "DIFF_CSS",
     "PAGE_BODY_CSS",
-    "STABILITY_COLORS",
-    "STABILITY_CSS",
-    "STABILITY_TEXT_COLORS",
-    "STATUS_COLORS",
-    "STATUS_CSS",
+    "PREVIEW_CSS",
+    "REPORT_CSS",
+    "SIDE_BY_SIDE_CSS",
+    "STYLESHEET",
     "TABLE_CSS",
     "THEME_CSS",
     "TRANSCRIPT_CSS",
     "TREE_BODY_HEIGHT",
-    "VERDICT_COLORS",
-    "css_color",
 ]
-
-LIGHT = {
-    "fg": "#1f2328",
-    "muted": "#57606a",
-    "bg": "#ffffff",
-    "bg2": "#f6f8fa",
-    "border": "#d0d7de",
-    "line": "#eaeef2",
-    "accent": "#8c959f",
-    "user-bg": "#ddf4ff",
-    "user-border": "#b6e3ff",
-    "passed": "#1a7431",
-    "failed": "#c21f2b",
-    "error": "#a84300",
-    "timeout": "#7544cc",
-    "skipped": "#57606a",
-    "cancelled": "#57606a",
-    "blocked": "#865c00",
-    "running": "#0a61c7",
-    "mostly": "#476e1e",
-    "warn": "#865c00",
-    "del": "#82071e",
-    "del-bg": "#ffebe9",
-    "ins": "#116329",
-    "ins-bg": "#dafbe1",
-}
-"""Token -> colour on a light background (white, #f6f8fa, #f5f5f5, the user bubble, a 12%
-tint of the colour itself): every text colour here keeps 4.9:1 or more on each of them."""
-
-DARK = {
-    "fg": "#e6edf3",
-    "muted": "#9198a1",
-    "bg": "#0d1117",
-    "bg2": "#161b22",
-    "border": "#3d444d",
-    "line": "#262c36",
-    "accent": "#656c76",
-    "user-bg": "#102a43",
-    "user-border": "#1f4a73",
-    "passed": "#3fb950",
-    "failed": "#ff7b72",
-    "error": "#f0883e",
-    "timeout": "#bc8cff",
-    "skipped": "#9198a1",
-    "cancelled": "#9198a1",
-    "blocked": "#d29922",
-    "running": "#58a6ff",
-    "mostly": "#8ddb8c",
-    "warn": "#d29922",
-    "del": "#ffa198",
-    "del-bg": "#3c1618",
-    "ins": "#7ee787",
-    "ins-bg": "#12311d",
-}
-"""Token -> colour on a dark background (JupyterLab Dark's #111 and #212121, VS Code Dark+'s
-#1e1e1e, #0d1117, the dark user bubble): 5:1 or more."""
-
-_HOST = {
-    "fg": ("--jp-content-font-color1", "--vscode-editor-foreground"),
-    "bg": ("--jp-layout-color0", "--vscode-editor-background"),
-    "bg2": ("--jp-cell-editor-background", "--vscode-textCodeBlock-background"),
-    "border": ("--jp-border-color1", "--vscode-editorWidget-border"),
-    "line": ("--jp-border-color2", "--vscode-editorGroup-border"),
-}
-"""Tokens taken from the host's variables when it has them (JupyterLab first, then VS Code)."""
 
 TREE_BODY_HEIGHT = "360px"
 """The live tree's body height cap: past it the body scrolls and its header stays in view."""
-
-_STATUSES = ("passed", "failed", "error", "timeout", "skipped", "cancelled", "blocked", "running")
-
-
-def css_color(token: str) -> str:
-    """`var(--cl-TOKEN,#light)`: a palette colour for an inline style."""
-    return f"var(--cl-{token},{LIGHT.get(token, LIGHT['muted'])})"
-
-
-STATUS_COLORS = {s: LIGHT[s] for s in _STATUSES}
-"""Status -> light colour (chart marks; HTML uses `STATUS_CSS`, which follows the theme)."""
-
-STATUS_CSS = {s: css_color(s) for s in _STATUSES}
-"""Status -> the theme-following colour for HTML text and bars."""
-
-CLASS_COLORS = {
-    "stable": "#1a7f37",
-    "mostly_stable": "#4d9a2c",
-    "unstable": "#d4a72c",
-    "highly_unstable": "#cf222e",
-}
-"""Yao's stability classes -> fill colour of a chart mark."""
-
-CLASS_TEXT_COLORS = {
-    "stable": LIGHT["passed"],
-    "mostly_stable": LIGHT["mostly"],
-    "unstable": LIGHT["warn"],
-    "highly_unstable": LIGHT["failed"],
-}
-"""Yao's stability classes -> colour of chart text on a light background (4.5:1 or more)."""
-
-CLASS_CSS = {
-    "stable": css_color("passed"),
-    "mostly_stable": css_color("mostly"),
-    "unstable": css_color("warn"),
-    "highly_unstable": css_color("failed"),
-}
-"""Yao's stability classes -> the theme-following colour for text (a badge in a table)."""
-
-VERDICT_COLORS = {
-    "always passes": css_color("passed"),
-    "flaky": css_color("warn"),
-    "always fails": css_color("failed"),
-    "one run": css_color("muted"),
-}
-"""`Run.stability()`'s plain-word verdict -> colour."""
-
-STABILITY_COLORS = {
-    "stable": CLASS_COLORS["stable"],
-    "mostly stable": CLASS_COLORS["mostly_stable"],
-    "unstable": CLASS_COLORS["unstable"],
-    "highly unstable": LIGHT["error"],  # orange: red is for a case that never passes
-    "always fails": CLASS_COLORS["highly_unstable"],
-    "one run": LIGHT["accent"],
-}
-"""`Run.stability()`'s `stability`, the class the views show -> fill colour of a chart mark."""
-
-STABILITY_TEXT_COLORS = {
-    "stable": LIGHT["passed"],
-    "mostly stable": LIGHT["mostly"],
-    "unstable": LIGHT["warn"],
-    "highly unstable": LIGHT["error"],
-    "always fails": LIGHT["failed"],
-    "one run": LIGHT["muted"],
-}
-"""`stability` -> colour of chart text on a light background (4.5:1 or more)."""
-
-STABILITY_CSS = {
-    "stable": css_color("passed"),
-    "mostly stable": css_color("mostly"),
-    "unstable": css_color("warn"),
-    "highly unstable": css_color("error"),
-    "always fails": css_color("failed"),
-    "one run": css_color("muted"),
-}
-"""`stability` -> the theme-following colour for text (a badge in a table)."""
-
-BLAME_COLORS = {
-    "agent": css_color("failed"),
-    "simulator": css_color("warn"),
-    "judge": css_color("warn"),
-    "infrastructure": css_color("warn"),
-    "suite": css_color("warn"),
-    "hook": css_color("warn"),
-}
-"""`Run.df`'s blame -> colour: the agent's failures red, the ones around it amber."""
-
-CHANGE_COLORS = {
-    "worse": css_color("failed"),
-    "better": css_color("passed"),
-    "same": css_color("muted"),
-    "before_only": css_color("warn"),
-    "after_only": css_color("running"),
-}
-"""`convlab.compare()`'s `change` column -> colour."""
-
-GLYPHS = {
-    "passed": "✓",
-    "failed": "✗",
-    "error": "!",
-    "timeout": "◷",
-    "skipped": "○",
-    "cancelled": "■",
-    "blocked": "⊘",
-    "running": "…",
-}
-"""Status -> a glyph that needs no emoji font: each is in common text fonts (DejaVu Sans,
-Segoe UI Symbol, Apple Symbols), so a page falls back to one of them, never to an empty box.
-(U+23F1, the stopwatch, is only in emoji fonts: a box where there is none.)"""
 
 
 def _declarations(palette: dict[str, str], host: bool) -> str:
     out = []
     for token, value in palette.items():
-        if host and token in _HOST:
-            jp, vscode = _HOST[token]
+        if host and token in HOST_VARIABLES:
+            jp, vscode = HOST_VARIABLES[token]
             value = f"var({jp},var({vscode},{value}))"
         out.append(f"--cl-{token}:{value}")
     return ";".join(out)
 
 
-_DARK_HOST = (
+_DARKHOST_VARIABLES = (
     'body[data-jp-theme-light="false"] .convlab,body.vscode-dark .convlab,'
     "body.vscode-high-contrast:not(.vscode-high-contrast-light) .convlab"
 )
@@ -245,7 +47,7 @@ _PLAIN = (
 )
 THEME_CSS = (
     f"\n.convlab{{{_declarations(LIGHT, True)};color:var(--cl-fg)}}\n"
-    f"{_DARK_HOST}{{{_declarations(DARK, True)};color-scheme:dark}}\n"
+    f"{_DARKHOST_VARIABLES}{{{_declarations(DARK, True)};color-scheme:dark}}\n"
     "@media (prefers-color-scheme:dark){"
     f"body[data-cl-theme=auto] .convlab{{{_declarations(DARK, True)};color-scheme:dark}}"
     f"{_PLAIN}{{{_declarations(DARK, False)};color-scheme:dark;background:var(--cl-bg)}}}}\n"
@@ -358,3 +160,72 @@ TABLE_CSS = (
 
 Colours themselves are inline styles (`var(--cl-…,#light)`), so a page that drops `<style>`
 (a sanitiser) still shows them."""
+
+DIFF_CSS = """
+.convlab .cl-diff{white-space:pre-wrap;overflow-wrap:anywhere;max-width:72em;padding:4px 8px;
+ border:1px solid var(--cl-border);border-radius:6px;background:var(--cl-bg2);
+ color:var(--cl-fg);font-size:12px;max-height:28em;overflow-y:auto}
+.convlab .cl-diff del{background:var(--cl-del-bg);color:var(--cl-del);
+ text-decoration:line-through}
+.convlab .cl-diff ins{background:var(--cl-ins-bg);color:var(--cl-ins);text-decoration:none}
+.convlab .cl-changes{margin:6px 0}
+.convlab .cl-changes>summary{font-weight:600}
+"""
+"""Deletions struck through on red, insertions on green: told by the mark too, not by colour
+alone."""
+
+PREVIEW_CSS = """
+.convlab.cl-table>div[id$=_fallback] :is(th,td){border:1px solid rgba(128,128,128,.35);
+ padding:4px 8px;text-align:left}"""
+"""The static preview's cell borders, once per table instead of inline on every cell."""
+
+REPORT_CSS = """
+main.convlab{max-width:1200px;margin:0 auto;padding:16px 24px 48px}
+main.convlab h1{font-size:22px;margin:8px 0 2px}
+main.convlab h2{font-size:17px;margin:28px 0 8px;padding-bottom:4px;
+ border-bottom:1px solid var(--cl-border)}
+main.convlab .cl-meta{color:var(--cl-muted);margin-bottom:10px}
+.convlab .cl-fail-item{border:1px solid var(--cl-border);border-radius:6px;padding:4px 10px;
+ margin:6px 0}
+.convlab .cl-fail-item>summary{font-weight:600}
+.convlab .cl-turn{margin:4px 0 8px 0}
+.convlab .cl-turn-h{font-size:11px;color:var(--cl-muted);text-transform:uppercase;margin-top:6px}
+"""
+"""A report's rules (its page, the instances that did not pass), scoped under `.convlab`."""
+
+SIDE_BY_SIDE_CSS = """
+.convlab .cl-sxs{border-collapse:collapse;width:100%;max-width:1100px;table-layout:fixed;
+ font-size:12.5px;margin:6px 0}
+.convlab .cl-sxs th,.convlab .cl-sxs td{border-bottom:1px solid var(--cl-line);padding:5px 8px;
+ vertical-align:top;text-align:left;overflow-wrap:anywhere}
+.convlab .cl-sxs th{font-weight:600}
+.convlab .cl-sxs td.cl-sxs-turn{width:5.5em;color:var(--cl-muted);white-space:nowrap}
+.convlab .cl-sxs tr.cl-fork>td{border-top:2px solid var(--cl-fg);
+ background:var(--cl-bg2)}
+.convlab .cl-sxs .cl-forkmark{display:inline-block;margin-top:2px;padding:0 5px;
+ border-radius:8px;border:1px solid currentColor;color:var(--cl-fg);font-size:11px}
+.convlab .cl-sxs .cl-said{color:var(--cl-muted)}
+.convlab .cl-sxs .cl-said b{color:var(--cl-fg);font-weight:600}
+.convlab .cl-sxs .cl-reply{white-space:pre-wrap;margin:3px 0}
+.convlab .cl-sxs code{font-size:12px}
+.convlab .cl-sxs .cl-only-ok{background:var(--cl-ins-bg);color:var(--cl-ins);
+ text-decoration:underline}
+.convlab .cl-sxs .cl-only-bad{background:var(--cl-del-bg);color:var(--cl-del);
+ text-decoration:underline}
+.convlab .cl-sxs .cl-sxs-checks{font-size:11.5px;margin-top:2px}
+"""
+"""A passing and a failing run side by side (convlab.notebook._side_by_side): the fork turn's
+row ruled above, what only one run did tinted and underlined (never by colour alone)."""
+
+STYLESHEET = (
+    THEME_CSS
+    + CSS.removeprefix(THEME_CSS)
+    + TRANSCRIPT_CSS
+    + TABLE_CSS.removeprefix(THEME_CSS)
+    + DIFF_CSS
+    + PREVIEW_CSS
+    + REPORT_CSS
+    + SIDE_BY_SIDE_CSS
+)
+"""Every rule of every view: sent once per notebook (convlab.htmlkit.bundle) and once per
+standalone page, never with each view."""

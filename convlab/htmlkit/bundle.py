@@ -1,4 +1,11 @@
-"""The DataTables bundle (dt_bundle.js and .css from the itables wheel): once per page.
+"""What a page needs once: convlab's stylesheet and the DataTables bundle (dt_bundle.js and
+.css from the itables wheel).
+
+The stylesheet (convlab.htmlkit.stylesheets.STYLESHEET) travels like the bundle: in a kernel
+the first view shown in the session carries it (`style_tag()`), later views carry none (a
+`<style>` in one output styles the whole page, a saved notebook and its static export
+included); outside a kernel every view carries it, and a standalone page keeps one
+(`one_style`). The rest of this docstring is about the bundle; the carrier rules are the same.
 
 Every interactive table needs the bundle on its page, and it weighs far more than a table, so
 which output carries it decides what a saved notebook weighs.
@@ -52,11 +59,15 @@ from typing import Any
 __all__ = [
     "bundle_html",
     "carries_bundle",
+    "carries_style",
     "dedupe_bundles",
     "missing_bundle_html",
     "one_bundle",
+    "one_style",
     "own_namespace",
     "payload",
+    "style_html",
+    "style_tag",
 ]
 
 _B85 = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz!#$%&()*+-;<=>?@^_`{|}~"
@@ -264,10 +275,17 @@ def one_bundle(page: str) -> str:
 
 
 class _Carrier:
-    """The kernel session's bundle carrier: the key of the cell whose output has it."""
+    """What one kind of shared part (the stylesheet, the table bundle) knows of its carrier
+    in the kernel session: the key of the cell whose output has it."""
 
-    cell: str | None = None
-    hooked: bool = False
+    hooked = False
+
+    def __init__(self) -> None:
+        self.cell: str | None = None
+
+
+_TABLES = _Carrier()
+_STYLE = _Carrier()
 
 
 def _shell() -> Any:
@@ -294,14 +312,15 @@ def _cell_key(shell: Any) -> str | None:
 
 def _forget_rerun_carrier(*_: Any) -> None:
     shell = _shell()
-    if shell is not None and _Carrier.cell is not None and _cell_key(shell) == _Carrier.cell:
-        _Carrier.cell = None
+    if shell is None:
+        return
+    key = _cell_key(shell)
+    for carrier in (_TABLES, _STYLE):
+        if carrier.cell is not None and key == carrier.cell:
+            carrier.cell = None
 
 
-def carries_bundle() -> bool:
-    """Whether the table output being made now should carry the bundle (see the module
-    docstring): outside a kernel and in Colab always; in a kernel, the first table of the
-    session, and again after the carrier's cell has been run again."""
+def _carries(carrier: _Carrier) -> bool:
     shell = _shell()
     if shell is None or "google.colab" in sys.modules:
         return True
@@ -311,7 +330,48 @@ def carries_bundle() -> bool:
     key = _cell_key(shell)
     if key is None:
         return True
-    if _Carrier.cell is None:
-        _Carrier.cell = key
+    if carrier.cell is None:
+        carrier.cell = key
         return True
     return False
+
+
+def carries_bundle() -> bool:
+    """Whether the table output being made now should carry the bundle (see the module
+    docstring): outside a kernel and in Colab always; in a kernel, the first table of the
+    session, and again after the carrier's cell has been run again."""
+    return _carries(_TABLES)
+
+
+# ---------------------------------------------------------------- the stylesheet
+
+_STYLE_RE = re.compile(r"<style data-convlab-style(?:=\"\")?>.*?</style>", re.DOTALL)
+
+
+def style_html() -> str:
+    """convlab's whole stylesheet as one `<style>` element (marked, so a page keeps one)."""
+    from convlab.htmlkit.stylesheets import STYLESHEET
+
+    return f"<style data-convlab-style>{STYLESHEET}</style>"
+
+
+def carries_style() -> bool:
+    """Whether the view being made now should carry the stylesheet: as `carries_bundle`
+    decides for tables, for every convlab view."""
+    return _carries(_STYLE)
+
+
+def style_tag() -> str:
+    """`style_html()` for the view that carries the stylesheet, else nothing."""
+    return style_html() if carries_style() else ""
+
+
+def one_style(page: str) -> str:
+    """`page` (a standalone page, an exported notebook) with exactly one stylesheet, in its
+    head (else first), when it shows a convlab view: the copies its views carried dropped."""
+    page, found = _STYLE_RE.subn("", page)
+    if found or "convlab" in page:
+        at = page.find("</head>")
+        at = 0 if at < 0 else at
+        page = page[:at] + style_html() + page[at:]
+    return page
