@@ -193,12 +193,17 @@ class Results(MutableSequence[CaseResult]):
         return [made[i] for i in range(len(self._objs))]
 
     def each_row(self) -> Iterator[InstanceRow]:
-        """Every result's row, in order, one at a time: a line not yet read is decoded for
-        its row and neither is kept (a summary of a big run holds no second form of it).
-        Safe beside a reader in another thread: the line number is read before the record
-        (`_get` sets the record before it drops the number)."""
+        """Every result's row, in order, one at a time: a line read back gives the row it
+        kept, another line not yet read is decoded for its row and neither is kept (a
+        summary of a big run holds no second form of it). Safe beside a reader in another
+        thread: the line number is read before the record (`_get` sets the record before it
+        drops the number)."""
         for i in range(len(self._objs)):
             no = self._nos[i]
+            row = self._rows[i] if no >= 0 else None  # a line read back keeps its row
+            if row is not None:
+                yield row
+                continue
             record = self._objs[i] if no < 0 else decode_as(self._lines[no], CaseResult)
             assert record is not None  # no line number: the record holds the result
             yield instance_row(record)
