@@ -15,6 +15,10 @@ Prints figures and ratios measured in the same run (no pass/fail).
 (c) the executed notebooks/quickstart.ipynb's size in bytes: saved as `convlab report` saves
     it, and as plain nbclient stores it (with every widget model ever made); how many table
     outputs it has and how many carry the DataTables bundle (target: under 350 KB).
+(d) the same notebook as a user saves it from JupyterLab: a real JupyterLab on 127.0.0.1
+    driven by headless chromium (as tests/test_jupyterlab.py drives it) runs it with Run All,
+    scrolls through it (JupyterLab's Plotly renderer stores a PNG of each chart it draws) and
+    saves it with Ctrl+S; the bytes on disk, by mimetype. `--lab` runs (d) alone.
 """
 
 from __future__ import annotations
@@ -205,16 +209,73 @@ def quickstart_size() -> None:
     print(f"    table outputs {tables}, carrying the bundle {report.count('data-convlab-bundle')}")
 
 
+def saved_from_jupyterlab() -> None:
+    import json
+    import shutil
+    import tempfile
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from offline_browser import launched
+    from test_jupyterlab import WAIT, Lab, _run_all
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-lab-"))
+    root = tmp / "root"
+    shutil.copytree(ROOT / "examples" / "expense", root / "examples" / "expense")
+    shutil.copytree(ROOT / "notebooks", root / "notebooks", ignore=shutil.ignore_patterns(".*"))
+    lab = Lab(root, tmp / "home")
+    try:
+        with launched() as browser:
+            context = browser.new_context(viewport={"width": 1280, "height": 900})
+            page = context.new_page()
+            page.set_default_timeout(WAIT)
+            page.goto(f"{lab.url}/lab/tree/notebooks/quickstart.ipynb?token={lab.token}")
+            page.wait_for_selector(".jp-Notebook .jp-Cell")
+            lab.wait_kernel_idle(page)
+            page.locator(".jp-StatusBar-TextItem", has_text="| Idle").first.wait_for()
+            _run_all(page)
+            page.wait_for_timeout(3000)
+            lab.wait_kernel_idle(page)
+            for _ in range(40):  # a reader scrolls through: every chart is drawn
+                page.mouse.wheel(0, 1500)
+                page.wait_for_timeout(150)
+            page.wait_for_timeout(2000)
+            page.keyboard.press("Control+s")
+            page.wait_for_timeout(3000)
+            context.close()
+    finally:
+        lab.stop()
+    saved = root / "notebooks" / "quickstart.ipynb"
+    nb = json.loads(saved.read_text(encoding="utf-8"))
+    by_mime: dict[str, int] = {}
+    charts = 0
+    for cell in nb["cells"]:
+        for out in cell.get("outputs", []):
+            charts += "application/vnd.plotly.v1+json" in out.get("data", {})
+            for mime, value in out.get("data", {}).items():
+                text = "".join(value) if isinstance(value, list) else json.dumps(value)
+                by_mime[mime] = by_mime.get(mime, 0) + len(text.encode())
+    print("(d) notebooks/quickstart.ipynb run and saved in JupyterLab")
+    print(f"    saved                        {saved.stat().st_size:>9,} bytes  ({charts} charts)")
+    for mime, size in sorted(by_mime.items(), key=lambda kv: -kv[1]):
+        print(f"    {mime:<28} {size:>9,} bytes")
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=2000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--size-only", action="store_true", help="only (c), the notebook's size")
+    ap.add_argument("--lab", action="store_true", help="only (d), saved from JupyterLab")
     args = ap.parse_args()
+    if args.lab:
+        saved_from_jupyterlab()
+        return
     if not args.size_only:
         in_kernel(args.n, args.repeat)
         in_process(args.n)
     quickstart_size()
+    saved_from_jupyterlab()
 
 
 if __name__ == "__main__":

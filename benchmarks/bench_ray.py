@@ -45,7 +45,9 @@ def _suite(n: int) -> Any:
     from convlab.model import Case, Message, Suite
 
     checks = [{"kind": "contains", "value": "ok"}]
-    cases = [Case(id=f"c{i}", input=[Message(content=f"m {i}")], assertions=checks) for i in range(n)]
+    cases = [
+        Case(id=f"c{i}", input=[Message(content=f"m {i}")], assertions=checks) for i in range(n)
+    ]
     return Suite(id="bench", cases=cases)
 
 

@@ -108,7 +108,7 @@ positive_int = number_arg(
 
 def duration(text: str) -> str:
     """argparse `type=`: a duration (`90`, `30s`, `2m30s`); kept as written."""
-    from convlab._util import parse_duration
+    from convlab._durations import parse_duration
 
     try:
         seconds = parse_duration(text)
@@ -419,7 +419,8 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 def notes(settings: dict[str, Any], prefix: str = "") -> None:
-    """What the cache and the adaptive concurrency did, on stderr."""
+    """What the cache and the adaptive concurrency did, and where secrets were masked, on
+    stderr."""
     counts = settings.get("cache")
     if counts:
         print(  # noqa: T201 - the CLI's output
@@ -435,6 +436,10 @@ def notes(settings: dict[str, Any], prefix: str = "") -> None:
     transport = transport_text(settings.get("transport"))
     if transport:
         print(prefix + transport, file=sys.stderr)  # noqa: T201 - the CLI's output
+    masked = settings.get("masked")
+    if masked:  # where the known secrets were replaced by ***
+        shown = "; ".join(str(m) for m in masked)
+        print(f"{prefix}secrets masked (***) in: {shown}", file=sys.stderr)  # noqa: T201
 
 
 def transport_text(status: dict[str, Any] | None) -> str:

@@ -1,5 +1,5 @@
 """A reused pool of daemon threads for blocking user code (sync function agents, hooks,
-tools, graders: everything `convlab._util.call_user` runs).
+tools, graders: everything `convlab._user_code.call_user` runs).
 
 Why not one thread per call: starting a thread costs more than a whole in-process case. Why not
 `asyncio.to_thread` or a `ThreadPoolExecutor`: their threads are joined when the interpreter

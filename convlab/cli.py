@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from convlab._cli_given import Given, GivenFalse
 from convlab._cli_history import HISTORY_HELP, history_arguments
 from convlab._cli_run import (
     DEFAULTS,
@@ -44,6 +45,7 @@ from convlab._cli_run import (
     positive_int,
     run_command,
 )
+from convlab._cli_why import add_why
 from convlab.errors import ConvlabError, SuiteError, shown_problems
 
 __all__ = ["main"]
@@ -98,7 +100,7 @@ def _check_options(args: argparse.Namespace) -> None:
     """Usage errors before anything runs (exit 2), not after a long run."""
     import re
 
-    from convlab._util import parse_duration
+    from convlab._durations import parse_duration
     from convlab.analysis.io import suffixes
 
     try:
@@ -152,7 +154,7 @@ def _serve_demo(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace) -> int:
     """Execute a notebook (or a saved run's report notebook) and write it as .html or .ipynb."""
-    from convlab._util import parse_duration
+    from convlab._durations import parse_duration
     from convlab.report.notebook import NotebookError, render_report
 
     try:
@@ -166,43 +168,6 @@ def _report(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     print(f"report written to {out}", file=sys.stderr)
     return EXIT_OK
-
-
-def _why(args: argparse.Namespace) -> int:
-    """Print why the run's flaky cases (or one case) are flaky; 0 (it is a report)."""
-    from convlab.analysis.load import load_run
-    from convlab.report.why import why_text
-
-    print(why_text(load_run(args.input), args.case))
-    return EXIT_OK
-
-
-class _Given(argparse.Action):
-    """Store the value and remember the flag was given (it then wins over convlab.yaml)."""
-
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: Any,
-        option_string: str | None = None,
-    ) -> None:
-        setattr(namespace, self.dest, values)
-        given: set[str] = set(getattr(namespace, "given", set()))
-        namespace.given = given | {self.dest}
-
-
-class _GivenFalse(_Given):
-    """A `--no-X` switch: store False and remember it was given (it wins over convlab.yaml)."""
-
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: Any,
-        option_string: str | None = None,
-    ) -> None:
-        super().__call__(parser, namespace, False, option_string)
 
 
 _port = number_arg(int, 0, 65535, bad="expected a port number, got {text!r}", rule="0..65535")
@@ -281,20 +246,20 @@ def _parser() -> argparse.ArgumentParser:
     )
     r.add_argument("-o", "--output", help="results: .json, .jsonl, .md, .html, .xml, .ipynb")
     r.add_argument(
-        "--runs", type=positive_int, default=DEFAULTS["runs"], action=_Given, help="default 1"
+        "--runs", type=positive_int, default=DEFAULTS["runs"], action=Given, help="default 1"
     )
     r.add_argument(
         "--parallel",
         type=positive_int,
         default=DEFAULTS["parallel"],
-        action=_Given,
+        action=Given,
         help="cases in flight (default 4)",
     )
     r.add_argument(
         "--timeout",
         type=duration,
         default=DEFAULTS["timeout"],
-        action=_Given,
+        action=Given,
         help="per case: 90, 30s, 2m (default 2m)",
     )
     r.add_argument("--run", help="regex: only cases whose id matches")
@@ -322,7 +287,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument(
         "--no-adaptive",
         dest="adaptive",
-        action=_GivenFalse,
+        action=GivenFalse,
         nargs=0,
         default=DEFAULTS["adaptive"],
         help="keep --parallel requests in flight even when the endpoint answers 429/503 "
@@ -345,31 +310,31 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument(
         "--cache",
         choices=("record", "replay", "auto"),
-        action=_Given,
+        action=Given,
         help="record agent/simulator/judge calls, replay them (no network, no key), or auto",
     )
     r.add_argument(
         "--cache-dir",
         metavar="DIR",
-        action=_Given,
+        action=Given,
         help="recordings folder (default ./convlab-cache)",
     )
     r.add_argument(
         "--executor",
         choices=("local", "ray"),
-        action=_Given,
+        action=Given,
         help="where instances run: here (default) or on Ray (pip install 'convlab[ray]')",
     )
     r.add_argument(
         "--ray-address",
         metavar="ADDR",
-        action=_Given,
+        action=Given,
         help="join this Ray cluster (auto, HOST:PORT, ray://HOST:PORT); implies --executor ray",
     )
     r.add_argument(
         "--no-history",
         dest="history",
-        action=_GivenFalse,
+        action=GivenFalse,
         nargs=0,
         default=DEFAULTS["history"],
         help="do not record this run in the history database (`convlab history` lists them; "
@@ -379,7 +344,7 @@ def _parser() -> argparse.ArgumentParser:
         "--history-keep",
         type=positive_int,
         default=DEFAULTS["history_keep"],
-        action=_Given,
+        action=Given,
         metavar="N",
         help=f"keep the newest N runs in the history, deleting older ones (default "
         f"{DEFAULTS['history_keep']}; also `history_keep: N` in convlab.yaml)",
@@ -424,16 +389,7 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--runs", type=positive_int, default=1)
     d.set_defaults(fn=_demo)
     history_arguments(_sub(sub, "history", "list the recorded runs, newest first", HISTORY_HELP))
-    w = _sub(
-        sub,
-        "why",
-        "say why cases are flaky: where their runs fork, which branch passes",
-        "  convlab why runs/store.jsonl                 # every flaky case\n"
-        "  convlab why runs/store.jsonl expense-policy  # one case, its branches and paths",
-    )
-    w.add_argument("input", help="a saved run (.json, .jsonl) or a store")
-    w.add_argument("case", nargs="?", help="one case id (default: every flaky case)")
-    w.set_defaults(fn=_why)
+    add_why(sub, _sub)
     a = _sub(sub, "assertions", "list the assertion kinds", "  convlab assertions | grep json")
     a.set_defaults(fn=_assertions)
     s = _sub(

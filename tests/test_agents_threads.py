@@ -137,7 +137,7 @@ def test_sync_hooks_reuse_the_shared_user_threads(tmp_path: Any, monkeypatch: An
     cases with a sync after hook starts no thread per call."""
     import importlib
 
-    from convlab._util import call_user
+    from convlab._user_code import call_user
 
     (tmp_path / "pool_hooks.py").write_text(
         "import threading, time\n"

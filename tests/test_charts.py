@@ -494,8 +494,10 @@ def test_tradeoff_with_no_prices_draws_latency_and_says_so() -> None:
     points = [t for t in fig.data if t.mode == "markers"]
     assert sum(len(t.x) for t in points) == len(CROWDED)
     assert "latency" in fig.layout.xaxis.title.text
-    assert "no variant has a price" in fig.layout.title.text
+    assert "no variant has a cost" in fig.layout.title.text
     assert "so latency is drawn" in fig.layout.title.text
+    free = tradeoff(_board().assign(cost_usd=0.0))  # agents that cost nothing: the same
+    assert "latency" in free.layout.xaxis.title.text
 
 
 @pytest.mark.slow

@@ -248,7 +248,7 @@ def test_in_a_notebook_one_case_shows_a_passing_and_a_failing_run_side_by_side(f
     assert "turn 2  <- fork: lookup_policy(" in text and "no tool call" in text
     # every case: the branches only
     whole = flaky_run.divergence()._repr_mimebundle_()["text/html"]
-    assert "<table class='cl-sxs'>" not in whole
+    assert "<table class='cl-sxs'>" not in whole  # (the stylesheet may name the class)
 
 
 def test_the_side_by_side_escapes_what_agents_said():

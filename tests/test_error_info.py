@@ -339,6 +339,9 @@ def test_a_20_mb_error_is_cut_in_the_result_the_store_and_the_report(tmp_path: P
     plain = cl.run(suite(standard("a"), standard("b")), lambda m: "ok", progress=False)
     baseline = Path(plain.save(tmp_path / "plain.html")).stat().st_size  # the page's own size
     assert html - baseline < 300_000  # the two errors add little (they added 65 MB)
+    answer = cl.ask(bug.huge, "where is my parcel?")  # what `convlab ask` prints
+    assert len(str(answer)) < 2 * ERROR_BYTES and answer.error is not None  # was 60 MB
+    assert answer.error.endswith("… cut, 20,000,000 bytes")
 
 
 def test_a_chain_of_400_raise_from_keeps_the_innermost_and_says_how_many_were_left_out() -> None:

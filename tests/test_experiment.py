@@ -218,23 +218,32 @@ def test_the_leaderboard_matches_a_hand_computation(base: str, tmp_path: Path) -
     # c1: both variants p_all -> both 2 * p_all; c2: bad p_all, mixed 1 -> 2 * p_all, 1;
     # c3: bad 1, mixed p_c3 -> mixed min(1, 2 * p_c3) (not beyond noise: 2 * 0.18 > 0.05)
     assert 2 * p_all < 0.05 < 2 * p_c3
-    assert (rows["bad"]["worse"], rows["bad"]["better"]) == (2, 0)
-    assert (rows["mixed"]["worse"], rows["mixed"]["better"]) == (1, 0)
-    assert rows["good"]["baseline"] and pd_isna(rows["good"]["worse"])
+    assert (rows["bad"]["cases_worse"], rows["bad"]["cases_better"]) == (2, 0)
+    assert (rows["mixed"]["cases_worse"], rows["mixed"]["cases_better"]) == (1, 0)
+    assert rows["good"]["baseline"] and pd_isna(rows["good"]["cases_worse"])
     # pooled: 24/24 against 12/24 (bad) and 15/24 (mixed), then Holm over the two
     p_bad, p_mixed = _fisher(24, 0, 12, 12), _fisher(24, 0, 15, 9)
-    assert rows["bad"]["p_value"] == pytest.approx(p_bad)
-    assert rows["mixed"]["p_value"] == pytest.approx(p_mixed)
+    assert rows["bad"]["pooled_p"] == pytest.approx(p_bad)
+    assert rows["mixed"]["pooled_p"] == pytest.approx(p_mixed)
     low, high = sorted([p_bad, p_mixed])
     holm = {low: 2 * low, high: max(2 * low, high)}
-    assert rows["bad"]["p_holm"] == pytest.approx(holm[p_bad])
-    assert rows["mixed"]["p_holm"] == pytest.approx(holm[p_mixed])
+    assert rows["bad"]["pooled_p_holm"] == pytest.approx(holm[p_bad])
+    assert rows["mixed"]["pooled_p_holm"] == pytest.approx(holm[p_mixed])
     assert rows["bad"]["delta_pp"] == pytest.approx(-50.0)
     assert "Holm" in lb.attrs["note"] and "Fisher" in lb.attrs["note"]
+    # two tests, named apart (a case's own test; all runs pooled) and told apart in the caption
+    named = {"cases_better", "cases_worse", "pooled_p", "pooled_p_holm", "pooled_beyond_noise"}
+    assert named <= set(lb.columns)
+    assert not {"better", "worse", "p_value", "p_holm", "beyond_noise"} & set(lb.columns)
+    note = lb.attrs["note"]
+    assert "cases better / cases worse count the cases whose own test is beyond noise" in note
+    assert "test all of a variant's runs together" in note and "can differ" in note
+    page = lb._repr_mimebundle_()["text/html"]
+    assert "pooled: beyond noise" in page and "cases better" in page and "can differ" in page
     # another baseline, by name
     other = exp.leaderboard(baseline="bad")
     assert other.attrs["baseline"] == "bad"
-    assert dict(zip(other["agent_variant"], other["better"], strict=True))["good"] == 2
+    assert dict(zip(other["agent_variant"], other["cases_better"], strict=True))["good"] == 2
     with pytest.raises(KeyError, match="mixed"):
         exp.leaderboard(baseline="mixd")
     # the matrix: case x variant pass rates

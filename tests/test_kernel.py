@@ -3,6 +3,7 @@ static summary after it, and an interrupt that returns the partial Run."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -249,3 +250,53 @@ def test_a_cell_that_runs_and_shows_its_result_shows_the_card_once(
     # a result shown in a later cell leaves the cell that ran it as it was
     later = _execute(kc, cell.split("\n")[-1] if "\n" in cell else "_")
     assert sum("class='cl-card'" in str(o["data"].get("text/html")) for o in _cell_outputs(later))
+
+
+@pytest.mark.slow
+def test_under_a_jupyter_server_a_chart_carries_no_html_copy() -> None:
+    """JupyterLab draws the Plotly mimetype and saves a PNG of the chart: a `text/html` copy
+    would only make the saved notebook bigger. nbclient (no Jupyter server) keeps the copy,
+    which `convlab report` shows with plotly.js loaded once."""
+    from jupyter_client.manager import start_new_kernel
+
+    code = (
+        "import convlab as cl\n"
+        'run = cl.run("examples/expense", "demo:expense", progress=False)\n'
+        "run.plot.pass_rates()"
+    )
+    seen = {}
+    for where, extra in (("lab", {"JPY_SESSION_NAME": "quickstart.ipynb"}), ("nbclient", {})):
+        env = {k: v for k, v in os.environ.items() if k not in ("JPY_SESSION_NAME", "VSCODE_PID")}
+        km, kc = start_new_kernel(kernel_name="python3", cwd=str(ROOT), env={**env, **extra})
+        try:
+            msgs = _execute(kc, code)
+        finally:
+            kc.stop_channels()
+            km.shutdown_kernel(now=True)
+        assert not _errors(msgs), _errors(msgs)
+        (shown,) = [m["content"]["data"] for m in msgs if m["msg_type"] == "execute_result"]
+        seen[where] = set(shown)
+    plotly = "application/vnd.plotly.v1+json"
+    assert seen["lab"] == {plotly, "text/plain"}
+    assert seen["nbclient"] == {plotly, "text/html", "text/plain"}
+
+
+@pytest.mark.slow
+def test_a_live_tree_that_carries_the_stylesheet_hands_it_to_what_replaces_it() -> None:
+    """The first convlab view of a session carries the page's stylesheet; when that view is a
+    run's live tree, the card (or the folded tree) that replaces it keeps it, or every later
+    view of the notebook would lose its styles."""
+    from jupyter_client.manager import start_new_kernel
+
+    km, kc = start_new_kernel(kernel_name="python3", cwd=str(ROOT))
+    try:
+        ran = _execute(kc, 'import convlab as cl\nr = cl.run("examples/expense", "demo:expense")')
+        both = _execute(kc, 'r2 = cl.run("examples/expense", "demo:expense")\nr2')
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    assert not _errors(ran) and not _errors(both)
+    kept = [str(o["data"].get("text/html", "")) for o in _cell_outputs(ran)]
+    assert sum(h.count("data-convlab-style") for h in kept) == 1, kept
+    later = [str(o["data"].get("text/html", "")) for o in _cell_outputs(both)]
+    assert not any("data-convlab-style" in h for h in later)  # one per page

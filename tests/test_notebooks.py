@@ -158,7 +158,7 @@ def test_prompt_iteration_compares_variants_with_cost_and_finds_a_run_in_the_his
     board = html_of(cell_out(nb, "exp.leaderboard()"))
     # best first: only the full prompt on the large model passes everything
     assert board.index("expense/both") < board.index("expense_lite/both")
-    assert "cost_usd" in board and "p_holm" in board
+    assert "cost (USD)" in board and "pooled p (Holm)" in board and "cases better" in board
     assert "expense-policy-limit" in html_of(cell_out(nb, "exp.matrix()"))
     assert PLOTLY in cell_out(nb, 'exp.plot.tradeoff(x="cost")')[0]["data"]
     short = text_of(cell_out(nb, "SHORT = "))

@@ -422,7 +422,7 @@ def _everything_written(run: cl.Run, tmp_path: Path, store: Path) -> dict[str, s
 
 
 def test_every_known_secret_is_masked_everywhere_and_the_result_says_where(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _EchoRequestHeaders)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
@@ -468,6 +468,12 @@ def test_every_known_secret_is_masked_everywhere_and_the_result_says_where(
     assert "error_info.traceback" in result.metadata["masked"]
     for where, text in _everything_written(run, tmp_path, tmp_path / "none").items():
         assert TOKEN not in text, where
+
+    from convlab._cli_run import notes
+
+    notes(run.settings)  # what `convlab run` prints at its end
+    said = capsys.readouterr().err
+    assert "secrets masked (***) in: 1 result(s): see each result's metadata['masked']" in said
 
 
 def test_a_short_key_is_never_masked_in_free_text(tmp_path: Path) -> None:

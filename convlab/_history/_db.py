@@ -23,8 +23,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from convlab._files import folder_for
 from convlab._history.row import FIELDS, HistoryRow, column_kind, required
-from convlab._util import folder_for
 from convlab.errors import HistoryError
 
 __all__ = [

@@ -37,16 +37,16 @@ class History(pd.DataFrame):
 
         It replaces pandas' `.plot` accessor on this frame: `pd.DataFrame(h).plot` has it.
         """
-        from convlab.notebook._charts_history import history_figure
+        from convlab.model import faces
 
         frame = self if suite is None else self[_matches(self, suite)]
         if suite is not None and frame.empty:
             raise ValueError(f"no run of suite {suite!r} in this history frame")
-        return history_figure(frame, by)
+        return faces.history_figure(frame, by)
 
     def table(self) -> Any:
         """The runs as an interactive table (sortable, searchable, offline)."""
-        from convlab.notebook.tables import Table
+        from convlab.model import faces
 
         shown = [c for c in NOTEBOOK_TABLE if c in self.columns]
         shown = [c for c in shown if c not in WHEN_GIVEN or self[c].notna().any()]
@@ -57,7 +57,7 @@ class History(pd.DataFrame):
             local = datetime.now().astimezone().tzinfo
             when = pd.to_datetime(frame["started_at"], utc=True).dt.tz_convert(local)
             frame["started_at"] = when.dt.strftime("%Y-%m-%d %H:%M:%S").fillna("")
-        return Table(frame, "History · past runs", description=note)
+        return faces.frame_table(frame, "History · past runs", description=note)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         bundle: dict[str, Any] = self.table()._repr_mimebundle_(include, exclude)

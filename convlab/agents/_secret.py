@@ -16,6 +16,7 @@ import binascii
 import contextlib
 import os
 import re
+import threading
 import urllib.parse
 import weakref
 from collections.abc import Mapping, Sequence
@@ -44,6 +45,8 @@ SECRET_ENV = re.compile(r"(?i)(key|token|secret|password)")
 
 _LIVE: weakref.WeakSet[Secret] = weakref.WeakSet()
 """Every Secret of this process that is still in use (`known_secrets` reads them)."""
+_LIVE_LOCK = threading.Lock()
+"""Guards `_LIVE`: the history records runs on a thread of its own while agents are made."""
 
 
 class Secret:
@@ -63,7 +66,8 @@ class Secret:
             extra.update(_basic_forms(item))  # an echoed `Basic <base64>` hides as well
         extra.discard(self._value or "")
         self._more = tuple(sorted(extra, key=len, reverse=True))
-        _LIVE.add(self)
+        with _LIVE_LOCK:
+            _LIVE.add(self)
 
     def values(self) -> tuple[str, ...]:
         """Every value this secret masks: the key and the extra values."""
@@ -122,7 +126,9 @@ def known_secrets() -> list[str]:
     masked with it): each live Secret's values and the secret environment variables', those
     shorter than SHORTEST_SECRET left out."""
     found = set(env_secrets())
-    for secret in list(_LIVE):
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    for secret in live:
         found.update(v for v in secret.values() if len(v) >= SHORTEST_SECRET)
     return sorted(found, key=len, reverse=True)
 

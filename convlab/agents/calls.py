@@ -7,7 +7,7 @@ import random
 import time
 from dataclasses import dataclass
 
-from convlab._util import elapsed_ms
+from convlab._durations import elapsed_ms
 from convlab.agents.cache import active, calling
 from convlab.agents.meter import METER
 from convlab.agents.protocol import AgentContext, AgentSession

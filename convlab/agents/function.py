@@ -9,8 +9,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from convlab._durations import elapsed_ms
 from convlab._threads import DaemonPool
-from convlab._util import elapsed_ms, import_callable, is_async_callable, positional_arity
+from convlab._user_code import import_callable, is_async_callable, positional_arity
 from convlab.agents.cache import active, function_call, is_cached
 from convlab.agents.protocol import Agent, AgentContext, AgentSession
 from convlab.model.conversation import Message, Reply, ToolCall, message_dict

@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 
-from convlab._util import elapsed_ms
+from convlab._durations import elapsed_ms
 from convlab.agents._http_base import HTTPBackedAgent
 from convlab.agents._json import recorded_arguments
 from convlab.agents._transport import (

@@ -20,7 +20,7 @@ import urllib.parse
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from convlab._util import elapsed_ms
+from convlab._durations import elapsed_ms
 from convlab.agents._http_base import HTTPBackedAgent
 from convlab.agents._transport import (
     HTTPClient,

@@ -23,7 +23,7 @@ from typing import Any, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from convlab._util import call_user
+from convlab._user_code import call_user
 from convlab.agents.protocol import AgentContext
 from convlab.errors import ToolFailed
 from convlab.model.tracebacks import error_text

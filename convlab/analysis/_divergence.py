@@ -36,9 +36,9 @@ class Divergence(pd.DataFrame):
         return got
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        from convlab.notebook.divergence import divergence_bundle
+        from convlab.model import faces
 
-        return divergence_bundle(self)
+        return faces.divergence_bundle(self)
 
 
 class ExperimentDivergence(pd.DataFrame):
@@ -54,6 +54,6 @@ class ExperimentDivergence(pd.DataFrame):
         return out
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        from convlab.notebook.divergence import experiment_divergence_bundle
+        from convlab.model import faces
 
-        return experiment_divergence_bundle(self)
+        return faces.experiment_divergence_bundle(self)

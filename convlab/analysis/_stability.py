@@ -7,6 +7,7 @@ from typing import Any
 import pandas as pd
 
 from convlab._readable import visible
+from convlab.model import faces
 
 __all__ = ["Stability", "as_stability"]
 
@@ -22,9 +23,7 @@ class Stability(pd.DataFrame):
 
     def table(self) -> Any:
         """The interactive table of the main columns (`.df` keeps every column)."""
-        from convlab.notebook.tables import stability_table
-
-        return stability_table(self)
+        return faces.stability_table(self)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         return {"text/plain": visible(repr(self)), "text/html": self.table()._repr_html_()}

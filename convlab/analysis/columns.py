@@ -188,11 +188,13 @@ LEADERBOARD = Columns(
         Column("latency_p50_ms", "latency p50", "ms", brief=True),
         Column("latency_p95_ms", "latency p95", "ms", brief=True),
         Column("delta_pp", "vs baseline", "pp"),
-        Column("better", "better", "count", brief=True),
-        Column("worse", "worse", "count", brief=True),
-        Column("p_value", "p", "p"),
-        Column("p_holm", "p (Holm)", "p", brief=True),
-        Column("beyond_noise", "beyond noise", "flag"),
+        # two tests against the baseline, named apart so that they never read as one:
+        # per case (each case's own test) and pooled (all the variant's runs together)
+        Column("cases_better", "cases better", "count", brief=True),
+        Column("cases_worse", "cases worse", "count", brief=True),
+        Column("pooled_p", "pooled p", "p"),
+        Column("pooled_p_holm", "pooled p (Holm)", "p", brief=True),
+        Column("pooled_beyond_noise", "pooled: beyond noise", "flag"),
     ],
 )
 """`Experiment.leaderboard()`'s columns (convlab.analysis.leaderboard makes the values)."""

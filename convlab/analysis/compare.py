@@ -19,6 +19,7 @@ import pandas as pd
 from convlab._readable import pct, visible
 from convlab.analysis.io import register_saver, write_atomic
 from convlab.analysis.stats import Tally, counting_mode, fisher_exact, stability_word, tally
+from convlab.model import faces
 
 if TYPE_CHECKING:
     from convlab.model.run import Run
@@ -81,20 +82,14 @@ class Comparison(pd.DataFrame):
 
         It replaces pandas' `.plot` accessor on this frame: `pd.DataFrame(cmp).plot` has it.
         """
-        from convlab.notebook.charts import compare_figure
-
-        return compare_figure(self)
+        return faces.comparison_figure(self)
 
     def table(self) -> Any:
         """The change table as an interactive table (sortable, searchable, offline)."""
-        from convlab.notebook.tables import compare_table
-
-        return compare_table(self)
+        return faces.comparison_table(self)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        from convlab.notebook.display import comparison_bundle
-
-        return comparison_bundle(self)
+        return faces.comparison_bundle(self)
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write the comparison: `.json` (the summary, alpha, the agent's changes and one

@@ -44,8 +44,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from convlab._files import folder_for
 from convlab._history import note_saved
-from convlab._util import folder_for
 from convlab.model.codec import encode, json_cell, wrapped
 from convlab.model.records import CaseResult
 from convlab.model.run import Run

@@ -20,9 +20,12 @@ How the leaderboard counts, for each variant's run:
 Against the baseline variant, per case: Fisher's exact test (two-sided, the test
 `convlab.compare` uses) on that case's passes and non-passes in the two runs. Every case is
 tested once per variant, so each case's p-values are Holm-corrected over the variants
-(Holm-Bonferroni, step-down); a case is `better` or `worse` beyond noise when its corrected
-p-value is below `alpha`. `p_value` is the same test on the pooled runs (all cases together),
-and `p_holm` that p-value Holm-corrected over the variants; `beyond_noise` is p_holm < alpha.
+(Holm-Bonferroni, step-down); `cases_better` and `cases_worse` count the cases whose own
+corrected p-value is below `alpha`. `pooled_p` is the same test on the pooled runs (all cases
+together), `pooled_p_holm` that p-value Holm-corrected over the variants, and
+`pooled_beyond_noise` is pooled_p_holm < alpha. The two tests answer different questions and
+may disagree (one case beyond noise, the pooled rate not; or the reverse): the names say
+which is which, and so does the leaderboard's caption (`attrs["note"]`).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ import pandas as pd
 from convlab.analysis._intervals import interval_kind, interval_of
 from convlab.analysis.columns import LEADERBOARD, ROLE_TOKENS, STABILITY_COLUMNS
 from convlab.analysis.stats import STABILITY, counting_mode, fisher_exact, holm
+from convlab.model import faces
 from convlab.model.experiment import VARIANT_COLUMN
 
 if TYPE_CHECKING:
@@ -60,14 +64,10 @@ class Leaderboard(pd.DataFrame):
 
     def table(self) -> Any:
         """The leaderboard as an interactive table (sortable, searchable, offline)."""
-        from convlab.notebook._experiment_view import leaderboard_table
-
-        return leaderboard_table(self)
+        return faces.leaderboard_table(self)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        from convlab.notebook._experiment_view import leaderboard_bundle
-
-        return leaderboard_bundle(self)
+        return faces.leaderboard_bundle(self)
 
 
 def experiment_frame(exp: Experiment) -> pd.DataFrame:
@@ -228,21 +228,21 @@ def leaderboard(
                     **row,
                     "baseline": is_base,
                     "delta_pp": row["pass_rate"] - base["pass_rate"],
-                    "better": pd.NA
+                    "cases_better": pd.NA
                     if is_base
                     else sum(p < alpha and delta[c] > 0 for c, p in changed.items()),
-                    "worse": pd.NA
+                    "cases_worse": pd.NA
                     if is_base
                     else sum(p < alpha and delta[c] < 0 for c, p in changed.items()),
-                    "p_value": pooled.get(name, math.nan),
-                    "p_holm": p_holm,
-                    "beyond_noise": bool(p_holm < alpha),
+                    "pooled_p": pooled.get(name, math.nan),
+                    "pooled_p_holm": p_holm,
+                    "pooled_beyond_noise": bool(p_holm < alpha),
                 }
             )
         )
     frame = pd.DataFrame.from_records(records, columns=list(LEADERBOARD.names()))
-    frame["better"] = frame["better"].astype("Int64")
-    frame["worse"] = frame["worse"].astype("Int64")
+    frame["cases_better"] = frame["cases_better"].astype("Int64")
+    frame["cases_worse"] = frame["cases_worse"].astype("Int64")
     order = frame["pass_rate"].fillna(-1).sort_values(ascending=False, kind="stable").index
     out = Leaderboard(frame.loc[order].reset_index(drop=True))
     changes = experiment_changes(exp, base_name)
@@ -283,9 +283,12 @@ def _note(baseline: str, alpha: float, kind: str, tested: int) -> str:
     holm_note = f"Holm-corrected over the {tested} variants" if tested > 1 else "one variant tested"
     return (
         f"pass rate: mean of the per-case pass rates (the agent's failures only); interval: "
-        f"{kind}, 95%, over the pooled runs. Against the baseline {baseline!r}: Fisher's exact "
-        f"test (two-sided) per case, {holm_note}; better/worse = cases beyond noise (corrected "
-        f"p < {alpha:g}); p: the same test on the pooled runs, p (Holm): {holm_note}."
+        f"{kind}, 95%, over the pooled runs. Two tests against the baseline {baseline!r}, "
+        f"Fisher's exact (two-sided), {holm_note}: cases better / cases worse count the cases "
+        f"whose own test is beyond noise (p < {alpha:g}); pooled p and pooled: beyond noise "
+        f"test all of a variant's runs together. They answer different questions and can "
+        f"differ: one case can change beyond noise while the pooled rate does not, and small "
+        f"changes over many cases can move the pooled rate with no case beyond noise on its own."
     )
 
 

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from convlab._util import elapsed_ms
+from convlab._durations import elapsed_ms
 from convlab.errors import NO_JUDGE
 from convlab.model.assertions import EVALUATORS
 from convlab.model.blame import Blame, blame_of

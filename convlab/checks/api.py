@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
-from convlab._util import import_callable
+from convlab._user_code import import_callable
 from convlab.agents.protocol import as_agent
 from convlab.checks._core import EVALUATORS, KINDS, CheckContext, evaluate
 from convlab.checks._values import output_of

@@ -29,7 +29,7 @@ from typing import Annotated, Any
 from pydantic import Field, TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError, to_json
 
-from convlab._util import in_daemon_thread
+from convlab._user_code import in_daemon_thread
 from convlab.checks._core import CheckContext, error_result, kind, result
 from convlab.checks._tb_standin import TbRecord, message_record, standin_modules, tool_call_record
 from convlab.checks._values import json_safe, reply_text

@@ -18,7 +18,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from convlab._util import call_user, import_callable
+from convlab._user_code import call_user, import_callable
 from convlab.checks._core import CheckContext, error_result, kind, result, skipped_result
 from convlab.checks._values import reply_text
 from convlab.checks.tools import holodeck_arguments

@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from convlab._util import call_user, positional_arity
+from convlab._user_code import call_user, positional_arity
 from convlab.checks._core import (
     EVALUATORS,
     CheckContext,

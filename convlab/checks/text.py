@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from convlab._readable import json_type
-from convlab._util import call_user, import_callable
+from convlab._user_code import call_user, import_callable
 from convlab.checks._core import CheckContext, Outcome, error_result, kind, lean_kind, result
 from convlab.checks._extract import extract_json, extract_path
 from convlab.checks._regex import search

@@ -10,8 +10,8 @@ from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
+from convlab._durations import parse_duration
 from convlab._sync import BackgroundLoop
-from convlab._util import parse_duration
 from convlab.agents.cache import open_cassette
 from convlab.agents.calls import RetryPolicy
 from convlab.agents.pricing import Pricer, prices_from

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from convlab._util import elapsed_ms
+from convlab._durations import elapsed_ms
 from convlab.agents.cache import Cassette
 from convlab.agents.calls import Attempts, RetryPolicy, call_agent
 from convlab.agents.meter import Meter

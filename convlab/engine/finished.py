@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import msgspec
 
-from convlab._util import elapsed_ms
+from convlab._durations import elapsed_ms
 from convlab.agents._secret import known_secrets
 from convlab.engine.codes import case_code
 from convlab.engine.conversation import Conversation

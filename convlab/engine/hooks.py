@@ -17,7 +17,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from convlab._util import call_user, callable_attr, import_callable, positional_arity
+from convlab._user_code import call_user, callable_attr, import_callable, positional_arity
 
 __all__ = ["call_hook", "resolve_hook"]
 

@@ -99,6 +99,9 @@ class Runner:
     _store_problem: str | None = None
     _secrets: list[str] = field(default_factory=list)
     """The secret values known when the run started: masked in every result and the run."""
+    _masked: int = 0
+    """How many kept results had a secret masked (counted as they are kept: the run's end
+    reads no result)."""
     _places: array[int] = field(default_factory=lambda: array("q"))
     """Each kept result's place in the plan (the Run lists results in plan order), beside
     `kept`; NOT_PLANNED: listed last; SUPERSEDED: left out (a stored cancelled instance that
@@ -134,6 +137,7 @@ class Runner:
         self._done[place] = 1
         self.kept.add_line(line, result.status)
         self._places.append(place)
+        self._masked += bool(result.metadata.get("masked"))
 
     def _stored_at(self, inst: Instance, place: int) -> bool:
         """Whether a resumed store holds `inst`; if so, it is noted as done at `place`."""
@@ -293,9 +297,8 @@ class Runner:
         if self.run.error:
             self.run.error = mask(self.run.error, self._secrets, where, "error")
         self.run.settings = mask(self.run.settings, self._secrets, where, "settings")
-        results = sum(bool(r.metadata.get("masked")) for r in self.run.results)
-        if results:
-            where.append(f"{results} result(s): see each result's metadata['masked']")
+        if self._masked:
+            where.append(f"{self._masked} result(s): see each result's metadata['masked']")
         if where:
             self.run.settings["masked"] = where
 

@@ -31,7 +31,7 @@ try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows: no OS lock, one writer is up to the user
     fcntl = None  # type: ignore[assignment]
-from convlab._util import folder_for
+from convlab._files import folder_for
 from convlab.engine._gc import paused_gc
 from convlab.model._legacy import upgrade
 from convlab.model.codec import FORMAT, check_format, convert, decode_as, encode, wrapped

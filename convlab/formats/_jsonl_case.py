@@ -16,8 +16,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from convlab._durations import parse_duration
 from convlab._readable import json_type
-from convlab._util import parse_duration
 from convlab.formats._base import Problems, did_you_mean
 from convlab.formats._jsonl_assert import assertions_from
 from convlab.formats._jsonl_dynamic import DynamicFields, shown

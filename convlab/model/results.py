@@ -193,21 +193,20 @@ class Results(MutableSequence[CaseResult]):
         return [made[i] for i in range(len(self._objs))]
 
     def each_row(self) -> Iterator[InstanceRow]:
-        """Every result's row, in order, one at a time: a record's, the row kept with a line
-        read back, else the row of the line decoded for it, neither kept (a summary of a big
-        run holds no second form of it). Safe beside a reader in another thread: the line
-        number is read before the record (`_get` sets the record before it drops the
-        number)."""
+        """Every result's row, in order, one at a time: a line read back gives the row it
+        kept, another line not yet read is decoded for its row and neither is kept (a
+        summary of a big run holds no second form of it). Safe beside a reader in another
+        thread: the line number is read before the record (`_get` sets the record before it
+        drops the number)."""
         for i in range(len(self._objs)):
-            no, row = self._nos[i], self._rows[i]
-            if no < 0:
-                record = self._objs[i]
-                assert record is not None  # no line number: the record holds the result
-                yield instance_row(record)
-            else:
-                yield (
-                    row if row is not None else instance_row(decode_as(self._lines[no], CaseResult))
-                )
+            no = self._nos[i]
+            row = self._rows[i] if no >= 0 else None  # a line read back keeps its row
+            if row is not None:
+                yield row
+                continue
+            record = self._objs[i] if no < 0 else decode_as(self._lines[no], CaseResult)
+            assert record is not None  # no line number: the record holds the result
+            yield instance_row(record)
 
     def statuses(self) -> list[str]:
         """Every result's status, without decoding a line."""
@@ -217,20 +216,16 @@ class Results(MutableSequence[CaseResult]):
         ]
 
     def lines(self) -> Iterator[bytes]:
-        """Each result's encoded line (a record read and perhaps changed is encoded anew).
-        Safe beside a reader in another thread, as `each_row`."""
-        for i in range(len(self._objs)):
-            no = self._nos[i]
-            yield self._lines[no] if no >= 0 else encode(self._objs[i])
+        """Each result's encoded line (a record read and perhaps changed is encoded anew)."""
+        for i, obj in enumerate(self._objs):
+            yield self._line(i) if obj is None else encode(obj)
 
     def __encoded_items__(self) -> list[Any]:
         """What the encoder writes for this sequence: each line as it is (msgspec.Raw) or
         the record read from it."""
-        out: list[Any] = []
-        for i in range(len(self._objs)):  # the line number first: as `each_row`
-            no = self._nos[i]
-            out.append(msgspec.Raw(self._lines[no]) if no >= 0 else self._objs[i])
-        return out
+        return [
+            msgspec.Raw(self._line(i)) if obj is None else obj for i, obj in enumerate(self._objs)
+        ]
 
     def copy(self) -> list[CaseResult]:
         """The results as a plain list (as `list.copy`)."""

@@ -4,7 +4,9 @@ compact layout.
 Why our own bundle: plotly's own display goes through `pio.renderers`, which under nbclient
 is the Plotly mimetype alone, and nbconvert drops that from HTML. Our figures
 carry the mimetype (JupyterLab, VS Code) *and* a `text/html` div without plotly.js, so a report
-that loads plotly.js once renders every chart with no network.
+that loads plotly.js once renders every chart with no network. In a kernel a Jupyter server
+started (JupyterLab, Notebook 7) the `text/html` copy is left out: JupyterLab draws the
+mimetype and saves a PNG of each chart, which is what a saved notebook shows elsewhere.
 
 Why escape: case ids and statuses come from files and agents. Plotly.js draws labels, tick
 labels and hover text as pseudo-HTML (`<a href>`, `<b>`, `<br>`, `<span style>`...), so every
@@ -19,6 +21,7 @@ from __future__ import annotations
 import html
 import json
 import math
+import os
 import types
 import uuid
 from collections.abc import Iterable, Sequence
@@ -285,7 +288,7 @@ def mime_bundle(
         spec = json.loads(pio.to_json(fig, validate=False, remove_uids=False))
         spec["config"] = dict(CONFIG)
         bundle[PLOTLY_MIME] = spec
-    if _wanted("text/html", include, exclude):
+    if _wanted("text/html", include, exclude) and not _draws_plotly_itself():
         div = fig.to_html(
             full_html=False, include_plotlyjs=False, config=CONFIG, div_id=div_id, validate=False
         )
@@ -306,6 +309,19 @@ def mime_bundle(
     return bundle
 
 
+def _draws_plotly_itself() -> bool:
+    """Whether this kernel's front end draws the Plotly mimetype itself and keeps a picture
+    of it: a kernel a Jupyter server started (JupyterLab, Notebook 7; it names the session in
+    `JPY_SESSION_NAME`), not VS Code's. JupyterLab's Plotly renderer stores a PNG of each
+    chart it draws, which is what `jupyter nbconvert` and GitHub show of the saved notebook,
+    so a `text/html` copy of the chart would only add bytes (`convlab report` executes the
+    notebook again, headless, where the copy is made)."""
+    from convlab.notebook.progress import in_kernel
+
+    env = os.environ
+    return "JPY_SESSION_NAME" in env and "VSCODE_PID" not in env and in_kernel()
+
+
 def _wanted(mime: str, include: Any, exclude: Any) -> bool:
     return (not include or mime in include) and not (exclude and mime in exclude)
 
@@ -320,13 +336,16 @@ def dress(fig: Any) -> Any:
     """Give one `go.Figure` convlab's rich display; it stays exactly a `go.Figure`.
 
     plotly's `_ipython_display_` would route display through `pio.renderers` (the mimetype
-    alone under nbclient), so the instance hides it and IPython asks `_repr_mimebundle_`.
+    alone under nbclient), so the instance hides it (and `_repr_html_`) and IPython asks
+    `_repr_mimebundle_`.
     Instance attributes (set past plotly's validating `__setattr__`), not a subclass: outside
     code checks that a chart is plotly's own Figure. Copies made by plotly (`go.Figure(fig)`,
     pickle, deepcopy) are plain figures again and display as plotly would.
     """
     object.__setattr__(fig, "_repr_mimebundle_", types.MethodType(_convlab_bundle, fig))
     object.__setattr__(fig, "_ipython_display_", None)
+    # nor plotly's `_repr_html_`: IPython would fill a mimetype our bundle leaves out with it
+    object.__setattr__(fig, "_repr_html_", None)
     return fig
 
 

@@ -131,8 +131,9 @@ def tradeoff(data: Experiment | pd.DataFrame, x: str = "cost", baseline: str | N
 
     `data`: an Experiment or its `leaderboard()`. A variant whose x figure is unknown (a
     model the price database does not know) is left off the chart and named below the title.
-    When no variant has a cost (no prices: a self-hosted or serve-demo model), the chart is
-    drawn against latency instead, and its subtitle says so. Figures that span an order of
+    When no variant has a cost above zero (no prices: a self-hosted or serve-demo model; or
+    agents that cost nothing), the chart is drawn against latency instead, and its subtitle
+    says so. Figures that span an order of
     magnitude or more are drawn on a log axis, so the cheap variants do not crowd at zero.
     Each point's name stands in a column right of the plot, joined to its point by a line,
     so no two names overlap however close their points are.
@@ -141,8 +142,9 @@ def tradeoff(data: Experiment | pd.DataFrame, x: str = "cost", baseline: str | N
         raise ValueError(f"x={x!r}: use one of {', '.join(TRADEOFF_AXES)}")
     df = _frame(data, baseline)
     rows = records(df)
+    # no cost to tell the variants apart (no prices, or nothing charged): latency instead
     fallback = x == "cost" and not any(
-        not math.isnan(num(r.get(TRADEOFF_AXES["cost"][0]), math.nan)) for r in rows
+        num(r.get(TRADEOFF_AXES["cost"][0]), math.nan) > 0 for r in rows
     )
     if fallback:
         x = "latency"
@@ -160,7 +162,7 @@ def tradeoff(data: Experiment | pd.DataFrame, x: str = "cost", baseline: str | N
             traces.append(_points(rows, idx, xs, ys, (name, color, size), (title, prefix)))
     note = "the front: no other variant is as good for less"
     if fallback:
-        note = "no variant has a price (pass prices= to run), so latency is drawn; " + note
+        note = "no variant has a cost (pass prices= to run), so latency is drawn; " + note
     if missing:
         note += f"; not shown ({esc(title)} unknown): " + ", ".join(short(m, 24) for m in missing)
     layout = base_layout(f"Pass rate against {esc(title)} — {len(rows)} variants", note)
@@ -288,11 +290,12 @@ def _points(
                 esc(rows[i].get("agent", "")),
                 pct(rows[i].get("ci_low")),
                 pct(rows[i].get("ci_high")),
+                pct(rows[i].get("pass_rate")),
             ]
             for i in idx
         ],
         "hovertemplate": (
-            "<b>%{customdata[0]}</b><br>%{customdata[1]}<br>pass rate %{y:.1f}% "
+            "<b>%{customdata[0]}</b><br>%{customdata[1]}<br>pass rate %{customdata[4]} "
             "(95% interval %{customdata[2]} to %{customdata[3]})<br>"
             + f"{esc(title)}: {prefix}%{{x:,.4g}}<extra></extra>"
         ),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING, Any
 
+from convlab.notebook._charts_divergence import divergence_figure
 from convlab.notebook.tables import Table
 
 if TYPE_CHECKING:
@@ -16,6 +17,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DIVERGENCE_VIEW",
     "divergence_bundle",
+    "divergence_figure",
     "divergence_table",
     "experiment_divergence_bundle",
 ]

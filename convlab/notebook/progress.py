@@ -154,6 +154,9 @@ class LiveTree:
         self._cell: Any = None
         """The cell execution that shows the tree (`cell_token()`), None until shown."""
         self._final: dict[str, Any] | None = None
+        self._style = ""
+        """The stylesheet, when this tree's output is the one that carries it for the page:
+        what replaces the tree (the card, or the failing instances) keeps carrying it."""
 
         # the stylesheet, sent once with the tree: redraws change the header and body only
         self.style = w.HTML(style_html())
@@ -375,7 +378,8 @@ class LiveTree:
                 f"<div style='width:{share:.2f}%;background:{color}'></div></div></div>"
             )
             body = f"<div class='convlab'><div class='cl-scroll'>{self._body_html()}</div></div>"
-            return style_tag() + self._header_html() + bar + body
+            self._style = self._style or style_tag()
+            return self._style + self._header_html() + bar + body
 
     def close(self, run: Any = None) -> None:
         """Stop redrawing; swap the live view for the static summary. Safe to call twice."""
@@ -433,7 +437,8 @@ class LiveTree:
             head = f"<div class='convlab cl-fail'>{html.escape(text)}</div>"
             return {"text/plain": text, "text/html": head + self.snapshot_html()}
         text, card = self.card(run)
-        return {"text/plain": text, "text/html": card + self.failing_html(self._df_name())}
+        html_ = self._style + card + self.failing_html(self._df_name())
+        return {"text/plain": text, "text/html": html_}
 
     def _df_name(self) -> str:
         return ("exp" if self.WHAT == "experiment" else self.WHAT) + ".df"
@@ -441,8 +446,8 @@ class LiveTree:
     def fold(self) -> None:
         """The cell goes on to display the result itself (its card): the summary left here
         gives way to the failing instances alone, so that the card shows once."""
-        failing = self.failing_html(self._df_name())
-        folded = {"text/plain": "", "text/html": failing} if failing else {"text/plain": ""}
+        shown = self._style + self.failing_html(self._df_name())
+        folded = {"text/plain": "", "text/html": shown} if shown else {"text/plain": ""}
         with self._lock:
             self._final = folded
         if self._handle is not None:

@@ -24,7 +24,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from convlab._util import folder_for
+from convlab._files import folder_for
 from convlab.analysis.io import register_saver, write_atomic
 from convlab.errors import MissingDependencyError, NotebookError, ReportInputError
 from convlab.report._nbkeep import drop_dead_widgets, local_sockets, notebook_title

@@ -132,7 +132,7 @@ def why_markdown(run: Run) -> list[str]:
 def why_html(run: Run) -> str:
     """The HTML report's section: per flaky case its sentence, branches and chart ('' when
     no case is flaky)."""
-    from convlab.notebook._charts_divergence import divergence_figure
+    from convlab.notebook.divergence import divergence_figure
 
     trees = flaky_trees(run)
     if not trees:

@@ -1,13 +1,10 @@
-"""Small helpers shared across layers: importing `module:function`, durations, user calls."""
+"""User code: finding it (`package.module:function`), reading its shape (how many
+positional parameters, async or not) and calling it without blocking the event loop."""
 
 from __future__ import annotations
 
-import errno
 import importlib
-import re
-import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from convlab._threads import DaemonPool
@@ -15,41 +12,12 @@ from convlab._threads import DaemonPool
 __all__ = [
     "VARIADIC",
     "call_user",
-    "elapsed_ms",
-    "folder_for",
+    "callable_attr",
     "import_callable",
     "in_daemon_thread",
     "is_async_callable",
-    "parse_duration",
     "positional_arity",
 ]
-
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
-_UNIT_S = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-def parse_duration(value: str | float | int) -> float:
-    """Seconds from `90`, `"30s"`, `"2m30s"`, `"1.5h"` or `"250ms"` (Go duration syntax).
-
-    Raises:
-        ValueError: If the text is not a duration.
-    """
-    if isinstance(value, bool):
-        raise ValueError(f"not a duration: {value!r}")
-    if isinstance(value, int | float):
-        return float(value)
-    text = value.strip()
-    if re.fullmatch(r"\d+(\.\d+)?", text):
-        return float(text)
-    pos, total = 0, 0.0
-    for m in _DURATION.finditer(text):
-        if m.start() != pos:
-            break
-        total += float(m.group(1)) * _UNIT_S[m.group(2)]
-        pos = m.end()
-    if pos != len(text) or not text:
-        raise ValueError(f"not a duration: {value!r} (use e.g. '30s', '2m30s', '1h')")
-    return total
 
 
 def import_callable(spec: str) -> Callable[..., Any]:
@@ -141,20 +109,3 @@ async def call_user(fn: Callable[..., Any], *args: Any) -> Any:
 _USER_CALLS = DaemonPool("convlab-user")
 """The threads sync hooks, tools and graders run on: reused from call to call (a thread
 start cost more than a case), never joined, each leaving after `IDLE_S` without work."""
-
-
-def elapsed_ms(start: float) -> float:
-    """Milliseconds since `start` (a `time.perf_counter()` reading), to the microsecond:
-    what results record of a duration or a latency."""
-    return round((time.perf_counter() - start) * 1000, 3)
-
-
-def folder_for(path: Path) -> None:
-    """Make the folder `path` goes in; a NotADirectoryError naming the part of it that is a
-    file (mkdir would say only that it exists)."""
-    for folder in (path.parent, *path.parent.parents):
-        if folder.exists():
-            if not folder.is_dir():
-                raise NotADirectoryError(errno.ENOTDIR, "a file, not a folder", str(folder))
-            break
-    path.parent.mkdir(parents=True, exist_ok=True)
