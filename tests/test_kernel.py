@@ -131,13 +131,15 @@ def test_interrupt_returns_the_partial_run(kernel: tuple[Any, Any]) -> None:
     )
     # the remaining work was cancelled, not waited for: some instances are `cancelled`
     assert out.strip() == "Run cancelled ['cancelled', 'passed'] 400", out
-    # the kernel is usable afterwards and nothing is still running in the background
-    time.sleep(0.5)
+    # the kernel is usable afterwards and nothing is still running in the background once
+    # the run's history recording (written off the return path) is done
     out = _stdout(
         _execute(
             kc,
-            "import threading; print(sorted(t.name for t in threading.enumerate()"
-            " if t.name.startswith('convlab')))",
+            "import threading, time; cl.history(limit=1); deadline = time.monotonic() + 10\n"
+            "while time.monotonic() < deadline and any(t.name.startswith('convlab')"
+            " for t in threading.enumerate()): time.sleep(0.05)\n"
+            "print(sorted(t.name for t in threading.enumerate() if t.name.startswith('convlab')))",
         )
     )
     assert out.strip() == "[]", out

@@ -28,10 +28,13 @@ _hooked = [False]
 
 
 def _work() -> None:
+    """Do the jobs handed over, in order; the thread ends when none is left (the next job
+    starts another), so nothing of convlab's lingers in a process between runs."""
     while True:
         with _cond:
-            while not _jobs:
-                _cond.wait()
+            if not _jobs:
+                _worker.clear()  # under the lock: a job handed over now starts a new thread
+                return
             job = _jobs.popleft()
         try:
             job()
@@ -46,7 +49,7 @@ def _work() -> None:
 def later(job: Callable[[], object]) -> None:
     """Run `job` on the background thread, after the jobs handed over before it."""
     with _cond:
-        if not _worker or not _worker[0].is_alive():
+        if not _worker:
             thread = threading.Thread(target=_work, name="convlab-history", daemon=True)
             _worker[:] = [thread]
             thread.start()
