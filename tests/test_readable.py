@@ -69,7 +69,13 @@ def test_the_percentage_rule() -> None:
 
 def test_two_of_three_reads_the_same_in_every_view(tmp_path: Path) -> None:
     buf = io.StringIO()
-    run = cl.run(SUITE, _two_of_three(), runs=3, parallel=1, progress=ConsoleProgress(stream=buf, quiet=False))
+    run = cl.run(
+        SUITE,
+        _two_of_three(),
+        runs=3,
+        parallel=1,
+        progress=ConsoleProgress(stream=buf, quiet=False),
+    )
     rates = {r["case_id"]: r["pass_rate"] for r in run.stability().to_dict("records")}
     assert rates["flaky"] == pytest.approx(200 / 3)
 
