@@ -209,7 +209,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
 
 HEADER_IN_VIEW_JS = """
 (tree) => {
-  const head = tree.querySelector(".widget-html");
+  const head = tree.querySelector(".cl-tree-counts");  // the counts line (not the stylesheet)
   const bar = tree.querySelector(".widget-hprogress");
   const scroller = tree.closest(".jp-WindowedPanel-outer") || document.documentElement;
   const view = scroller.getBoundingClientRect();

@@ -18,6 +18,7 @@ log or print comes back as events.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import functools
 import math
@@ -63,6 +64,13 @@ def import_ray(local: bool = False) -> Any:
         raise MissingDependencyError("executor='ray'", "ray") from None
     return ray
 
+
+_STARTER = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="convlab-ray-start")
+"""The one thread that starts or joins a cluster, kept for the life of the process. Ray ties
+the processes of a cluster it starts to the thread that started them (the Linux parent-death
+signal): started from a thread that ends (asyncio.to_thread's, or the worker thread of a
+run in a notebook), the GCS and the raylet are killed with it and the next run finds no
+cluster. Off the event loop, so a start taking seconds never blocks a cell's loop."""
 
 @dataclass(frozen=True)
 class RayExecutor:
@@ -160,7 +168,8 @@ class _RayRun:
             runner.emit(WorkersChanged(0, doing, since=time.monotonic()))
         timeout = cfg.start_timeout or (START_TIMEOUT if address == LOCAL else JOIN_TIMEOUT)
         # a thread of its own: an interrupted cell leaves the start to finish, for the next run
-        conn, reused = await asyncio.to_thread(connect, address, cfg.init, timeout)
+        loop = asyncio.get_running_loop()
+        conn, reused = await loop.run_in_executor(_STARTER, connect, address, cfg.init, timeout)
         how = "reused" if reused else f"started in {conn.took:.0f} s" if conn.started else "joined"
         try:
             await self._run(ray, runner, todo, conn, f"{conn.where}, {how}")

@@ -161,6 +161,7 @@ class LiveTree:
         # the stylesheet, sent once with the tree: redraws change the header and body only
         self.style = w.HTML(style_html())
         self.header = w.HTML()
+        self.header.add_class("cl-tree-counts")  # the counts line (what a reader watches)
         self.bar = w.IntProgress(min=0, max=1, value=0, bar_style="info")
         self.bar.layout.width = "100%"
         self.button = w.Button(description="Stop", icon="stop", button_style="warning")
