@@ -187,10 +187,17 @@ def test_stop_button_of_an_awaited_arun_returns_the_partial_run(kernel: tuple[An
     seen: list[dict[str, Any]] = []
     clicked: list[bool] = []
 
+    first: list[float] = []
+
     def click_once_shown(msg: dict[str, Any]) -> None:
         seen.append(msg)
         comm_msgs = sum(m["msg_type"] == "comm_msg" for m in seen)
-        if not clicked and comm_msgs >= 5:  # the run is going and the tree redrawing
+        if comm_msgs and not first:
+            first.append(time.monotonic())
+        # the run is going and the tree redrawing, and (as a reader would wait) some of the
+        # ~10 s of work done: the tree's own widgets send messages before any instance ends
+        going = comm_msgs >= 5 and time.monotonic() - first[0] > 1.0 if first else False
+        if not clicked and going:
             _click_stop(kc, seen)
             clicked.append(True)
 
