@@ -6,11 +6,12 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-__all__ = ["Given", "GivenFalse"]
+__all__ = ["Given"]
 
 
 class Given(argparse.Action):
-    """Store the value and remember the flag was given (it then wins over convlab.yaml)."""
+    """Store the value and remember the flag was given (it then wins over convlab.yaml). A
+    switch (`nargs=0`) stores its `const`: `--no-X` is `action=Given, nargs=0, const=False`."""
 
     def __call__(
         self,
@@ -19,19 +20,6 @@ class Given(argparse.Action):
         values: Any,
         option_string: str | None = None,
     ) -> None:
-        setattr(namespace, self.dest, values)
+        setattr(namespace, self.dest, self.const if self.nargs == 0 else values)
         given: set[str] = set(getattr(namespace, "given", set()))
         namespace.given = given | {self.dest}
-
-
-class GivenFalse(Given):
-    """A `--no-X` switch: store False and remember it was given (it wins over convlab.yaml)."""
-
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: Any,
-        option_string: str | None = None,
-    ) -> None:
-        super().__call__(parser, namespace, False, option_string)

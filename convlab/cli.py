@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from convlab._cli_given import Given, GivenFalse
+from convlab._cli_given import Given
 from convlab._cli_history import HISTORY_HELP, history_arguments
 from convlab._cli_run import (
     DEFAULTS,
@@ -287,8 +287,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument(
         "--no-adaptive",
         dest="adaptive",
-        action=GivenFalse,
+        action=Given,
         nargs=0,
+        const=False,
         default=DEFAULTS["adaptive"],
         help="keep --parallel requests in flight even when the endpoint answers 429/503 "
         "(default: cut them, then grow back; also `adaptive: false` in convlab.yaml)",
@@ -334,8 +335,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument(
         "--no-history",
         dest="history",
-        action=GivenFalse,
+        action=Given,
         nargs=0,
+        const=False,
         default=DEFAULTS["history"],
         help="do not record this run in the history database (`convlab history` lists them; "
         "also `history: false` in convlab.yaml)",

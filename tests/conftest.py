@@ -55,6 +55,14 @@ def _convlab_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 @pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh CONVLAB_HOME for one test (the history tests) (child processes inherit it)."""
+    folder = tmp_path / "home"
+    monkeypatch.setenv("CONVLAB_HOME", str(folder))
+    return folder
+
+
+@pytest.fixture
 def register_evaluator() -> Iterator[Register]:
     """`@register_evaluator(name)` registers like `@convlab.evaluator(name)`, for one test."""
     with contextlib.ExitStack() as undo:

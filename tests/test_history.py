@@ -29,14 +29,6 @@ EXPENSE = ROOT / "examples" / "expense"
 FINANCE = ROOT / "examples" / "finance"
 
 
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A fresh CONVLAB_HOME for one test (child processes inherit it)."""
-    folder = tmp_path / "home"
-    monkeypatch.setenv("CONVLAB_HOME", str(folder))
-    return folder
-
-
 def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
     env["PYTHONPATH"] = str(ROOT)

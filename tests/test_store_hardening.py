@@ -103,15 +103,11 @@ def test_results_read_back_stay_independent() -> None:
     assert b.to_dict() == before
 
 
-class _EchoHeaders(http.server.BaseHTTPRequestHandler):
-    """Answers every POST with 401 echoing the request's Authorization, as some servers do."""
+class _JSONHandler(http.server.BaseHTTPRequestHandler):
+    """A test endpoint's handler: answers with a JSON body, logs nothing."""
 
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("content-length") or 0))
-        auth = self.headers.get("authorization") or ""
-        token = auth.partition(" ")[2]
-        body = json.dumps({"error": f"bad credentials {token}", "authorization": auth}).encode()
-        self.send_response(401)
+    def answer(self, status: int, body: bytes) -> None:
+        self.send_response(status)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(body)))
         self.end_headers()
@@ -119,6 +115,17 @@ class _EchoHeaders(http.server.BaseHTTPRequestHandler):
 
     def log_message(self, *args: object) -> None:
         pass
+
+
+class _EchoHeaders(_JSONHandler):
+    """Answers every POST with 401 echoing the request's Authorization, as some servers do."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        auth = self.headers.get("authorization") or ""
+        token = auth.partition(" ")[2]
+        body = json.dumps({"error": f"bad credentials {token}", "authorization": auth}).encode()
+        self.answer(401, body)
 
 
 @pytest.fixture
@@ -375,7 +382,7 @@ def test_a_variant_name_of_5000_characters_gets_a_safe_store_name(tmp_path: Path
     assert [cl.load_run(stores[n]).status for n in (long, longer)] == ["completed", "completed"]
 
 
-class _EchoRequestHeaders(http.server.BaseHTTPRequestHandler):
+class _EchoRequestHeaders(_JSONHandler):
     """A chat-completions endpoint whose reply text is the request's headers, as a debugging
     proxy's is."""
 
@@ -385,14 +392,7 @@ class _EchoRequestHeaders(http.server.BaseHTTPRequestHandler):
         text = said + json.dumps(dict(self.headers.items()))
         reply = {"choices": [{"message": {"role": "assistant", "content": text}}]}
         body = json.dumps(reply).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
+        self.answer(200, body)
 
 
 KEY, HEADER, TOKEN = "sk-live-4f1c9e2ab7d3", "hdr-value-83ac51e0", "env-token-2b7f90ce"

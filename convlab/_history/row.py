@@ -187,16 +187,5 @@ NOTEBOOK_TABLE = (
 )
 """The columns of `cl.history()`'s interactive table in a notebook (the frame has them all)."""
 
-CLI_TABLE = (
-    "id",
-    "started_at",
-    "suite",
-    "agent",
-    "experiment",
-    "variant",
-    "status",
-    "total",
-    "pass_rate",
-    "cost_usd",
-)
+CLI_TABLE = tuple(c for c in NOTEBOOK_TABLE if c not in ("passed", "failed", "errors"))
 """The columns of `convlab history`'s text table (`--json` has every frame column)."""

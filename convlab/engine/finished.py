@@ -8,7 +8,6 @@ from collections.abc import Sequence
 import msgspec
 
 from convlab._durations import elapsed_ms
-from convlab.agents._secret import known_secrets
 from convlab.engine.codes import case_code
 from convlab.engine.conversation import Conversation
 from convlab.engine.masking import masked
@@ -81,19 +80,20 @@ def _reward(outcome: Outcome) -> float:
 
 
 def kept(
-    store: ResultStore | None, result: CaseResult, secrets: Sequence[str] | None = None
+    store: ResultStore | None, result: CaseResult, secrets: Sequence[str]
 ) -> tuple[CaseResult, bytes]:
     """The instance as finally recorded, and its encoded line (stored, if there is a store).
 
     Text that is not Unicode (which an agent's reply cannot bring: it is cleaned where it
-    enters) is replaced here; every known secret value (`secrets`, else `known_secrets()`)
-    is masked (`masked`); a result the store cannot take becomes an `error` saying so."""
+    enters) is replaced here; every known secret value (`secrets`: the run's `known_secrets()`,
+    read once when it starts) is masked (`masked`); a result the store cannot take becomes an
+    `error` saying so."""
     try:
         line = encode(result)
     except UnicodeEncodeError:
         result, _ = valid_unicode(result)
         line = encode(result)
-    result, line = masked(result, line, known_secrets() if secrets is None else secrets)
+    result, line = masked(result, line, secrets)
     if store is None:
         return result, line
     try:

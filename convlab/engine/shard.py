@@ -31,6 +31,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from convlab.agents._secret import known_secrets
 from convlab.agents.cache import Cassette
 from convlab.engine._gc import quiet_gc
 from convlab.engine.conversation import Env
@@ -117,6 +118,7 @@ class ShardRunner:
         window: float = 0.02,
     ) -> None:
         env.run_id, env.parallel = run_id, parallel
+        env.secrets = self._secrets = known_secrets()  # read once, as the local run does
         self.runner = Runner(env, settings)
         if listening:
             self.runner.listeners.append(self._on_event)
@@ -232,7 +234,7 @@ class ShardRunner:
                 return (UNRUN, place)
             stopped = self.runner._stopped.pop(inst.key, None)
             result = stopped or closed(inst, "cancelled", WHILE)
-        return (FINISHED, place, kept(None, result)[1])
+        return (FINISHED, place, kept(None, result, self._secrets)[1])
 
     def _on_event(self, event: Event) -> None:
         """Route an engine event of this worker to the shard of its instance."""
