@@ -72,6 +72,7 @@ signal): started from a thread that ends (asyncio.to_thread's, or the worker thr
 run in a notebook), the GCS and the raylet are killed with it and the next run finds no
 cluster. Off the event loop, so a start taking seconds never blocks a cell's loop."""
 
+
 @dataclass(frozen=True)
 class RayExecutor:
     """Where and how wide a run goes on Ray (see the module docstring).
